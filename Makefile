@@ -1,0 +1,59 @@
+# TorchScan: `make run` (set up + demo) and `make test` (set up + every test).
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(VENV)/bin/pip
+MESON   := $(VENV)/bin/meson
+STAMP   := $(VENV)/.deps-stamp
+BUILT   := $(VENV)/.built-stamp
+CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
+PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
+
+.PHONY: run test build deps ctest asan pytest bench lint format clean
+
+run: build
+	$(PY) -m torchscan demo
+
+test: ctest asan pytest
+
+deps: $(STAMP)
+$(STAMP): requirements-dev.txt tools/install-system-deps.sh
+	sh tools/install-system-deps.sh
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@
+
+build: $(BUILT)
+$(BUILT): $(STAMP) $(CSRC) $(PYSRC)
+	$(PIP) install -q --no-build-isolation --no-deps . -Csetup-args=-Dwerror=true
+	touch $@
+
+# C unit tests, warnings as errors.
+ctest: $(STAMP)
+	test -d build-c || $(MESON) setup build-c -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug
+	$(MESON) compile -C build-c
+	@set -e; for t in build-c/test_*; do echo "== $$t"; $$t; done
+
+# The same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: $(STAMP)
+	test -d build-asan || $(MESON) setup build-asan -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+	$(MESON) compile -C build-asan
+	@set -e; for t in build-asan/test_*; do echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+pytest: build
+	$(PY) -m pytest tests/python -q
+
+bench: build
+	$(PY) bench/run.py
+
+lint: $(STAMP)
+	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
+	test -d build-c || $(MESON) setup build-c -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug
+	clang-tidy -p build-c --quiet src/core/*.c src/cli/*.c
+
+format:
+	clang-format -i src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
+
+clean:
+	rm -rf build-c build-asan build $(BUILT)

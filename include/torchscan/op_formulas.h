@@ -1,0 +1,100 @@
+/* Operator formulas: FLOPs of one aten operator call, keyed by operator
+ * packet name ("aten.mm"). In-place and out= overloads share their packet's
+ * entry. The table is sorted static data (op_formulas.c).
+ *
+ * Counting convention: torchscan_flops_v1 (contract 2.2); matmul,
+ * convolution and attention formulas equal PyTorch's FlopCounterMode.
+ */
+#ifndef TORCHSCAN_OP_FORMULAS_H
+#define TORCHSCAN_OP_FORMULAS_H
+
+#include "torchscan/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    TS_ARG_ABSENT = 0, /* not passed (schema default applies) */
+    TS_ARG_NONE,
+    TS_ARG_TENSOR,
+    TS_ARG_INT,
+    TS_ARG_REAL,
+    TS_ARG_BOOL,
+    TS_ARG_INTS,    /* list/tuple of ints (sizes, dims, strides) */
+    TS_ARG_TENSORS, /* list/tuple of tensors (or None entries) */
+    TS_ARG_STR,
+    TS_ARG_COMPLEX,
+    TS_ARG_OTHER
+} ts_arg_kind;
+
+#define TS_OP_MAX_ARGS 16
+#define TS_OP_MAX_OUTS 4
+
+typedef struct ts_op_arg {
+    ts_arg_kind kind;
+    ts_shape tensor;   /* TENSOR; TENSORS: the first tensor */
+    int64_t i;         /* INT, BOOL (0/1) */
+    double r;          /* REAL */
+    int nints;         /* INTS */
+    int64_t ints[TS_MAX_DIMS];
+    int ntensors;        /* TENSORS: number of tensors */
+    int64_t numel_sum;   /* TENSORS: total elements */
+    const char *str;     /* STR (borrowed, valid during the call) */
+} ts_op_arg;
+
+/* One operator call, arguments in schema order (keyword-only arguments are
+ * placed at their schema position; absent ones are TS_ARG_ABSENT). */
+typedef struct ts_op_call {
+    int nargs;
+    ts_op_arg args[TS_OP_MAX_ARGS];
+    int nouts;
+    ts_shape outs[TS_OP_MAX_OUTS];
+    /* The OpOverload's overload name ("default", "out", "unary_out", ...),
+     * borrowed; NULL when unknown. Only used where argument kinds alone
+     * cannot tell overloads apart (aten.max.unary_out vs aten.max.other). */
+    const char *overload;
+} ts_op_call;
+
+typedef struct ts_op_result {
+    int64_t flops;
+    /* counted, but the count leaves work out (complex arithmetic, fused
+     * attention): diagnostic incomplete_operator_formula */
+    bool incomplete;
+    /* When incomplete: the diagnostic's message (static string; complex
+     * arithmetic wins over fused attention). NULL otherwise. */
+    const char *incomplete_message;
+} ts_op_result;
+
+/* Returns TS_OK with *out filled; TS_EUNSUPPORTED with err's message when
+ * the call has no convention (diagnostic unsupported_operator_formula); or
+ * TS_EOVERFLOW. */
+typedef int (*ts_op_formula)(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+
+enum {
+    TS_OPF_NATIVE = 1u << 0,    /* FlopCounterMode has this formula */
+    TS_OPF_ATTENTION = 1u << 1, /* fused attention: matrix core only */
+};
+
+typedef struct ts_op_entry {
+    const char *name;          /* packet name, e.g. "aten.addmm" */
+    ts_op_formula formula;     /* NULL when ignored */
+    const char *ignore_reason; /* non-NULL for excluded operators */
+    unsigned flags;
+    const char *formula_text;  /* for the docs, e.g. "2*m*n*k"; NULL when
+                                  ignored */
+} ts_op_entry;
+
+/* Looks a packet name up (binary search). NULL when unknown. */
+const ts_op_entry *ts_op_lookup(const char *packet_name);
+
+/* The whole table, sorted by name; returns its length. */
+size_t ts_op_table(const ts_op_entry **entries);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TORCHSCAN_OP_FORMULAS_H */

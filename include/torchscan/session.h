@@ -1,0 +1,150 @@
+/* A crawl session: the module table, one record per module call (layer),
+ * and the operator statistics of one operator counter. The binding feeds it
+ * from the hooks and the dispatch mode; everything else (formulas,
+ * attribution, aggregation, report assembly) happens here.
+ */
+#ifndef TORCHSCAN_SESSION_H
+#define TORCHSCAN_SESSION_H
+
+#include "torchscan/core.h"
+#include "torchscan/module_formulas.h"
+#include "torchscan/op_formulas.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- operator statistics ------------------------------------------------ */
+
+typedef struct ts_opstats ts_opstats;
+
+/* New, empty statistics; NULL on allocation failure. */
+ts_opstats *ts_opstats_new(void);
+void ts_opstats_free(ts_opstats *stats);
+
+/* Registers an operator packet name (copied) and returns its id (>= 0), the
+ * same id for the same name; negative TS_E* on failure. */
+int ts_opstats_intern(ts_opstats *stats, const char *packet_name);
+
+/* How an observed call was handled. */
+typedef enum {
+    TS_OPCALL_COUNTED = 0,  /* flops counted (may be 0) */
+    TS_OPCALL_IGNORED,      /* on the ignore list (reason from the table) */
+    TS_OPCALL_UNCOUNTED,    /* no formula: uncounted_operator */
+    TS_OPCALL_UNSUPPORTED,  /* formula refused: unsupported_operator_formula */
+} ts_opcall_kind;
+
+/* Records one call of operator `id`. For COUNTED, `flops` is added to the
+ * operator's total and to `layer` (>= 0) when the call ran inside a layer;
+ * `incomplete` adds one incomplete_operator_formula diagnostic per operator.
+ * For UNSUPPORTED, `message` is the reason (one diagnostic per distinct
+ * operator and message). `ignore_reason` is used for IGNORED. */
+int ts_opstats_record(ts_opstats *stats,
+                      int id,
+                      ts_opcall_kind kind,
+                      int64_t flops,
+                      bool incomplete,
+                      const char *message,
+                      const char *ignore_reason);
+
+/* Sum of counted flops (the known value of the total). */
+int64_t ts_opstats_total(const ts_opstats *stats);
+
+/* Builds the FlopReport {schema_version, context, total, by_module,
+ * by_operator, ignored_operators, diagnostics}. `by_module` (stolen, may be
+ * NULL for {}) is inserted as given. New reference or NULL. */
+json_t *ts_opstats_report(const ts_opstats *stats,
+                          const char *torch_version,
+                          const char *method,
+                          json_t *by_module);
+
+/* The FlopReport stub of structure mode (everything not_requested). */
+json_t *ts_flop_report_not_requested(const char *torch_version);
+
+/* ---- crawl session ------------------------------------------------------ */
+
+typedef struct ts_session ts_session;
+
+/* full: compute module formulas (full mode) or only structure. */
+ts_session *ts_session_new(bool full);
+void ts_session_free(ts_session *session);
+
+/* Adds a module; `path` and `type_name` are copied. `metric_leaf` selects the
+ * modules whose formulas run. Returns the module index or a negative
+ * status. */
+int ts_session_add_module(ts_session *session,
+                          const char *path,
+                          const char *type_name,
+                          const ts_module_desc *desc,
+                          bool metric_leaf);
+
+size_t ts_session_module_count(const ts_session *session);
+const ts_module_desc *ts_session_module_desc(const ts_session *session,
+                                             int module);
+bool ts_session_module_is_leaf(const ts_session *session, int module);
+
+/* Parameter/buffer attribution of one call (counted by the binding: tensors
+ * seen for the first time in execution order). */
+typedef struct ts_attribution {
+    int64_t trainable, frozen, param_bytes;
+    int64_t buffer_elements, buffer_bytes;
+    bool param_shared, buffer_shared;
+} ts_attribution;
+
+/* Opens a call of `module`: appends a layer record (pre-hook order) and
+ * makes it the innermost active call. `input` (stolen) is the
+ * {"args": [...], "kwargs": {...}} metadata. Returns the layer index or a
+ * negative status. */
+int ts_session_begin_call(ts_session *session,
+                          int module,
+                          json_t *input,
+                          const ts_attribution *attribution);
+
+/* Innermost active layer (-1 when none). Operator flops are attributed to
+ * it. */
+int ts_session_current_layer(const ts_session *session);
+
+/* Closes the innermost active call of `module`. `output` (stolen) is the
+ * output metadata; failed marks a forward that raised (its output becomes
+ * {"kind": "failed"} and a module_forward_error diagnostic is emitted).
+ * `call` (may be NULL when the call exposed no input/output tensor) feeds
+ * the module formulas of metric leaves in full mode. Returns the layer index
+ * or a negative status (TS_EINVAL when `module` is not the innermost
+ * active call). */
+int ts_session_end_call(ts_session *session,
+                        int module,
+                        json_t *output,
+                        bool failed,
+                        const ts_module_call *call);
+
+/* Adds operator flops to a layer record (the layer's own calls only). */
+void ts_session_add_layer_op_flops(ts_session *session, int layer,
+                                   int64_t flops);
+
+/* Model-level facts gathered by the binding after the forward. */
+typedef struct ts_model_totals {
+    int64_t trainable, frozen, param_bytes, buffer_elements, buffer_bytes;
+} ts_model_totals;
+
+/* Assembles the AnalysisReport. `context` and `inputs` are stolen (context
+ * gets analysis_mode in structure mode); `flop_report` is stolen (a
+ * FlopReport, or NULL in structure mode for the not_requested stub).
+ * Returns a new reference or NULL with err set. */
+json_t *ts_session_report(ts_session *session,
+                          json_t *context,
+                          json_t *inputs,
+                          const ts_model_totals *totals,
+                          json_t *flop_report,
+                          const char *torch_version,
+                          ts_error *err);
+
+/* strict mode: true when the report has any diagnostic or any total that is
+ * not complete and not not_requested. *message (malloc'd, caller frees) is
+ * "Analysis is incomplete for: a, b." */
+bool ts_report_incomplete(const json_t *report, char **message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TORCHSCAN_SESSION_H */

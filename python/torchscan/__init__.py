@@ -1,0 +1,43 @@
+"""TorchScan: inspect and measure PyTorch models with a C engine.
+
+Every number carries a status (``complete``, ``partial`` lower bound, or
+``unavailable``); an unsupported operation is never a silent zero.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import _engine  # noqa: F401  (the C engine)
+from . import crawler, process
+from .compare import ReportDiff, compare_reports
+from .crawler import crawl_module, summary
+from .flops import FlopReport, measure_flops
+from .report import (
+    AnalysisReport,
+    Diagnostic,
+    IncompleteAnalysisError,
+    LayerReport,
+    MetricResult,
+    metric_result,
+)
+
+try:
+    __version__ = version("torchscan")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "unknown"
+
+__all__ = [
+    "AnalysisReport",
+    "Diagnostic",
+    "FlopReport",
+    "IncompleteAnalysisError",
+    "LayerReport",
+    "MetricResult",
+    "ReportDiff",
+    "compare_reports",
+    "crawl_module",
+    "crawler",
+    "measure_flops",
+    "metric_result",
+    "process",
+    "summary",
+]

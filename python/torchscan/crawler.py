@@ -1,0 +1,234 @@
+"""Model analysis from one evaluation forward: ``crawl_module`` and ``summary``."""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from . import _engine
+from .flops import _check_custom_mapping, _OperatorCounter
+from .report import AnalysisReport, IncompleteAnalysisError
+
+__all__ = ["crawl_module", "summary"]
+
+
+@cache
+def _package_version() -> str:
+    try:
+        return version("torchscan")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _model_defaults(module: nn.Module) -> tuple[torch.device, torch.dtype]:
+    tensor = next(module.parameters(), None)
+    if tensor is None:
+        tensor = next(module.buffers(), None)
+    if tensor is None:
+        return torch.device("cpu"), torch.float32
+    return tensor.device, tensor.dtype
+
+
+def _generated_inputs(
+    module: nn.Module,
+    input_shape: Any,
+    dtype: Any,
+    device: Any,
+) -> tuple[Any, ...]:
+    shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+    if not shapes or any(not isinstance(shape, tuple) for shape in shapes):
+        raise TypeError("input_shape must be a tuple or a non-empty list of tuples.")
+    if any(not isinstance(dim, int) or isinstance(dim, bool) for shape in shapes for dim in shape):
+        raise TypeError("Every input_shape dimension must be an integer.")
+    default_device, default_dtype = _model_defaults(module)
+    target = default_device if device is None else torch.device(device)
+    if dtype is None:
+        dtypes = [default_dtype] * len(shapes)
+    elif isinstance(dtype, torch.dtype):
+        dtypes = [dtype] * len(shapes)
+    else:
+        if isinstance(dtype, (str, bytes)) or not isinstance(dtype, Iterable):
+            raise TypeError("dtype must be a torch.dtype or an iterable of torch.dtype.")
+        dtypes = list(dtype)
+        if len(dtypes) != len(shapes):
+            raise ValueError("dtype length must match the number of input shapes.")
+        if any(not isinstance(item, torch.dtype) for item in dtypes):
+            raise TypeError("Every dtype value must be a torch.dtype.")
+    inputs = []
+    for shape, current in zip(shapes, dtypes, strict=True):
+        if current == torch.bool:
+            inputs.append(torch.ones(1, *shape, device=target, dtype=current))
+        elif not current.is_floating_point and not current.is_complex:
+            inputs.append(torch.zeros(1, *shape, device=target, dtype=current))
+        else:
+            inputs.append(torch.rand(1, *shape, device=target).to(dtype=current))
+    return tuple(inputs)
+
+
+def _prepare(
+    module: Any,
+    input_shape: Any,
+    dtype: Any,
+    args: Any,
+    kwargs: Any,
+    device: Any,
+    mode: Any,
+    custom_mapping: Any,
+) -> tuple[tuple[Any, ...], dict[str, Any], str, dict[Any, Any] | None]:
+    """Validates every argument before anything runs."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}.")
+    if mode not in ("full", "structure"):
+        raise ValueError("mode must be 'full' or 'structure'.")
+    mapping = _check_custom_mapping(custom_mapping)
+    provided = args is not None or kwargs is not None
+    if provided == (input_shape is not None):
+        raise ValueError("Exactly one of input_shape or args/kwargs must be provided.")
+    if not provided:
+        return _generated_inputs(module, input_shape, dtype, device), {}, "generated", mapping
+    if dtype is not None or device is not None:
+        raise ValueError("dtype and device apply only to generated input_shape tensors.")
+    if args is not None and not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple, got {type(args).__name__}.")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise TypeError(f"kwargs must be a mapping, got {type(kwargs).__name__}.")
+    call_kwargs = {} if kwargs is None else dict(kwargs)
+    if any(not isinstance(name, str) for name in call_kwargs):
+        raise TypeError("kwargs keys must be strings.")
+    return (() if args is None else args), call_kwargs, "provided", mapping
+
+
+def crawl_module(
+    module: nn.Module,
+    input_shape: list[tuple[int, ...]] | tuple[int, ...] | None = None,
+    dtype: torch.dtype | Iterable[torch.dtype] | None = None,
+    *,
+    args: tuple[Any, ...] | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    device: str | torch.device | None = None,
+    strict: bool = False,
+    mode: Literal["full", "structure"] = "full",
+    custom_modules: Mapping[type[nn.Module], Any] | None = None,
+    custom_mapping: Mapping[Any, Callable[..., int | float]] | None = None,
+) -> AnalysisReport:
+    """Analyse one evaluation forward of ``module`` and return a JSON-serializable report.
+
+    Give exactly one input source: ``input_shape`` (tensors generated with a
+    batch dimension of 1, on the model's device and dtype unless ``dtype`` or
+    ``device`` say otherwise) or ``args``/``kwargs`` (forwarded unchanged: same
+    objects, never cloned or moved).
+
+    The forward runs once under ``torch.no_grad()`` with every module in eval
+    mode; hooks are removed and every training flag restored afterwards, also
+    when the forward raises (its exception propagates). In ``mode="full"`` the
+    report holds module-formula FLOPs/MACs/DMAs per layer call and the operator
+    FLOPs of the same forward; ``mode="structure"`` records shapes, calls,
+    parameters and buffers only.
+
+    Args:
+        strict: raise :class:`IncompleteAnalysisError` (carrying ``.report``)
+            when any diagnostic exists or a requested total is not complete.
+        custom_modules: reserved for per-module estimate handlers.
+        custom_mapping: operator-packet formula overrides for this call.
+
+    Raises:
+        ValueError, TypeError: bad arguments, before the model runs.
+    """
+    call_args, call_kwargs, source, mapping = _prepare(
+        module, input_shape, dtype, args, kwargs, device, mode, custom_mapping
+    )
+    if custom_modules is not None:
+        raise NotImplementedError("custom_modules is not supported yet by this TorchScan build.")
+    full = mode == "full"
+    session = _engine.Crawl(module, full)
+    counter = _OperatorCounter(mapping) if full else None
+    training_before = module.training
+    session.install(counter)
+    try:
+        with torch.no_grad():
+            if counter is not None:
+                with counter:
+                    module(*call_args, **call_kwargs)
+            else:
+                module(*call_args, **call_kwargs)
+    finally:
+        session.uninstall()
+    context = {
+        "torchscan_version": _package_version(),
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "model_type": f"{type(module).__module__}.{type(module).__qualname__}",
+        "execution_mode": "evaluation_no_grad",
+        "training_before": training_before,
+    }
+    inputs = {"source": source, **_engine.describe_call(call_args, call_kwargs)}
+    flop_report = counter.report() if counter is not None else None
+    report: AnalysisReport = session.report(context, inputs, flop_report, torch.__version__)
+    if strict:
+        incomplete, message = _engine.incomplete(report)
+        if incomplete:
+            raise IncompleteAnalysisError(report, message)
+    return report
+
+
+def summary(
+    module: nn.Module,
+    input_shape: list[tuple[int, ...]] | tuple[int, ...] | None = None,
+    wrap_mode: str | None = "mid",
+    max_depth: int | None = None,
+    receptive_field: bool = False,
+    effective_rf_stats: bool = False,
+    *,
+    dtype: torch.dtype | Iterable[torch.dtype] | None = None,
+    args: tuple[Any, ...] | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    device: str | torch.device | None = None,
+    strict: bool = False,
+    mode: Literal["full", "structure"] = "full",
+    custom_modules: Mapping[type[nn.Module], Any] | None = None,
+    custom_mapping: Mapping[Any, Callable[..., int | float]] | None = None,
+) -> AnalysisReport:
+    """Print the summary table of :func:`crawl_module` and return its full report.
+
+    ``max_depth`` limits the printed rows (the returned report is complete);
+    ``wrap_mode`` ("mid", "end" or None) shortens long layer names;
+    ``receptive_field`` and ``effective_rf_stats`` add receptive-field columns.
+
+    Raises:
+        ValueError: unknown ``wrap_mode``, negative ``max_depth`` or one deeper
+            than the model, before the model runs where possible.
+    """
+    if wrap_mode not in ("mid", "end", None):
+        raise ValueError("wrap_mode must be 'mid', 'end' or None.")
+    if max_depth is not None and (not isinstance(max_depth, int) or isinstance(max_depth, bool)):
+        raise TypeError("max_depth must be an int or None.")
+    if isinstance(max_depth, int) and max_depth < 0:
+        raise ValueError("max_depth must be non-negative.")
+    report = crawl_module(
+        module,
+        input_shape,
+        dtype,
+        args=args,
+        kwargs=kwargs,
+        device=device,
+        strict=strict,
+        mode=mode,
+        custom_modules=custom_modules,
+        custom_mapping=custom_mapping,
+    )
+    print(  # noqa: T201 - printing the table is this function's job
+        _engine.format_summary(
+            report,
+            wrap_mode,
+            bool(receptive_field),
+            bool(effective_rf_stats),
+            -1 if max_depth is None else max_depth,
+        )
+    )
+    return report

@@ -1,0 +1,104 @@
+"""Operator FLOPs observed through PyTorch's dispatcher (``measure_flops``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import _engine
+from .report import Diagnostic, MetricResult
+
+__all__ = ["FlopReport", "measure_flops"]
+
+METHOD = "torchscan_dispatch_counter"
+
+
+class FlopReport(TypedDict):
+    """Operator FLOPs of one workload call (``counting_convention`` torchscan_flops_v1)."""
+
+    schema_version: int
+    context: dict[str, Any]
+    total: MetricResult
+    by_module: dict[str, int]
+    by_operator: dict[str, int]
+    ignored_operators: dict[str, dict[str, Any]]
+    diagnostics: list[Diagnostic]
+
+
+class _OperatorCounter(_engine.Counter, TorchDispatchMode):
+    """A real TorchDispatchMode whose ``__torch_dispatch__`` is the C counter.
+
+    Being a genuine TorchDispatchMode subclass lets it compose with
+    FakeTensorMode and other modes on the stack.
+    """
+
+    def __init__(self, custom_mapping: dict[Any, Callable[..., Any]] | None = None) -> None:
+        TorchDispatchMode.__init__(self)
+        self._configure(custom_mapping)
+
+    def report(self, by_module: dict[str, int] | None = None) -> FlopReport:
+        return self._report(torch.__version__, METHOD, by_module)  # type: ignore[no-any-return]
+
+
+def _check_custom_mapping(custom_mapping: Mapping[Any, Callable[..., Any]] | None) -> dict[Any, Any] | None:
+    if custom_mapping is None:
+        return None
+    if not isinstance(custom_mapping, Mapping):
+        raise TypeError(f"custom_mapping must be a mapping, got {type(custom_mapping).__name__}.")
+    checked: dict[Any, Any] = {}
+    for key, formula in custom_mapping.items():
+        if isinstance(key, torch._ops.OpOverload):
+            raise TypeError(
+                f"custom_mapping keys must be operator packets such as torch.ops.aten.sin, "
+                f"not overloads such as {key}."
+            )
+        if not isinstance(key, torch._ops.OpOverloadPacket):
+            raise TypeError(
+                f"custom_mapping keys must be operator packets such as torch.ops.aten.sin, got {key!r}."
+            )
+        if not callable(formula):
+            raise TypeError(f"custom_mapping[{key}] must be callable.")
+        checked[key] = formula
+    return checked
+
+
+def measure_flops(
+    workload: Callable[[], Any],
+    *,
+    modules: torch.nn.Module | list[torch.nn.Module] | None = None,
+    custom_mapping: Mapping[Any, Callable[..., int | float]] | None = None,
+) -> FlopReport:
+    """Count the operator FLOPs of one call of ``workload``.
+
+    The workload is called exactly once inside TorchScan's operator counter, a
+    ``TorchDispatchMode`` whose body is C. Every aten operator it runs is
+    counted with its formula, listed as ignored (views, copies, allocation),
+    or reported with an ``uncounted_operator`` diagnostic, in which case the
+    total is ``partial`` (a lower bound).
+
+    Args:
+        workload: zero-argument callable; its exceptions propagate unchanged.
+        modules: accepted for compatibility with the reference; attribution to
+            module paths is described in the docs.
+        custom_mapping: ``{torch.ops.aten.<op>: formula}`` overriding our formula
+            for that operator packet during this call only. A formula receives
+            shapes like FlopCounterMode's (``*arg_shapes, out_shape=...``).
+
+    Raises:
+        TypeError: non-callable workload, or overload keys in custom_mapping
+            (raised before the workload runs).
+    """
+    if not callable(workload):
+        raise TypeError(f"workload must be callable, got {type(workload).__name__}.")
+    mapping = _check_custom_mapping(custom_mapping)
+    if modules is not None:
+        mods = modules if isinstance(modules, list) else [modules]
+        if any(not isinstance(m, torch.nn.Module) for m in mods):
+            raise TypeError("modules must be an nn.Module or a list of nn.Module.")
+    counter = _OperatorCounter(mapping)
+    with counter:
+        workload()
+    return counter.report()

@@ -1,0 +1,146 @@
+"""Peak PyTorch memory of one workload call (not process RSS)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .. import _engine
+
+__all__ = ["measure_peak_memory"]
+
+# One measurement at a time: allocator peaks and the profiler are
+# process-wide.
+_PEAK_MEMORY_LOCK = threading.Lock()
+
+
+class _NoMemoryEventsError(RuntimeError):
+    """The CPU profiler recorded no tensor allocation during the workload."""
+
+
+def _device(device: Any) -> torch.device:
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, str):
+        try:
+            return torch.device(device)
+        except RuntimeError as error:
+            raise ValueError(f"device must name a torch device, got {device!r}.") from error
+    raise TypeError(f"device must be a str or torch.device, got {type(device).__name__}.")
+
+
+def _require(namespace: Any, names: tuple[str, ...], backend: str) -> None:
+    missing = [name for name in names if not callable(getattr(namespace, name, None))]
+    if missing:
+        raise NotImplementedError(f"{backend} peak memory needs {', '.join(missing)}, which this PyTorch lacks.")
+
+
+def _cpu(workload: Callable[[], Any]) -> dict[str, str | int]:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        workload()
+    events = prof.profiler.kineto_results.events() if prof.profiler is not None else []
+    peak = _engine.memory_peak(events, torch._C._autograd.DeviceType.CPU)
+    if peak is None:
+        raise _NoMemoryEventsError("The PyTorch profiler recorded no CPU tensor allocation during the workload.")
+    return {"device": "cpu", "metric": "pytorch_tensor_bytes", "baseline_bytes": 0, "peak_bytes": peak, "delta_bytes": peak}
+
+
+def _cuda(workload: Callable[[], Any], dev: torch.device) -> dict[str, str | int]:
+    if not torch.cuda.is_available():
+        raise RuntimeError("CUDA is not available.")
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if index < 0 or index >= torch.cuda.device_count():
+        raise RuntimeError(f"CUDA device index {index} is out of range.")
+    cuda = torch.cuda
+    _require(
+        cuda,
+        ("synchronize", "memory_reserved", "reset_peak_memory_stats", "max_memory_reserved", "max_memory_allocated"),
+        "CUDA",
+    )
+    target = torch.device("cuda", index)
+    cuda.synchronize(target)
+    baseline = int(cuda.memory_reserved(target))
+    cuda.reset_peak_memory_stats(target)
+    workload()
+    cuda.synchronize(target)
+    peak = int(cuda.max_memory_reserved(target))
+    return {
+        "device": f"cuda:{index}",
+        "metric": "pytorch_reserved_bytes",
+        "baseline_bytes": baseline,
+        "peak_bytes": peak,
+        "delta_bytes": peak - baseline,
+        "allocated_peak_bytes": int(cuda.max_memory_allocated(target)),
+    }
+
+
+def _mps(workload: Callable[[], Any], dev: torch.device) -> dict[str, str | int]:
+    if dev.index not in (None, 0):
+        raise RuntimeError("MPS has a single device (index 0).")
+    if not torch.backends.mps.is_available():
+        raise RuntimeError("MPS is not available.")
+    memory = getattr(getattr(torch, "accelerator", None), "memory", None)
+    _require(
+        memory,
+        ("memory_reserved", "reset_peak_memory_stats", "max_memory_reserved", "max_memory_allocated"),
+        "MPS",
+    )
+    _require(torch.mps, ("synchronize",), "MPS")
+    assert memory is not None
+    try:
+        torch.mps.synchronize()
+        baseline = int(memory.memory_reserved("mps"))
+        memory.reset_peak_memory_stats("mps")
+    except (RuntimeError, AttributeError) as error:
+        raise NotImplementedError(f"MPS allocator statistics are not implemented: {error}") from error
+    workload()
+    torch.mps.synchronize()
+    peak = int(memory.max_memory_reserved("mps"))
+    return {
+        "device": "mps",
+        "metric": "pytorch_reserved_bytes",
+        "baseline_bytes": baseline,
+        "peak_bytes": peak,
+        "delta_bytes": peak - baseline,
+        "allocated_peak_bytes": int(memory.max_memory_allocated("mps")),
+    }
+
+
+def measure_peak_memory(workload: Callable[[], Any], *, device: str | torch.device) -> dict[str, str | int]:
+    """Measure the peak PyTorch memory of one call of ``workload``.
+
+    The workload is called exactly once; nothing is warmed up, repeated, moved
+    or reset. Scope by backend:
+
+    * ``cpu``: ``metric="pytorch_tensor_bytes"``, the largest number of bytes
+      of CPU tensors allocated by the workload and alive at the same time, from
+      the PyTorch profiler's allocation events (reduced in C). Tensors that
+      existed before the call are not counted, so ``baseline_bytes`` is 0.
+    * ``cuda[:N]``: ``metric="pytorch_reserved_bytes"`` from the caching
+      allocator (``max_memory_reserved``), plus ``allocated_peak_bytes``.
+    * ``mps``: the same keys from ``torch.accelerator.memory``.
+
+    This is not process RSS and not total device memory.
+
+    Raises:
+        TypeError: non-callable workload or a bad device type.
+        RuntimeError: CUDA/MPS unavailable or a bad device index, or no CPU
+            allocation was recorded.
+        NotImplementedError: another device type, or missing allocator APIs.
+    """
+    if not callable(workload):
+        raise TypeError(f"workload must be callable, got {type(workload).__name__}.")
+    dev = _device(device)
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise NotImplementedError(f"Peak memory is not supported on device type {dev.type!r}.")
+    with _PEAK_MEMORY_LOCK:
+        if dev.type == "cpu":
+            return _cpu(workload)
+        if dev.type == "cuda":
+            return _cuda(workload, dev)
+        return _mps(workload, dev)

@@ -1,0 +1,958 @@
+/* Crawl sessions and operator statistics: bookkeeping on flat arrays, report
+ * assembly at the end. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "torchscan/session.h"
+
+#define MODULE_METHOD "torchscan_module_formula"
+
+/* Grows *items (of `size`-byte elements) to hold at least `need` entries. */
+static int
+grow(void **items, size_t *cap, size_t need, size_t size)
+{
+    size_t new_cap;
+    void *p;
+    if (need <= *cap) {
+        return TS_OK;
+    }
+    new_cap = *cap ? *cap * 2 : 16;
+    while (new_cap < need) {
+        new_cap *= 2;
+    }
+    if (new_cap > SIZE_MAX / size) {
+        return TS_ENOMEM;
+    }
+    p = realloc(*items, new_cap * size);
+    if (p == NULL) {
+        return TS_ENOMEM;
+    }
+    *items = p;
+    *cap = new_cap;
+    return TS_OK;
+}
+
+static char *
+dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *copy = malloc(n);
+    if (copy != NULL) {
+        memcpy(copy, s, n);
+    }
+    return copy;
+}
+
+/* Appends {code, severity, metric, [path|operator], message} to `list`. */
+static int
+add_diagnostic(json_t *list,
+               const char *code,
+               const char *metric,
+               const char *path,
+               const char *op,
+               const char *message)
+{
+    json_t *d = json_pack("{s:s, s:s, s:s}", "code", code, "severity",
+                          "warning", "metric", metric);
+    if (d == NULL) {
+        return TS_ENOMEM;
+    }
+    if ((path != NULL && json_object_set_new(d, "path", json_string(path)))
+        || (op != NULL && json_object_set_new(d, "operator", json_string(op)))
+        || json_object_set_new(d, "message", json_string(message))
+        || json_array_append_new(list, d)) {
+        return TS_ENOMEM;
+    }
+    return TS_OK;
+}
+
+/* ---- operator statistics ------------------------------------------------ */
+
+typedef struct op_record {
+    char *name;
+    int64_t flops;
+    int64_t counted_calls;
+    int64_t ignored_calls;
+    int64_t uncounted_calls;
+    const char *ignore_reason;
+    bool incomplete;
+    bool unsupported;
+} op_record;
+
+typedef struct unsupported_note {
+    int id;
+    char *message;
+} unsupported_note;
+
+struct ts_opstats {
+    op_record *ops;
+    size_t nops, cap;
+    unsupported_note *notes;
+    size_t nnotes, notes_cap;
+    int64_t total;
+};
+
+ts_opstats *
+ts_opstats_new(void)
+{
+    return calloc(1, sizeof(ts_opstats));
+}
+
+void
+ts_opstats_free(ts_opstats *stats)
+{
+    if (stats == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < stats->nops; i++) {
+        free(stats->ops[i].name);
+    }
+    for (size_t i = 0; i < stats->nnotes; i++) {
+        free(stats->notes[i].message);
+    }
+    free(stats->ops);
+    free(stats->notes);
+    free(stats);
+}
+
+int
+ts_opstats_intern(ts_opstats *stats, const char *packet_name)
+{
+    /* Called once per distinct overload object (the binding caches ids), so
+     * a linear scan over the ~100 packets a model runs is enough. */
+    for (size_t i = 0; i < stats->nops; i++) {
+        if (strcmp(stats->ops[i].name, packet_name) == 0) {
+            return (int)i;
+        }
+    }
+    if (stats->nops >= INT32_MAX
+        || grow((void **)&stats->ops, &stats->cap, stats->nops + 1,
+                sizeof(op_record))) {
+        return TS_ENOMEM;
+    }
+    op_record *rec = &stats->ops[stats->nops];
+    memset(rec, 0, sizeof *rec);
+    rec->name = dup_string(packet_name);
+    if (rec->name == NULL) {
+        return TS_ENOMEM;
+    }
+    return (int)stats->nops++;
+}
+
+int
+ts_opstats_record(ts_opstats *stats,
+                  int id,
+                  ts_opcall_kind kind,
+                  int64_t flops,
+                  bool incomplete,
+                  const char *message,
+                  const char *ignore_reason)
+{
+    op_record *rec;
+    if (id < 0 || (size_t)id >= stats->nops) {
+        return TS_EINVAL;
+    }
+    rec = &stats->ops[id];
+    switch (kind) {
+        case TS_OPCALL_COUNTED:
+            if (!ts_add(rec->flops, flops, &rec->flops)
+                || !ts_add(stats->total, flops, &stats->total)) {
+                return TS_EOVERFLOW;
+            }
+            rec->counted_calls++;
+            rec->incomplete |= incomplete;
+            break;
+        case TS_OPCALL_IGNORED:
+            rec->ignored_calls++;
+            rec->ignore_reason = ignore_reason;
+            break;
+        case TS_OPCALL_UNCOUNTED:
+            rec->uncounted_calls++;
+            break;
+        case TS_OPCALL_UNSUPPORTED:
+            rec->unsupported = true;
+            for (size_t i = 0; i < stats->nnotes; i++) {
+                if (stats->notes[i].id == id
+                    && strcmp(stats->notes[i].message, message) == 0) {
+                    return TS_OK;
+                }
+            }
+            if (grow((void **)&stats->notes, &stats->notes_cap,
+                     stats->nnotes + 1, sizeof(unsupported_note))) {
+                return TS_ENOMEM;
+            }
+            stats->notes[stats->nnotes].id = id;
+            stats->notes[stats->nnotes].message = dup_string(message);
+            if (stats->notes[stats->nnotes].message == NULL) {
+                return TS_ENOMEM;
+            }
+            stats->nnotes++;
+            break;
+        default:
+            return TS_EINVAL;
+    }
+    return TS_OK;
+}
+
+int64_t
+ts_opstats_total(const ts_opstats *stats)
+{
+    return stats->total;
+}
+
+static int
+compare_records_by_name(const void *a, const void *b)
+{
+    const op_record *const *x = a;
+    const op_record *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+json_t *
+ts_opstats_report(const ts_opstats *stats,
+                  const char *torch_version,
+                  const char *method,
+                  json_t *by_module)
+{
+    json_t *report = NULL, *by_op = NULL, *ignored = NULL, *diags = NULL;
+    json_t *total = NULL;
+    const op_record **sorted = NULL;
+    char message[512];
+
+    if (by_module == NULL) {
+        by_module = json_object();
+    }
+    by_op = json_object();
+    ignored = json_object();
+    diags = json_array();
+    if (by_module == NULL || by_op == NULL || ignored == NULL
+        || diags == NULL) {
+        goto error;
+    }
+    sorted = malloc((stats->nops ? stats->nops : 1) * sizeof *sorted);
+    if (sorted == NULL) {
+        goto error;
+    }
+    for (size_t i = 0; i < stats->nops; i++) {
+        sorted[i] = &stats->ops[i];
+    }
+    qsort(sorted, stats->nops, sizeof *sorted, compare_records_by_name);
+
+    for (size_t i = 0; i < stats->nops; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->counted_calls > 0
+            && json_object_set_new(by_op, rec->name,
+                                   json_integer(rec->flops))) {
+            goto error;
+        }
+        if (rec->ignored_calls > 0
+            && json_object_set_new(
+                ignored, rec->name,
+                json_pack("{s:I, s:s}", "calls",
+                          (json_int_t)rec->ignored_calls, "reason",
+                          rec->ignore_reason ? rec->ignore_reason : ""))) {
+            goto error;
+        }
+    }
+    /* Diagnostics: uncounted operators (sorted by name), refused formulas
+     * (first-seen order), then incomplete native formulas (sorted). */
+    for (size_t i = 0; i < stats->nops; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->uncounted_calls > 0 && !rec->unsupported) {
+            snprintf(message, sizeof message,
+                     "%s was observed %lld time(s), but no FLOP formula is "
+                     "registered.",
+                     rec->name, (long long)rec->uncounted_calls);
+            if (add_diagnostic(diags, "uncounted_operator", "flops", NULL,
+                               rec->name, message)) {
+                goto error;
+            }
+        }
+    }
+    for (size_t i = 0; i < stats->nnotes; i++) {
+        const op_record *rec = &stats->ops[stats->notes[i].id];
+        if (add_diagnostic(diags, "unsupported_operator_formula", "flops",
+                           NULL, rec->name, stats->notes[i].message)) {
+            goto error;
+        }
+    }
+    for (size_t i = 0; i < stats->nops; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->incomplete) {
+            snprintf(message, sizeof message,
+                     "%s was counted with a formula that leaves work out "
+                     "(complex arithmetic or the softmax and scaling of "
+                     "fused attention); the count is a lower bound.",
+                     rec->name);
+            if (add_diagnostic(diags, "incomplete_operator_formula", "flops",
+                               NULL, rec->name, message)) {
+                goto error;
+            }
+        }
+    }
+    total = ts_metric_new(json_array_size(diags) ? TS_PARTIAL : TS_COMPLETE,
+                          ts_int(stats->total), "FLOPs", "workload", method);
+    if (total == NULL) {
+        goto error;
+    }
+    report = json_pack("{s:i, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:o, s:o}",
+                       "schema_version", 1, "context", "torch_version",
+                       torch_version, "method", method, "counting_convention",
+                       "torchscan_flops_v1", "total", total, "by_module",
+                       by_module, "by_operator", by_op, "ignored_operators",
+                       ignored, "diagnostics", diags);
+    free(sorted);
+    return report; /* json_pack's "o" stole every reference, also on error */
+error:
+    free(sorted);
+    json_decref(by_module);
+    json_decref(by_op);
+    json_decref(ignored);
+    json_decref(diags);
+    json_decref(total);
+    return NULL;
+}
+
+json_t *
+ts_flop_report_not_requested(const char *torch_version)
+{
+    json_t *total = ts_metric_new(TS_UNAVAILABLE, ts_int(0), "FLOPs",
+                                  "workload", "not_requested");
+    if (total == NULL) {
+        return NULL;
+    }
+    return json_pack("{s:i, s:{s:s, s:s}, s:o, s:{}, s:{}, s:{}, s:[]}",
+                     "schema_version", 1, "context", "torch_version",
+                     torch_version, "method", "not_requested", "total", total,
+                     "by_module", "by_operator", "ignored_operators",
+                     "diagnostics");
+}
+
+/* ---- crawl session ------------------------------------------------------ */
+
+typedef struct module_record {
+    char *path;
+    char *type_name;
+    ts_module_desc desc;
+    bool metric_leaf;
+    int32_t calls;
+} module_record;
+
+typedef struct layer_record {
+    int module;
+    int32_t call_index;
+    json_t *input;
+    json_t *output;
+    json_t *metrics;
+    ts_attribution attribution;
+    int64_t op_flops;
+} layer_record;
+
+struct ts_session {
+    bool full;
+    module_record *modules;
+    size_t nmodules, modules_cap;
+    layer_record *layers;
+    size_t nlayers, layers_cap;
+    int *stack;
+    size_t depth, stack_cap;
+    json_t *diagnostics;
+};
+
+ts_session *
+ts_session_new(bool full)
+{
+    ts_session *s = calloc(1, sizeof(ts_session));
+    if (s == NULL) {
+        return NULL;
+    }
+    s->full = full;
+    s->diagnostics = json_array();
+    if (s->diagnostics == NULL) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void
+ts_session_free(ts_session *session)
+{
+    if (session == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < session->nmodules; i++) {
+        free(session->modules[i].path);
+        free(session->modules[i].type_name);
+    }
+    for (size_t i = 0; i < session->nlayers; i++) {
+        json_decref(session->layers[i].input);
+        json_decref(session->layers[i].output);
+        json_decref(session->layers[i].metrics);
+    }
+    free(session->modules);
+    free(session->layers);
+    free(session->stack);
+    json_decref(session->diagnostics);
+    free(session);
+}
+
+int
+ts_session_add_module(ts_session *session,
+                      const char *path,
+                      const char *type_name,
+                      const ts_module_desc *desc,
+                      bool metric_leaf)
+{
+    module_record *m;
+    if (session->nmodules >= INT32_MAX
+        || grow((void **)&session->modules, &session->modules_cap,
+                session->nmodules + 1, sizeof(module_record))) {
+        return TS_ENOMEM;
+    }
+    m = &session->modules[session->nmodules];
+    memset(m, 0, sizeof *m);
+    m->path = dup_string(path);
+    m->type_name = dup_string(type_name);
+    if (m->path == NULL || m->type_name == NULL) {
+        free(m->path);
+        free(m->type_name);
+        return TS_ENOMEM;
+    }
+    if (desc != NULL) {
+        m->desc = *desc;
+    }
+    m->metric_leaf = metric_leaf;
+    return (int)session->nmodules++;
+}
+
+size_t
+ts_session_module_count(const ts_session *session)
+{
+    return session->nmodules;
+}
+
+const ts_module_desc *
+ts_session_module_desc(const ts_session *session, int module)
+{
+    return &session->modules[module].desc;
+}
+
+bool
+ts_session_module_is_leaf(const ts_session *session, int module)
+{
+    return session->modules[module].metric_leaf;
+}
+
+int
+ts_session_begin_call(ts_session *session,
+                      int module,
+                      json_t *input,
+                      const ts_attribution *attribution)
+{
+    layer_record *layer;
+    json_t *calls = NULL;
+    if (module < 0 || (size_t)module >= session->nmodules) {
+        json_decref(input);
+        return TS_EINVAL;
+    }
+    if (session->nlayers >= INT32_MAX
+        || grow((void **)&session->layers, &session->layers_cap,
+                session->nlayers + 1, sizeof(layer_record))
+        || grow((void **)&session->stack, &session->stack_cap,
+                session->depth + 1, sizeof(int))) {
+        json_decref(input);
+        return TS_ENOMEM;
+    }
+    layer = &session->layers[session->nlayers];
+    memset(layer, 0, sizeof *layer);
+    layer->module = module;
+    layer->call_index = session->modules[module].calls++;
+    layer->input = input;
+    layer->output = json_pack("{s:s}", "kind", "pending");
+    layer->metrics = json_object();
+    calls = ts_metric_new(TS_COMPLETE, ts_int(1), "calls", "module_call",
+                          "pytorch_hook");
+    if (attribution != NULL) {
+        layer->attribution = *attribution;
+    }
+    session->nlayers++; /* owned from here on, also on error */
+    if (layer->output == NULL || layer->metrics == NULL || calls == NULL
+        || json_object_set_new(layer->metrics, "calls", calls)) {
+        return TS_ENOMEM;
+    }
+    session->stack[session->depth++] = (int)(session->nlayers - 1);
+    return (int)(session->nlayers - 1);
+}
+
+int
+ts_session_current_layer(const ts_session *session)
+{
+    return session->depth ? session->stack[session->depth - 1] : -1;
+}
+
+void
+ts_session_add_layer_op_flops(ts_session *session, int layer, int64_t flops)
+{
+    if (layer >= 0 && (size_t)layer < session->nlayers) {
+        layer_record *l = &session->layers[layer];
+        if (!ts_add(l->op_flops, flops, &l->op_flops)) {
+            l->op_flops = INT64_MAX;
+        }
+    }
+}
+
+static const char *const estimate_names[6] = {
+    "module_flops", "macs", "dmas", "receptive_field", "effective_stride",
+    "effective_padding"};
+static const char *const estimate_units[6] = {"FLOPs",    "MACs",
+                                              "DMAs",     "elements",
+                                              "elements", "elements"};
+
+/* Stores one estimate into the layer's metrics, with its diagnostic. */
+static int
+store_estimate(ts_session *session,
+               json_t *metrics,
+               const char *path,
+               int which,
+               const ts_estimate *est,
+               bool emit_diagnostic)
+{
+    json_t *metric;
+    const char *code = NULL;
+    switch (est->kind) {
+        case TS_EST_COMPLETE:
+            metric = ts_metric_new(TS_COMPLETE, est->value,
+                                   estimate_units[which], "module_call",
+                                   MODULE_METHOD);
+            break;
+        case TS_EST_UNSUPPORTED:
+            /* A formula that does not know the module keeps its zero as a
+             * lower bound: partial, never a silent zero. The receptive
+             * field has no lower bound, so it becomes unavailable. */
+            metric = ts_metric_new(which < 3 ? TS_PARTIAL : TS_UNAVAILABLE,
+                                   ts_int(0), estimate_units[which],
+                                   "module_call", MODULE_METHOD);
+            code = "unsupported_module_metric";
+            break;
+        case TS_EST_NOT_APPLICABLE:
+            metric = ts_metric_new(TS_UNAVAILABLE, ts_int(0),
+                                   estimate_units[which], "module_call",
+                                   MODULE_METHOD ":not_applicable");
+            break;
+        case TS_EST_ERROR:
+        default:
+            metric = ts_metric_new(TS_UNAVAILABLE, ts_int(0),
+                                   estimate_units[which], "module_call",
+                                   MODULE_METHOD);
+            code = "module_metric_error";
+            break;
+    }
+    if (metric == NULL
+        || json_object_set_new(metrics, estimate_names[which], metric)) {
+        return TS_ENOMEM;
+    }
+    if (code != NULL && emit_diagnostic) {
+        return add_diagnostic(session->diagnostics, code,
+                              estimate_names[which], path, NULL,
+                              est->message);
+    }
+    return TS_OK;
+}
+
+static int
+estimate_layer(ts_session *session,
+               layer_record *layer,
+               const module_record *m,
+               bool failed,
+               const ts_module_call *call)
+{
+    json_t *metrics = layer->metrics;
+    if (failed) {
+        for (int i = 0; i < 6; i++) {
+            json_t *metric =
+                ts_metric_new(TS_UNAVAILABLE, ts_int(0), estimate_units[i],
+                              "module_call", "forward_failed");
+            if (metric == NULL
+                || json_object_set_new(metrics, estimate_names[i], metric)) {
+                return TS_ENOMEM;
+            }
+        }
+        return TS_OK;
+    }
+    if (call == NULL || !call->has_input || !call->has_output) {
+        for (int i = 0; i < 3; i++) {
+            json_t *metric =
+                ts_metric_new(TS_UNAVAILABLE, ts_int(0), estimate_units[i],
+                              "module_call", MODULE_METHOD);
+            if (metric == NULL
+                || json_object_set_new(metrics, estimate_names[i], metric)
+                || add_diagnostic(session->diagnostics,
+                                  "missing_metric_tensor", estimate_names[i],
+                                  m->path, NULL,
+                                  "The module call did not expose both an "
+                                  "input and output tensor.")) {
+                return TS_ENOMEM;
+            }
+        }
+        return TS_OK;
+    }
+    ts_module_estimates est;
+    int rc = ts_module_estimate(&m->desc, call, &est);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    const ts_estimate *all[6] = {&est.flops, &est.macs,   &est.dmas,
+                                 &est.rf,    &est.stride, &est.padding};
+    for (int i = 0; i < 6; i++) {
+        /* The receptive-field trio reports one diagnostic, on its first
+         * metric. */
+        rc = store_estimate(session, metrics, m->path, i, all[i], i <= 3);
+        if (rc != TS_OK) {
+            return rc;
+        }
+    }
+    return TS_OK;
+}
+
+int
+ts_session_end_call(ts_session *session,
+                    int module,
+                    json_t *output,
+                    bool failed,
+                    const ts_module_call *call)
+{
+    size_t pos = session->depth;
+    layer_record *layer;
+    const module_record *m;
+    int index;
+    /* The innermost open call of this module; calls above it can only be
+     * left open by an interrupt that skipped their hooks. */
+    while (pos > 0
+           && session->layers[session->stack[pos - 1]].module != module) {
+        pos--;
+    }
+    if (pos == 0) {
+        json_decref(output);
+        return TS_EINVAL;
+    }
+    index = session->stack[pos - 1];
+    session->depth = pos - 1;
+    layer = &session->layers[index];
+    m = &session->modules[module];
+    json_decref(layer->output);
+    if (failed) {
+        json_decref(output);
+        layer->output = json_pack("{s:s}", "kind", "failed");
+        if (layer->output == NULL
+            || add_diagnostic(session->diagnostics, "module_forward_error",
+                              "calls", m->path, NULL,
+                              "The module forward raised an exception that "
+                              "a parent module caught.")) {
+            return TS_ENOMEM;
+        }
+    }
+    else {
+        layer->output = output;
+        if (output == NULL) {
+            return TS_ENOMEM;
+        }
+    }
+    if (session->full && m->metric_leaf) {
+        int rc = estimate_layer(session, layer, m, failed, call);
+        if (rc != TS_OK) {
+            return rc;
+        }
+    }
+    return index;
+}
+
+/* Sums one estimate metric over the rows that have it (contract 1.2). */
+static json_t *
+aggregate(const ts_session *session, const char *name, const char *unit)
+{
+    int64_t known = 0;
+    size_t rows = 0, known_rows = 0;
+    bool all_complete = true, overflow = false;
+    json_t *methods = json_array();
+    json_t *result = NULL;
+    char method[1024];
+    if (methods == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < session->nlayers; i++) {
+        json_t *metric = json_object_get(session->layers[i].metrics, name);
+        json_t *kv;
+        const char *mname;
+        size_t j;
+        if (metric == NULL) {
+            continue;
+        }
+        rows++;
+        if (ts_metric_status(metric) != TS_COMPLETE) {
+            all_complete = false;
+        }
+        kv = json_object_get(metric, "known_value");
+        if (json_is_integer(kv)) {
+            known_rows++;
+            overflow |= !ts_add(known, json_integer_value(kv), &known);
+        }
+        mname = json_string_value(json_object_get(metric, "method"));
+        if (mname == NULL) {
+            continue;
+        }
+        for (j = 0; j < json_array_size(methods); j++) {
+            if (strcmp(json_string_value(json_array_get(methods, j)), mname)
+                == 0) {
+                break;
+            }
+        }
+        if (j == json_array_size(methods)
+            && json_array_append_new(methods, json_string(mname))) {
+            goto done;
+        }
+    }
+    if (json_array_size(methods) <= 1) {
+        snprintf(method, sizeof method, "%s", MODULE_METHOD);
+    }
+    else {
+        /* Several methods contributed: name them all, sorted. */
+        size_t n = json_array_size(methods), len;
+        const char **names = malloc(n * sizeof *names);
+        if (names == NULL) {
+            goto done;
+        }
+        for (size_t j = 0; j < n; j++) {
+            names[j] = json_string_value(json_array_get(methods, j));
+        }
+        for (size_t a = 1; a < n; a++) {
+            for (size_t b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0;
+                 b--) {
+                const char *t = names[b];
+                names[b] = names[b - 1];
+                names[b - 1] = t;
+            }
+        }
+        len = (size_t)snprintf(method, sizeof method, "sum_module_estimates[");
+        for (size_t j = 0; j < n && len < sizeof method; j++) {
+            len += (size_t)snprintf(method + len, sizeof method - len, "%s%s",
+                                    j ? ", " : "", names[j]);
+        }
+        if (len < sizeof method) {
+            snprintf(method + len, sizeof method - len, "]");
+        }
+        free(names);
+    }
+    if (rows == 0 || overflow) {
+        result = ts_metric_new(TS_UNAVAILABLE, ts_int(0), unit, "forward",
+                               method);
+    }
+    else if (all_complete) {
+        result = ts_metric_new(TS_COMPLETE, ts_int(known), unit, "forward",
+                               method);
+    }
+    else {
+        result = ts_metric_new(known_rows ? TS_PARTIAL : TS_UNAVAILABLE,
+                               ts_int(known), unit, "forward", method);
+    }
+done:
+    json_decref(methods);
+    return result;
+}
+
+static json_t *
+layer_json(const ts_session *session, const layer_record *layer)
+{
+    const module_record *m = &session->modules[layer->module];
+    const char *dot = strrchr(m->path, '.');
+    const char *name = dot ? dot + 1 : m->path;
+    char lowered[256];
+    int depth = 0;
+    if (m->path[0] == '\0') {
+        size_t i = 0;
+        for (; m->type_name[i] && i + 1 < sizeof lowered; i++) {
+            char c = m->type_name[i];
+            lowered[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        }
+        lowered[i] = '\0';
+        name = lowered;
+    }
+    else {
+        depth = 1;
+        for (const char *p = m->path; *p; p++) {
+            depth += *p == '.';
+        }
+    }
+    const ts_attribution *a = &layer->attribution;
+    return json_pack(
+        "{s:s, s:i, s:s, s:i, s:s, s:O, s:O, s:{s:I, s:I, s:I, s:b}, "
+        "s:{s:I, s:I, s:b}, s:O}",
+        "path", m->path, "call_index", (int)layer->call_index, "name", name,
+        "depth", depth, "type", m->type_name, "input", layer->input, "output",
+        layer->output, "parameters", "trainable", (json_int_t)a->trainable,
+        "frozen", (json_int_t)a->frozen, "bytes", (json_int_t)a->param_bytes,
+        "shared", (int)a->param_shared, "buffers", "elements",
+        (json_int_t)a->buffer_elements, "bytes", (json_int_t)a->buffer_bytes,
+        "shared", (int)a->buffer_shared, "metrics", layer->metrics);
+}
+
+static int
+set_model_metric(json_t *totals, const char *name, int64_t value,
+                 const char *unit)
+{
+    return json_object_set_new(
+        totals, name,
+        ts_metric_new(TS_COMPLETE, ts_int(value), unit, "model", "pytorch"));
+}
+
+json_t *
+ts_session_report(ts_session *session,
+                  json_t *context,
+                  json_t *inputs,
+                  const ts_model_totals *totals,
+                  json_t *flop_report,
+                  const char *torch_version,
+                  ts_error *err)
+{
+    json_t *report = NULL, *layers = NULL, *tot = NULL, *diags = NULL;
+    static const char *const compute[3] = {"module_flops", "macs", "dmas"};
+    static const char *const compute_units[3] = {"FLOPs", "MACs", "DMAs"};
+
+    if (context == NULL || inputs == NULL) {
+        goto nomem;
+    }
+    if (flop_report == NULL) {
+        flop_report = ts_flop_report_not_requested(torch_version);
+        if (flop_report == NULL) {
+            goto nomem;
+        }
+    }
+    if (!session->full
+        && json_object_set_new(context, "analysis_mode",
+                               json_string("structure"))) {
+        goto nomem;
+    }
+    layers = json_array();
+    tot = json_object();
+    diags = json_deep_copy(session->diagnostics);
+    if (layers == NULL || tot == NULL || diags == NULL) {
+        goto nomem;
+    }
+    for (size_t i = 0; i < session->nlayers; i++) {
+        if (json_array_append_new(layers,
+                                  layer_json(session, &session->layers[i]))) {
+            goto nomem;
+        }
+    }
+    if (set_model_metric(tot, "parameters",
+                         totals->trainable + totals->frozen, "elements")
+        || set_model_metric(tot, "trainable_parameters", totals->trainable,
+                            "elements")
+        || set_model_metric(tot, "frozen_parameters", totals->frozen,
+                            "elements")
+        || set_model_metric(tot, "parameter_bytes", totals->param_bytes,
+                            "bytes")
+        || set_model_metric(tot, "buffer_elements", totals->buffer_elements,
+                            "elements")
+        || set_model_metric(tot, "buffer_bytes", totals->buffer_bytes,
+                            "bytes")) {
+        goto nomem;
+    }
+    for (int i = 0; i < 3; i++) {
+        json_t *metric =
+            session->full
+                ? aggregate(session, compute[i], compute_units[i])
+                : ts_metric_new(TS_UNAVAILABLE, ts_int(0), compute_units[i],
+                                "forward", "not_requested");
+        if (metric == NULL || json_object_set_new(tot, compute[i], metric)) {
+            goto nomem;
+        }
+        if (i == 0
+            && json_object_set(tot, "operator_flops",
+                               json_object_get(flop_report, "total"))) {
+            goto nomem;
+        }
+    }
+    if (json_array_extend(diags, json_object_get(flop_report, "diagnostics"))) {
+        goto nomem;
+    }
+    report = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}",
+                       "schema_version", 1, "context", context, "inputs",
+                       inputs, "layers", layers, "operator_flops", flop_report,
+                       "totals", tot, "diagnostics", diags);
+    if (report == NULL) {
+        ts_error_set(err, TS_ENOMEM, "out of memory building the report");
+    }
+    return report;
+nomem:
+    json_decref(context);
+    json_decref(inputs);
+    json_decref(flop_report);
+    json_decref(layers);
+    json_decref(tot);
+    json_decref(diags);
+    ts_error_set(err, TS_ENOMEM, "out of memory building the report");
+    return NULL;
+}
+
+static int
+compare_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+bool
+ts_report_incomplete(const json_t *report, char **message)
+{
+    const json_t *totals = json_object_get(report, "totals");
+    const json_t *diags = json_object_get(report, "diagnostics");
+    const char *key;
+    json_t *value;
+    size_t n = 0, cap = json_object_size(totals) + json_array_size(diags);
+    const char **names = malloc((cap ? cap : 1) * sizeof *names);
+    bool incomplete = json_array_size(diags) > 0;
+    size_t len = 0, size;
+    char *text;
+
+    *message = NULL;
+    if (names == NULL) {
+        return incomplete;
+    }
+    json_object_foreach((json_t *)totals, key, value)
+    {
+        const char *method =
+            json_string_value(json_object_get(value, "method"));
+        if (ts_metric_status(value) != TS_COMPLETE
+            && !(method && strcmp(method, "not_requested") == 0)) {
+            incomplete = true;
+            names[n++] = key;
+        }
+    }
+    for (size_t i = 0; i < json_array_size(diags); i++) {
+        const char *metric = json_string_value(
+            json_object_get(json_array_get(diags, i), "metric"));
+        if (metric != NULL) {
+            names[n++] = metric;
+        }
+    }
+    qsort(names, n, sizeof *names, compare_cstr);
+    size = 64;
+    for (size_t i = 0; i < n; i++) {
+        size += strlen(names[i]) + 2;
+    }
+    text = malloc(size);
+    if (text != NULL) {
+        len = (size_t)snprintf(text, size, "Analysis is incomplete for: ");
+        for (size_t i = 0, shown = 0; i < n; i++) {
+            if (i > 0 && strcmp(names[i], names[i - 1]) == 0) {
+                continue;
+            }
+            len += (size_t)snprintf(text + len, size - len, "%s%s",
+                                    shown++ ? ", " : "", names[i]);
+        }
+        snprintf(text + len, size - len, "%s.", n ? "" : "unknown metrics");
+    }
+    free(names);
+    *message = text;
+    return incomplete;
+}

@@ -1,0 +1,208 @@
+/* JSON value trees <-> Python objects, and engine status -> exception. */
+#include <math.h>
+
+#include "tsx.h"
+
+PyObject *
+tsx_from_json(const json_t *value)
+{
+    PyObject *result = NULL;
+    switch (json_typeof(value)) {
+        case JSON_OBJECT: {
+            const char *key;
+            size_t key_len;
+            json_t *item;
+            result = PyDict_New();
+            if (result == NULL) {
+                return NULL;
+            }
+            json_object_keylen_foreach((json_t *)value, key, key_len, item)
+            {
+                PyObject *v = tsx_from_json(item);
+                PyObject *k = v ? PyUnicode_DecodeUTF8(
+                                      key, (Py_ssize_t)key_len, "strict")
+                                : NULL;
+                int rc = (k && v) ? PyDict_SetItem(result, k, v) : -1;
+                Py_XDECREF(k);
+                Py_XDECREF(v);
+                if (rc < 0) {
+                    Py_CLEAR(result);
+                    return NULL;
+                }
+            }
+            return result;
+        }
+        case JSON_ARRAY: {
+            size_t n = json_array_size(value);
+            result = PyList_New((Py_ssize_t)n);
+            if (result == NULL) {
+                return NULL;
+            }
+            for (size_t i = 0; i < n; i++) {
+                PyObject *v = tsx_from_json(json_array_get(value, i));
+                if (v == NULL) {
+                    Py_CLEAR(result);
+                    return NULL;
+                }
+                PyList_SET_ITEM(result, (Py_ssize_t)i, v);
+            }
+            return result;
+        }
+        case JSON_STRING:
+            return PyUnicode_DecodeUTF8(json_string_value(value),
+                                        (Py_ssize_t)json_string_length(value),
+                                        "strict");
+        case JSON_INTEGER:
+            return PyLong_FromLongLong(json_integer_value(value));
+        case JSON_REAL:
+            return PyFloat_FromDouble(json_real_value(value));
+        case JSON_TRUE:
+            Py_RETURN_TRUE;
+        case JSON_FALSE:
+            Py_RETURN_FALSE;
+        case JSON_NULL:
+        default:
+            Py_RETURN_NONE;
+    }
+}
+
+static json_t *
+to_json(PyObject *obj, const char *what, int depth)
+{
+    json_t *result = NULL;
+    if (depth > 200) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s is nested too deeply (or is cyclic)", what);
+        return NULL;
+    }
+    if (obj == Py_None) {
+        return json_null();
+    }
+    if (PyBool_Check(obj)) {
+        return json_boolean(obj == Py_True);
+    }
+    if (PyLong_Check(obj)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (overflow) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s holds an integer outside the 64-bit range", what);
+            return NULL;
+        }
+        return json_integer(v);
+    }
+    if (PyFloat_Check(obj)) {
+        double d = PyFloat_AS_DOUBLE(obj);
+        if (!isfinite(d)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s holds a non-finite number (NaN or infinity)",
+                         what);
+            return NULL;
+        }
+        return json_real(d);
+    }
+    if (PyUnicode_Check(obj)) {
+        Py_ssize_t size;
+        const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
+        if (s == NULL) {
+            return NULL;
+        }
+        result = json_stringn(s, (size_t)size);
+        if (result == NULL) {
+            PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
+        }
+        return result;
+    }
+    if (PyDict_Check(obj)) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        result = json_object();
+        if (result == NULL) {
+            return (json_t *)PyErr_NoMemory();
+        }
+        while (PyDict_Next(obj, &pos, &key, &value)) {
+            Py_ssize_t size;
+            const char *k;
+            json_t *v;
+            if (!PyUnicode_Check(key)) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s has a non-string key (%.100s)", what,
+                             Py_TYPE(key)->tp_name);
+                json_decref(result);
+                return NULL;
+            }
+            k = PyUnicode_AsUTF8AndSize(key, &size);
+            v = k ? to_json(value, what, depth + 1) : NULL;
+            if (v == NULL
+                || json_object_setn_new(result, k, (size_t)size, v)) {
+                if (v != NULL && !PyErr_Occurred()) {
+                    PyErr_NoMemory();
+                }
+                json_decref(result);
+                return NULL;
+            }
+        }
+        return result;
+    }
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        PyObject *seq = PySequence_Fast(obj, "");
+        Py_ssize_t n;
+        if (seq == NULL) {
+            return NULL;
+        }
+        n = PySequence_Fast_GET_SIZE(seq);
+        result = json_array();
+        for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+            json_t *v = to_json(PySequence_Fast_GET_ITEM(seq, i), what,
+                                depth + 1);
+            if (v == NULL || json_array_append_new(result, v)) {
+                if (v != NULL && !PyErr_Occurred()) {
+                    PyErr_NoMemory();
+                }
+                json_decref(result);
+                result = NULL;
+            }
+        }
+        Py_DECREF(seq);
+        if (result == NULL && !PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        return result;
+    }
+    PyErr_Format(PyExc_ValueError, "%s holds a non-JSON value of type %.100s",
+                 what, Py_TYPE(obj)->tp_name);
+    return NULL;
+}
+
+json_t *
+tsx_to_json(PyObject *obj, const char *what)
+{
+    return to_json(obj, what, 0);
+}
+
+PyObject *
+tsx_raise(const ts_error *err)
+{
+    PyObject *type = PyExc_RuntimeError;
+    switch (err->code) {
+        case TS_ENOMEM:
+            return PyErr_NoMemory();
+        case TS_EINVAL:
+        case TS_EFORMAT:
+            type = PyExc_ValueError;
+            break;
+        case TS_EOVERFLOW:
+            type = PyExc_OverflowError;
+            break;
+        case TS_EUNSUPPORTED:
+            type = PyExc_NotImplementedError;
+            break;
+        default:
+            break;
+    }
+    PyErr_SetString(type, err->message[0] ? err->message : "engine error");
+    return NULL;
+}

@@ -1,0 +1,1440 @@
+/* The crawl session object: module table, C hook objects, parameter
+ * attribution, training-flag save/restore and report assembly. */
+#include "tsx.h"
+
+#include <stddef.h>
+#include <structmember.h>
+
+/* ---- a pointer set holding strong references ---------------------------- */
+
+typedef struct ptrset {
+    PyObject **slots;
+    size_t cap, size;
+} ptrset;
+
+static void
+ptrset_clear(ptrset *set)
+{
+    for (size_t i = 0; i < set->cap; i++) {
+        Py_XDECREF(set->slots[i]);
+    }
+    PyMem_Free(set->slots);
+    set->slots = NULL;
+    set->cap = set->size = 0;
+}
+
+static size_t
+ptr_hash(PyObject *p)
+{
+    uintptr_t x = (uintptr_t)p >> 4;
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x ^ (x >> 29));
+}
+
+/* Adds obj; returns 1 when added, 0 when present, -1 on memory error. */
+static int
+ptrset_add(ptrset *set, PyObject *obj)
+{
+    if ((set->size + 1) * 2 > set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 64;
+        PyObject **slots = PyMem_Calloc(cap, sizeof(PyObject *));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; i < set->cap; i++) {
+            PyObject *p = set->slots[i];
+            if (p != NULL) {
+                size_t j = ptr_hash(p) & (cap - 1);
+                while (slots[j] != NULL) {
+                    j = (j + 1) & (cap - 1);
+                }
+                slots[j] = p;
+            }
+        }
+        PyMem_Free(set->slots);
+        set->slots = slots;
+        set->cap = cap;
+    }
+    size_t j = ptr_hash(obj) & (set->cap - 1);
+    while (set->slots[j] != NULL) {
+        if (set->slots[j] == obj) {
+            return 0;
+        }
+        j = (j + 1) & (set->cap - 1);
+    }
+    set->slots[j] = Py_NewRef(obj);
+    set->size++;
+    return 1;
+}
+
+/* ---- module descriptions ------------------------------------------------ */
+
+typedef struct native_class {
+    const char *name; /* class __qualname__ in torch.nn.modules.* */
+    ts_module_kind kind;
+    int rank;
+} native_class;
+
+/* Native families whose formulas apply when the forward is unchanged. */
+static const native_class native_classes[] = {
+    {"AdaptiveAvgPool1d", TS_MOD_ADAPTIVE_AVGPOOL, 1},
+    {"AdaptiveAvgPool2d", TS_MOD_ADAPTIVE_AVGPOOL, 2},
+    {"AdaptiveAvgPool3d", TS_MOD_ADAPTIVE_AVGPOOL, 3},
+    {"AdaptiveMaxPool1d", TS_MOD_ADAPTIVE_MAXPOOL, 1},
+    {"AdaptiveMaxPool2d", TS_MOD_ADAPTIVE_MAXPOOL, 2},
+    {"AdaptiveMaxPool3d", TS_MOD_ADAPTIVE_MAXPOOL, 3},
+    {"AvgPool1d", TS_MOD_AVGPOOL, 1},
+    {"AvgPool2d", TS_MOD_AVGPOOL, 2},
+    {"AvgPool3d", TS_MOD_AVGPOOL, 3},
+    {"BatchNorm1d", TS_MOD_BATCHNORM, 1},
+    {"BatchNorm2d", TS_MOD_BATCHNORM, 2},
+    {"BatchNorm3d", TS_MOD_BATCHNORM, 3},
+    {"Conv1d", TS_MOD_CONV, 1},
+    {"Conv2d", TS_MOD_CONV, 2},
+    {"Conv3d", TS_MOD_CONV, 3},
+    {"ConvTranspose1d", TS_MOD_CONVTRANSPOSE, 1},
+    {"ConvTranspose2d", TS_MOD_CONVTRANSPOSE, 2},
+    {"ConvTranspose3d", TS_MOD_CONVTRANSPOSE, 3},
+    {"Dropout", TS_MOD_DROPOUT, 0},
+    {"ELU", TS_MOD_ELU, 0},
+    {"Flatten", TS_MOD_FLATTEN, 0},
+    {"Identity", TS_MOD_IDENTITY, 0},
+    {"LayerNorm", TS_MOD_LAYERNORM, 0},
+    {"LeakyReLU", TS_MOD_LEAKYRELU, 0},
+    {"Linear", TS_MOD_LINEAR, 0},
+    {"MaxPool1d", TS_MOD_MAXPOOL, 1},
+    {"MaxPool2d", TS_MOD_MAXPOOL, 2},
+    {"MaxPool3d", TS_MOD_MAXPOOL, 3},
+    {"MultiheadAttention", TS_MOD_MHA, 0},
+    {"ReLU", TS_MOD_RELU, 0},
+    {"ReLU6", TS_MOD_RELU6, 0},
+    {"Sigmoid", TS_MOD_SIGMOID, 0},
+    {"SyncBatchNorm", TS_MOD_BATCHNORM, 0},
+    {"Tanh", TS_MOD_TANH, 0},
+    {"_BatchNorm", TS_MOD_BATCHNORM, 0},
+};
+
+static const native_class *
+find_native(const char *qualname)
+{
+    size_t lo = 0, hi = sizeof native_classes / sizeof native_classes[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(qualname, native_classes[mid].name);
+        if (c == 0) {
+            return &native_classes[mid];
+        }
+        if (c < 0) {
+            hi = mid;
+        }
+        else {
+            lo = mid + 1;
+        }
+    }
+    return NULL;
+}
+
+static int
+starts_with(PyObject *text, const char *prefix)
+{
+    const char *s = PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : NULL;
+    if (s == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The native class this module's formulas come from, or NULL. A subclass
+ * counts as native only while it keeps the native forward: an overridden
+ * forward does other work, so it is not silently treated as native. */
+static const native_class *
+native_of(PyObject *module, PyObject **native_type)
+{
+    PyTypeObject *type = Py_TYPE(module);
+    PyObject *mro = type->tp_mro;
+    *native_type = NULL;
+    if (mro == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *cls = PyTuple_GET_ITEM(mro, i);
+        PyObject *modname, *qualname;
+        const native_class *found = NULL;
+        if (!PyType_Check(cls)) {
+            continue;
+        }
+        modname = PyObject_GetAttrString(cls, "__module__");
+        if (modname == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        if (starts_with(modname, "torch.nn.modules.")) {
+            qualname = PyType_GetQualName((PyTypeObject *)cls);
+            if (qualname == NULL) {
+                PyErr_Clear();
+            }
+            else {
+                const char *q = PyUnicode_AsUTF8(qualname);
+                if (q != NULL) {
+                    found = find_native(q);
+                }
+                else {
+                    PyErr_Clear();
+                }
+                Py_DECREF(qualname);
+            }
+        }
+        Py_DECREF(modname);
+        if (found != NULL) {
+            *native_type = cls;
+            return found;
+        }
+    }
+    return NULL;
+}
+
+static int
+forward_unchanged(tsx_state *st, PyObject *module, PyObject *native_type)
+{
+    PyObject *dict = PyObject_GenericGetDict(module, NULL);
+    PyObject *mine = NULL, *theirs = NULL;
+    int same = 0;
+    if (dict == NULL) {
+        PyErr_Clear();
+    }
+    else {
+        int patched = PyDict_Contains(dict, st->s_forward);
+        Py_DECREF(dict);
+        if (patched != 0) {
+            if (patched < 0) {
+                PyErr_Clear();
+            }
+            return 0;
+        }
+    }
+    mine = PyObject_GetAttr((PyObject *)Py_TYPE(module), st->s_forward);
+    theirs = mine ? PyObject_GetAttr(native_type, st->s_forward) : NULL;
+    if (theirs == NULL) {
+        PyErr_Clear();
+    }
+    else {
+        same = mine == theirs;
+    }
+    Py_XDECREF(mine);
+    Py_XDECREF(theirs);
+    return same;
+}
+
+static int
+attr_int(PyObject *obj, const char *name, int64_t *out)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    long long x;
+    if (v == NULL) {
+        return -1;
+    }
+    x = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int
+attr_real(PyObject *obj, const char *name, double *out)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    double x;
+    if (v == NULL) {
+        return -1;
+    }
+    x = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    if (x == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* 1 when the attribute is truthy, 0 when falsy, -1 on error. */
+static int
+attr_true(PyObject *obj, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    int t;
+    if (v == NULL) {
+        return -1;
+    }
+    t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+/* 1 when the attribute exists and is not None. */
+static int
+attr_present(PyObject *obj, const char *name)
+{
+    PyObject *v;
+    if (tsx_optional_attr(obj, name, &v) < 0) {
+        return -1;
+    }
+    if (v == NULL) {
+        return 0;
+    }
+    Py_DECREF(v);
+    return v != Py_None;
+}
+
+/* Reads an int or a tuple of `rank` ints into out[]. */
+static int
+attr_tuple(PyObject *obj, const char *name, int rank, int64_t *out,
+           bool *is_int, bool *is_string)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    int rc = -1;
+    if (is_int != NULL) {
+        *is_int = false;
+    }
+    if (is_string != NULL) {
+        *is_string = false;
+    }
+    if (v == NULL) {
+        return -1;
+    }
+    if (PyUnicode_Check(v) && is_string != NULL) {
+        *is_string = true;
+        rc = 0;
+    }
+    else if (PyLong_Check(v)) {
+        long long x = PyLong_AsLongLong(v);
+        if (!(x == -1 && PyErr_Occurred())) {
+            for (int i = 0; i < rank; i++) {
+                out[i] = x;
+            }
+            if (is_int != NULL) {
+                *is_int = true;
+            }
+            rc = 0;
+        }
+    }
+    else if (PyTuple_Check(v) || PyList_Check(v)) {
+        PyObject *seq = PySequence_Fast(v, "");
+        if (seq != NULL) {
+            Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+            rc = 0;
+            for (int i = 0; i < rank && rc == 0; i++) {
+                /* A shorter tuple (MaxPool2d((2,))) repeats its last entry,
+                 * as PyTorch's pooling does. */
+                PyObject *item =
+                    PySequence_Fast_GET_ITEM(seq, i < n ? i : n - 1);
+                long long x = n ? PyLong_AsLongLong(item) : 0;
+                if (x == -1 && PyErr_Occurred()) {
+                    rc = -1;
+                }
+                out[i] = x;
+            }
+            Py_DECREF(seq);
+        }
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "unexpected %s of type %.100s", name,
+                     Py_TYPE(v)->tp_name);
+    }
+    Py_DECREF(v);
+    return rc;
+}
+
+#define TRY(expr)                                                          \
+    do {                                                                   \
+        if ((expr) < 0) {                                                  \
+            goto error;                                                    \
+        }                                                                  \
+    } while (0)
+
+int
+tsx_module_desc(tsx_state *st, PyObject *module, PyObject *type,
+                ts_module_desc *d)
+{
+    PyObject *native_type;
+    const native_class *native = native_of(module, &native_type);
+    int t;
+    (void)type;
+    memset(d, 0, sizeof *d);
+    if (native == NULL || !forward_unchanged(st, module, native_type)) {
+        d->kind = TS_MOD_UNKNOWN;
+        return 0;
+    }
+    d->kind = native->kind;
+    d->rank = native->rank;
+    d->training = false; /* the crawl runs in eval mode */
+    TRY(t = attr_present(module, "weight"));
+    d->has_weight = t;
+    TRY(t = attr_present(module, "bias"));
+    d->has_bias = t;
+    switch (d->kind) {
+        case TS_MOD_RELU:
+        case TS_MOD_ELU:
+        case TS_MOD_LEAKYRELU:
+        case TS_MOD_RELU6:
+            TRY(t = attr_true(module, "inplace"));
+            d->inplace = t;
+            break;
+        case TS_MOD_LINEAR:
+            TRY(attr_int(module, "in_features", &d->in_features));
+            TRY(attr_int(module, "out_features", &d->out_features));
+            break;
+        case TS_MOD_CONV:
+        case TS_MOD_CONVTRANSPOSE:
+            TRY(attr_int(module, "in_channels", &d->in_channels));
+            TRY(attr_int(module, "out_channels", &d->out_channels));
+            TRY(attr_int(module, "groups", &d->groups));
+            if (d->rank == 0) {
+                d->rank = 2;
+            }
+            TRY(attr_tuple(module, "kernel_size", d->rank, d->kernel, NULL,
+                           NULL));
+            TRY(attr_tuple(module, "stride", d->rank, d->stride, NULL, NULL));
+            TRY(attr_tuple(module, "padding", d->rank, d->padding, NULL,
+                           &d->padding_is_string));
+            TRY(attr_tuple(module, "dilation", d->rank, d->dilation, NULL,
+                           NULL));
+            break;
+        case TS_MOD_MAXPOOL:
+        case TS_MOD_AVGPOOL:
+            TRY(attr_tuple(module, "kernel_size", d->rank, d->kernel,
+                           &d->kernel_is_int, NULL));
+            TRY(attr_tuple(module, "stride", d->rank, d->stride, NULL, NULL));
+            TRY(attr_tuple(module, "padding", d->rank, d->padding, NULL,
+                           NULL));
+            TRY(t = attr_true(module, "ceil_mode"));
+            d->ceil_mode = t;
+            if (d->kind == TS_MOD_MAXPOOL) {
+                TRY(attr_tuple(module, "dilation", d->rank, d->dilation, NULL,
+                               NULL));
+                TRY(t = attr_true(module, "return_indices"));
+                d->return_indices = t;
+                d->has_dilation = true;
+            }
+            else {
+                TRY(t = attr_true(module, "count_include_pad"));
+                d->count_include_pad = t;
+                for (int i = 0; i < d->rank; i++) {
+                    d->dilation[i] = 1;
+                }
+            }
+            break;
+        case TS_MOD_ADAPTIVE_MAXPOOL:
+            TRY(t = attr_true(module, "return_indices"));
+            d->return_indices = t;
+            break;
+        case TS_MOD_BATCHNORM:
+            TRY(attr_int(module, "num_features", &d->num_features));
+            TRY(t = attr_true(module, "track_running_stats"));
+            d->track_running_stats = t;
+            TRY(t = attr_present(module, "running_mean"));
+            d->has_running_mean = t;
+            TRY(t = attr_present(module, "running_var"));
+            d->has_running_var = t;
+            TRY(t = attr_present(module, "momentum"));
+            d->momentum_is_none = !t;
+            break;
+        case TS_MOD_DROPOUT:
+            TRY(attr_real(module, "p", &d->p));
+            TRY(t = attr_true(module, "inplace"));
+            d->inplace = t;
+            break;
+        case TS_MOD_LAYERNORM: {
+            int64_t shape[TS_MAX_DIMS];
+            PyObject *ns = PyObject_GetAttrString(module, "normalized_shape");
+            Py_ssize_t n;
+            if (ns == NULL) {
+                goto error;
+            }
+            n = PyObject_Length(ns);
+            Py_DECREF(ns);
+            if (n < 0 || n > TS_MAX_DIMS) {
+                if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "normalized_shape has too many dims");
+                }
+                goto error;
+            }
+            TRY(attr_tuple(module, "normalized_shape", (int)n, shape, NULL,
+                           NULL));
+            d->normalized_ndim = (int)n;
+            d->normalized_numel = 1;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (!ts_mul(d->normalized_numel, shape[i],
+                            &d->normalized_numel)) {
+                    PyErr_SetString(PyExc_OverflowError,
+                                    "normalized_shape is too large");
+                    goto error;
+                }
+            }
+            break;
+        }
+        case TS_MOD_MHA: {
+            PyObject *out_proj;
+            TRY(attr_int(module, "embed_dim", &d->embed_dim));
+            TRY(attr_int(module, "num_heads", &d->num_heads));
+            TRY(attr_int(module, "kdim", &d->kdim));
+            TRY(attr_int(module, "vdim", &d->vdim));
+            TRY(t = attr_true(module, "batch_first"));
+            d->batch_first = t;
+            TRY(t = attr_present(module, "in_proj_bias"));
+            d->has_in_proj_bias = t;
+            TRY(t = attr_present(module, "bias_k"));
+            d->add_bias_kv = t;
+            TRY(t = attr_true(module, "add_zero_attn"));
+            d->add_zero_attn = t;
+            TRY(attr_real(module, "dropout", &d->attn_dropout));
+            out_proj = PyObject_GetAttrString(module, "out_proj");
+            if (out_proj == NULL) {
+                goto error;
+            }
+            t = attr_present(out_proj, "bias");
+            Py_DECREF(out_proj);
+            TRY(t);
+            d->has_out_proj_bias = t;
+            break;
+        }
+        default:
+            break;
+    }
+    return 0;
+error:
+    /* A module whose attributes do not read like its family's has no
+     * formula rather than a wrong one. */
+    PyErr_Clear();
+    memset(d, 0, sizeof *d);
+    d->kind = TS_MOD_UNKNOWN;
+    return 0;
+}
+
+/* ---- hooks -------------------------------------------------------------- */
+
+typedef struct tsx_hook {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    tsx_crawl *crawl; /* strong */
+    int module;
+    bool post;
+} tsx_hook;
+
+typedef struct module_entry {
+    PyObject *module;  /* strong */
+    PyObject *params;  /* module._parameters (strong) or NULL: recurse */
+    PyObject *buffers; /* module._buffers (strong) or NULL: recurse */
+} module_entry;
+
+struct tsx_crawl {
+    PyObject_HEAD
+    tsx_state *st;
+    ts_session *session;
+    PyObject *root;
+    module_entry *modules;
+    size_t nmodules;
+    PyObject *flags;   /* list of (module, bool) */
+    PyObject *handles; /* list of RemovableHandle */
+    PyObject *counter; /* attached operator counter or NULL */
+    ptrset seen;
+    PyObject **handled; /* exception being handled at each open call */
+    size_t handled_cap, open;
+    bool full;
+};
+
+ts_session *
+tsx_crawl_session(tsx_crawl *crawl)
+{
+    return crawl->session;
+}
+
+/* Adds the tensors of one mapping (or iterable) to the attribution. */
+static int
+attribute_tensors(tsx_crawl *c, PyObject *tensors, bool params,
+                  ts_attribution *a)
+{
+    tsx_state *st = c->st;
+    PyObject *iter = NULL, *t;
+    int rc = -1;
+    if (PyDict_Check(tensors)) {
+        PyObject *values = PyDict_Values(tensors);
+        iter = values ? PyObject_GetIter(values) : NULL;
+        Py_XDECREF(values);
+    }
+    else {
+        iter = PyObject_GetIter(tensors);
+    }
+    if (iter == NULL) {
+        return -1;
+    }
+    while ((t = PyIter_Next(iter)) != NULL) {
+        PyObject *numel_obj = NULL, *dtype = NULL, *rg = NULL;
+        const tsx_dtype *info;
+        long long numel;
+        int added;
+        if (t == Py_None) {
+            Py_DECREF(t);
+            continue;
+        }
+        added = ptrset_add(&c->seen, t);
+        if (added <= 0) {
+            Py_DECREF(t);
+            if (added < 0) {
+                goto done;
+            }
+            if (params) {
+                a->param_shared = true;
+            }
+            else {
+                a->buffer_shared = true;
+            }
+            continue;
+        }
+        numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
+        dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+        info = dtype ? tsx_dtype_info(st, dtype) : NULL;
+        rg = (info && params) ? PyObject_GetAttr(t, st->s_requires_grad)
+                              : NULL;
+        numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
+        Py_XDECREF(numel_obj);
+        Py_XDECREF(dtype);
+        Py_DECREF(t);
+        if (info == NULL || (params && rg == NULL)
+            || (numel == -1 && PyErr_Occurred())) {
+            Py_XDECREF(rg);
+            goto done;
+        }
+        if (params) {
+            if (rg == Py_True) {
+                a->trainable += numel;
+            }
+            else {
+                a->frozen += numel;
+            }
+            a->param_bytes += numel * info->itemsize;
+        }
+        else {
+            a->buffer_elements += numel;
+            a->buffer_bytes += numel * info->itemsize;
+        }
+        Py_XDECREF(rg);
+    }
+    rc = PyErr_Occurred() ? -1 : 0;
+done:
+    Py_DECREF(iter);
+    return rc;
+}
+
+static PyObject *
+pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
+{
+    tsx_crawl *c = h->crawl;
+    module_entry *e = &c->modules[h->module];
+    ts_attribution a;
+    json_t *input;
+    int layer;
+    memset(&a, 0, sizeof a);
+    if (e->params != NULL) {
+        if (attribute_tensors(c, e->params, true, &a) < 0
+            || attribute_tensors(c, e->buffers, false, &a) < 0) {
+            return NULL;
+        }
+    }
+    else {
+        PyObject *ps = PyObject_CallMethodNoArgs(e->module, c->st->s_parameters);
+        int rc = ps ? attribute_tensors(c, ps, true, &a) : -1;
+        Py_XDECREF(ps);
+        if (rc < 0) {
+            return NULL;
+        }
+        ps = PyObject_CallMethodNoArgs(e->module, c->st->s_buffers);
+        rc = ps ? attribute_tensors(c, ps, false, &a) : -1;
+        Py_XDECREF(ps);
+        if (rc < 0) {
+            return NULL;
+        }
+    }
+    input = tsx_describe_call(c->st, args, kwargs, NULL, NULL);
+    if (input == NULL) {
+        return NULL;
+    }
+    if (c->open == c->handled_cap) {
+        size_t cap = c->handled_cap ? c->handled_cap * 2 : 32;
+        PyObject **p = PyMem_Realloc(c->handled, cap * sizeof(PyObject *));
+        if (p == NULL) {
+            json_decref(input);
+            return PyErr_NoMemory();
+        }
+        c->handled = p;
+        c->handled_cap = cap;
+    }
+    layer = ts_session_begin_call(c->session, h->module, input, &a);
+    if (layer < 0) {
+        return PyErr_NoMemory();
+    }
+    /* Remember which exception (if any) was being handled when the call
+     * began: a post-hook that sees a different one runs in PyTorch's
+     * always_call path, after the forward raised. */
+    c->handled[c->open++] = PyErr_GetHandledException();
+    Py_RETURN_NONE;
+}
+
+/* Finds a call argument by position or keyword. Borrowed or NULL. */
+static PyObject *
+call_arg(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const char *name)
+{
+    PyObject *v = NULL;
+    if (args != NULL && PyTuple_GET_SIZE(args) > pos) {
+        return PyTuple_GET_ITEM(args, pos);
+    }
+    if (kwargs != NULL && PyDict_Check(kwargs)) {
+        v = PyDict_GetItemString(kwargs, name);
+    }
+    return v;
+}
+
+static int
+fill_mha_call(tsx_state *st, PyObject *args, PyObject *kwargs,
+              PyObject *output, ts_module_call *call)
+{
+    PyObject *key = call_arg(args, kwargs, 1, "key");
+    PyObject *value = call_arg(args, kwargs, 2, "value");
+    PyObject *kpm = call_arg(args, kwargs, 3, "key_padding_mask");
+    PyObject *mask = call_arg(args, kwargs, 5, "attn_mask");
+    if (key == NULL || value == NULL || !tsx_is_tensor(st, key)
+        || !tsx_is_tensor(st, value)) {
+        call->has_input = false;
+        return 0;
+    }
+    if (tsx_tensor_shape(st, key, &call->key) < 0
+        || tsx_tensor_shape(st, value, &call->value) < 0) {
+        return -1;
+    }
+    call->has_key_padding_mask = kpm != NULL && kpm != Py_None;
+    call->has_attn_mask = mask != NULL && mask != Py_None;
+    if (PyTuple_Check(output) && PyTuple_GET_SIZE(output) > 1) {
+        PyObject *w = PyTuple_GET_ITEM(output, 1);
+        if (tsx_is_tensor(st, w)) {
+            ts_shape ws;
+            if (tsx_tensor_shape(st, w, &ws) < 0) {
+                return -1;
+            }
+            call->has_weights_output = true;
+            call->weights_ndim = ws.ndim;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
+{
+    tsx_crawl *c = h->crawl;
+    tsx_state *st = c->st;
+    PyObject *handled = PyErr_GetHandledException();
+    PyObject *before = c->open ? c->handled[c->open - 1] : NULL;
+    bool failed = output == Py_None && handled != NULL && handled != before;
+    const ts_module_desc *desc;
+    ts_module_call call;
+    json_t *out_meta = NULL;
+    int rc;
+
+    Py_XDECREF(handled);
+    if (c->open) {
+        Py_XDECREF(c->handled[--c->open]);
+    }
+    memset(&call, 0, sizeof call);
+    if (!failed) {
+        out_meta = tsx_describe(st, output, &call.output, &call.has_output);
+        if (out_meta == NULL) {
+            return NULL;
+        }
+    }
+    if (c->full && !failed
+        && ts_session_module_is_leaf(c->session, h->module)) {
+        desc = ts_session_module_desc(c->session, h->module);
+        /* The first tensor of the ordered inputs: positional arguments,
+         * then keyword arguments. */
+        for (Py_ssize_t i = 0; args && i < PyTuple_GET_SIZE(args); i++) {
+            PyObject *a = PyTuple_GET_ITEM(args, i);
+            json_t *m = tsx_describe(st, a, &call.input, &call.has_input);
+            json_decref(m);
+            if (m == NULL) {
+                goto error;
+            }
+            if (call.has_input) {
+                break;
+            }
+        }
+        if (!call.has_input && kwargs != NULL && PyDict_Check(kwargs)) {
+            json_t *m = tsx_describe(st, kwargs, &call.input, &call.has_input);
+            json_decref(m);
+            if (m == NULL) {
+                goto error;
+            }
+        }
+        if (desc->kind == TS_MOD_MHA && call.has_input
+            && fill_mha_call(st, args, kwargs, output, &call) < 0) {
+            goto error;
+        }
+        PyObject *tname = PyType_GetName(Py_TYPE(c->modules[h->module].module));
+        if (tname == NULL) {
+            goto error;
+        }
+        call.type_name = PyUnicode_AsUTF8(tname);
+        rc = ts_session_end_call(c->session, h->module, out_meta, failed,
+                                 &call);
+        Py_DECREF(tname);
+    }
+    else {
+        rc = ts_session_end_call(c->session, h->module, out_meta, failed,
+                                 NULL);
+    }
+    if (rc == TS_ENOMEM) {
+        return PyErr_NoMemory();
+    }
+    /* TS_EINVAL: a call closed that never opened (hooks installed in the
+     * middle of a forward); nothing to record. */
+    Py_RETURN_NONE;
+error:
+    json_decref(out_meta);
+    return NULL;
+}
+
+static PyObject *
+hook_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                PyObject *kwnames)
+{
+    tsx_hook *h = (tsx_hook *)self;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || n != (h->post ? 4 : 3)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "torchscan hook called with unexpected arguments");
+        return NULL;
+    }
+    PyObject *hargs = PyTuple_Check(args[1]) ? args[1] : NULL;
+    PyObject *hkwargs = PyDict_Check(args[2]) ? args[2] : NULL;
+    if (h->post) {
+        return post_hook(h, hargs, hkwargs, args[3]);
+    }
+    return pre_hook(h, hargs, hkwargs);
+}
+
+static int
+hook_traverse(tsx_hook *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->crawl);
+    return 0;
+}
+
+static int
+hook_clear(tsx_hook *self)
+{
+    Py_CLEAR(self->crawl);
+    return 0;
+}
+
+static void
+hook_dealloc(tsx_hook *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    hook_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef hook_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(tsx_hook, vectorcall),
+     READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot hook_slots[] = {
+    {Py_tp_dealloc, hook_dealloc},
+    {Py_tp_traverse, hook_traverse},
+    {Py_tp_clear, hook_clear},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_members, hook_members},
+    {Py_tp_doc, "A forward hook of one module in a crawl (internal)."},
+    {0, NULL},
+};
+
+PyType_Spec tsx_hook_spec = {
+    .name = "torchscan._engine.Hook",
+    .basicsize = sizeof(tsx_hook),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC
+             | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = hook_slots,
+};
+
+static PyObject *
+hook_new(tsx_crawl *c, int module, bool post)
+{
+    tsx_hook *h = PyObject_GC_New(tsx_hook, c->st->hook_type);
+    if (h == NULL) {
+        return NULL;
+    }
+    h->vectorcall = hook_vectorcall;
+    h->crawl = (tsx_crawl *)Py_NewRef(c);
+    h->module = module;
+    h->post = post;
+    PyObject_GC_Track(h);
+    return (PyObject *)h;
+}
+
+/* ---- the crawl object --------------------------------------------------- */
+
+static int
+is_named(PyObject *obj, const char *qualname)
+{
+    PyObject *q = PyType_GetQualName(Py_TYPE(obj));
+    PyObject *m = q ? PyObject_GetAttrString((PyObject *)Py_TYPE(obj),
+                                             "__module__")
+                    : NULL;
+    int yes = 0;
+    if (m != NULL && PyUnicode_Check(q) && PyUnicode_Check(m)) {
+        yes = PyUnicode_CompareWithASCIIString(q, qualname) == 0
+              && starts_with(m, "torch.nn.modules.");
+    }
+    PyErr_Clear();
+    Py_XDECREF(q);
+    Py_XDECREF(m);
+    return yes;
+}
+
+/* A module with no child modules (None entries do not count). */
+static int
+has_children(PyObject *module)
+{
+    PyObject *children;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    if (tsx_optional_attr(module, "_modules", &children) < 0) {
+        return -1;
+    }
+    if (children == NULL) {
+        return 0;
+    }
+    if (PyDict_Check(children)) {
+        while (PyDict_Next(children, &pos, &key, &value)) {
+            if (value != Py_None) {
+                Py_DECREF(children);
+                return 1;
+            }
+        }
+    }
+    Py_DECREF(children);
+    return 0;
+}
+
+static int
+add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root)
+{
+    ts_module_desc desc;
+    PyObject *tname = NULL;
+    const char *p = PyUnicode_AsUTF8(path);
+    int children, index = -1;
+    bool recurse, leaf;
+    module_entry *e;
+    if (p == NULL || tsx_module_desc(c->st, module, NULL, &desc) < 0) {
+        return -1;
+    }
+    children = has_children(module);
+    if (children < 0 || (tname = PyType_GetName(Py_TYPE(module))) == NULL) {
+        return -1;
+    }
+    /* Metric leaves: modules without children, MultiheadAttention (its
+     * out_proj is not called as a module), and an atomic nn.Transformer
+     * root. */
+    recurse = desc.kind == TS_MOD_MHA || atomic_root;
+    leaf = !children || recurse;
+    index = ts_session_add_module(c->session, p, PyUnicode_AsUTF8(tname),
+                                  &desc, leaf);
+    Py_DECREF(tname);
+    if (index < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e = &c->modules[index];
+    e->module = Py_NewRef(module);
+    if (!recurse) {
+        e->params = PyObject_GetAttrString(module, "_parameters");
+        e->buffers = e->params ? PyObject_GetAttrString(module, "_buffers")
+                               : NULL;
+        if (e->buffers == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"module", "full", NULL};
+    PyObject *root, *named = NULL, *items = NULL;
+    int full = 1;
+    tsx_crawl *c;
+    tsx_state *st = tsx_state_of_type(type);
+    if (st == NULL
+        || !PyArg_ParseTupleAndKeywords(args, kwds, "O|p:Crawl", kwlist,
+                                        &root, &full)) {
+        return NULL;
+    }
+    c = (tsx_crawl *)type->tp_alloc(type, 0);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->st = st;
+    c->full = full;
+    c->root = Py_NewRef(root);
+    c->session = ts_session_new(full);
+    c->flags = PyList_New(0);
+    c->handles = PyList_New(0);
+    if (c->session == NULL || c->flags == NULL || c->handles == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    /* An nn.Transformer root is analysed as one atomic call. */
+    bool atomic = is_named(root, "Transformer");
+    if (atomic) {
+        c->modules = PyMem_Calloc(1, sizeof(module_entry));
+        PyObject *empty = PyUnicode_FromString("");
+        if (c->modules == NULL || empty == NULL) {
+            Py_XDECREF(empty);
+            PyErr_NoMemory();
+            goto error;
+        }
+        c->nmodules = 1;
+        int rc = add_module(c, empty, root, true);
+        Py_DECREF(empty);
+        if (rc < 0) {
+            goto error;
+        }
+        return (PyObject *)c;
+    }
+    named = PyObject_CallMethodNoArgs(root, st->s_named_modules);
+    items = named ? PySequence_List(named) : NULL;
+    if (items == NULL) {
+        goto error;
+    }
+    c->modules = PyMem_Calloc((size_t)PyList_GET_SIZE(items) + 1,
+                              sizeof(module_entry));
+    if (c->modules == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    c->nmodules = (size_t)PyList_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *pair = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
+            || add_module(c, PyTuple_GET_ITEM(pair, 0),
+                          PyTuple_GET_ITEM(pair, 1), false) < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError,
+                                "named_modules() must yield (name, module)");
+            }
+            goto error;
+        }
+    }
+    Py_DECREF(named);
+    Py_DECREF(items);
+    return (PyObject *)c;
+error:
+    Py_XDECREF(named);
+    Py_XDECREF(items);
+    Py_DECREF(c);
+    return NULL;
+}
+
+/* Removes hooks and restores training flags; keeps going on errors and
+ * reports the first one. */
+static int
+uninstall(tsx_crawl *c)
+{
+    PyObject *exc = tsx_fetch();
+    PyObject *first = NULL;
+    Py_ssize_t n = c->handles ? PyList_GET_SIZE(c->handles) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyObject_CallMethodNoArgs(
+            PyList_GET_ITEM(c->handles, i), c->st->s_remove);
+        if (r == NULL && first == NULL) {
+            first = tsx_fetch();
+        }
+        PyErr_Clear();
+        Py_XDECREF(r);
+    }
+    if (c->handles != NULL && PyList_SetSlice(c->handles, 0, n, NULL) < 0) {
+        PyErr_Clear();
+    }
+    n = c->flags ? PyList_GET_SIZE(c->flags) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(c->flags, i);
+        if (PyObject_SetAttr(PyTuple_GET_ITEM(pair, 0), c->st->s_training,
+                             PyTuple_GET_ITEM(pair, 1))
+                < 0
+            && first == NULL) {
+            first = tsx_fetch();
+        }
+        PyErr_Clear();
+    }
+    if (c->flags != NULL && PyList_SetSlice(c->flags, 0, n, NULL) < 0) {
+        PyErr_Clear();
+    }
+    while (c->open) {
+        Py_XDECREF(c->handled[--c->open]);
+    }
+    if (c->counter != NULL) {
+        PyObject *r = PyObject_CallMethod(c->counter, "_attach", "O",
+                                          Py_None);
+        if (r == NULL && first == NULL) {
+            first = tsx_fetch();
+        }
+        PyErr_Clear();
+        Py_XDECREF(r);
+        Py_CLEAR(c->counter);
+    }
+    if (exc != NULL) {
+        Py_XDECREF(first);
+        tsx_restore(exc);
+        return -1;
+    }
+    if (first != NULL) {
+        tsx_restore(first);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+crawl_install(tsx_crawl *c, PyObject *counter)
+{
+    tsx_state *st = c->st;
+    PyObject *all = NULL, *it = NULL, *m, *r, *kw = NULL;
+    if (PyList_GET_SIZE(c->handles) > 0) {
+        PyErr_SetString(PyExc_RuntimeError, "the crawl is already installed");
+        return NULL;
+    }
+    /* Every module's flag, hooked or not, so that eval() is undone. */
+    all = PyObject_CallMethod(c->root, "modules", NULL);
+    it = all ? PyObject_GetIter(all) : NULL;
+    if (it == NULL) {
+        goto error;
+    }
+    while ((m = PyIter_Next(it)) != NULL) {
+        PyObject *flag = PyObject_GetAttr(m, st->s_training);
+        PyObject *pair = flag ? PyTuple_Pack(2, m, flag) : NULL;
+        int rc = pair ? PyList_Append(c->flags, pair) : -1;
+        Py_XDECREF(flag);
+        Py_XDECREF(pair);
+        Py_DECREF(m);
+        if (rc < 0) {
+            goto error;
+        }
+    }
+    if (PyErr_Occurred()) {
+        goto error;
+    }
+    r = PyObject_CallMethodNoArgs(c->root, st->s_eval);
+    if (r == NULL) {
+        goto error;
+    }
+    Py_DECREF(r);
+    kw = Py_BuildValue("{s:O}", "with_kwargs", Py_True);
+    if (kw == NULL) {
+        goto error;
+    }
+    for (size_t i = 0; i < c->nmodules; i++) {
+        PyObject *mod = c->modules[i].module;
+        PyObject *hook = hook_new(c, (int)i, false);
+        PyObject *meth = hook ? PyObject_GetAttr(mod, st->s_register_pre)
+                              : NULL;
+        PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
+        PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
+        int rc = handle ? PyList_Append(c->handles, handle) : -1;
+        Py_XDECREF(hook);
+        Py_XDECREF(meth);
+        Py_XDECREF(args);
+        Py_XDECREF(handle);
+        if (rc < 0) {
+            goto error;
+        }
+    }
+    if (PyDict_SetItem(kw, st->s_always_call, Py_True) < 0) {
+        goto error;
+    }
+    for (size_t i = 0; i < c->nmodules; i++) {
+        PyObject *mod = c->modules[i].module;
+        PyObject *hook = hook_new(c, (int)i, true);
+        PyObject *meth = hook ? PyObject_GetAttr(mod, st->s_register_post)
+                              : NULL;
+        PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
+        PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
+        int rc = handle ? PyList_Append(c->handles, handle) : -1;
+        Py_XDECREF(hook);
+        Py_XDECREF(meth);
+        Py_XDECREF(args);
+        Py_XDECREF(handle);
+        if (rc < 0) {
+            goto error;
+        }
+    }
+    if (counter != Py_None) {
+        r = PyObject_CallMethod(counter, "_attach", "O", (PyObject *)c);
+        if (r == NULL) {
+            goto error;
+        }
+        Py_DECREF(r);
+        c->counter = Py_NewRef(counter);
+    }
+    Py_DECREF(all);
+    Py_DECREF(it);
+    Py_DECREF(kw);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(all);
+    Py_XDECREF(it);
+    Py_XDECREF(kw);
+    uninstall(c);
+    return NULL;
+}
+
+static PyObject *
+crawl_uninstall(tsx_crawl *c, PyObject *unused)
+{
+    if (uninstall(c) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Adds str(x) to a set. */
+static int
+add_str(PyObject *set, PyObject *x)
+{
+    PyObject *s = PyObject_Str(x);
+    int rc = s ? PySet_Add(set, s) : -1;
+    Py_XDECREF(s);
+    return rc;
+}
+
+static PyObject *
+sorted_list(PyObject *set)
+{
+    PyObject *list = PySequence_List(set);
+    if (list != NULL && PyList_Sort(list) < 0) {
+        Py_CLEAR(list);
+    }
+    return list;
+}
+
+/* Model totals over unique parameters and buffers, and the sorted devices
+ * and dtypes they live on. */
+static int
+model_totals(tsx_crawl *c, ts_model_totals *t, PyObject *devices,
+             PyObject *dtypes)
+{
+    tsx_state *st = c->st;
+    ptrset seen = {NULL, 0, 0};
+    int rc = -1;
+    memset(t, 0, sizeof *t);
+    for (int pass = 0; pass < 2; pass++) {
+        PyObject *src = PyObject_CallMethodNoArgs(
+            c->root, pass == 0 ? st->s_parameters : st->s_buffers);
+        PyObject *it = src ? PyObject_GetIter(src) : NULL;
+        PyObject *x;
+        Py_XDECREF(src);
+        if (it == NULL) {
+            goto done;
+        }
+        while ((x = PyIter_Next(it)) != NULL) {
+            PyObject *numel_obj = NULL, *dtype = NULL, *device = NULL;
+            PyObject *rg = NULL;
+            const tsx_dtype *info = NULL;
+            long long numel = -1;
+            int added = ptrset_add(&seen, x);
+            if (added == 1) {
+                numel_obj = PyObject_CallMethodNoArgs(x, st->s_numel);
+                dtype = numel_obj ? PyObject_GetAttr(x, st->s_dtype) : NULL;
+                info = dtype ? tsx_dtype_info(st, dtype) : NULL;
+                device = info ? PyObject_GetAttr(x, st->s_device) : NULL;
+                rg = device ? PyObject_GetAttr(x, st->s_requires_grad) : NULL;
+                numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
+                if (rg != NULL && numel >= 0 && add_str(devices, device) == 0
+                    && PySet_Add(dtypes, info->name) == 0) {
+                    if (pass == 0) {
+                        *(rg == Py_True ? &t->trainable : &t->frozen) += numel;
+                        t->param_bytes += numel * info->itemsize;
+                    }
+                    else {
+                        t->buffer_elements += numel;
+                        t->buffer_bytes += numel * info->itemsize;
+                    }
+                }
+                else if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_RuntimeError,
+                                    "cannot read a model tensor");
+                }
+            }
+            Py_XDECREF(numel_obj);
+            Py_XDECREF(dtype);
+            Py_XDECREF(device);
+            Py_XDECREF(rg);
+            Py_DECREF(x);
+            if (added < 0 || PyErr_Occurred()) {
+                Py_DECREF(it);
+                goto done;
+            }
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    ptrset_clear(&seen);
+    return rc;
+}
+
+static PyObject *
+crawl_report(tsx_crawl *c, PyObject *args)
+{
+    PyObject *context, *inputs, *flop_report, *torch_version;
+    PyObject *devices = NULL, *dtypes = NULL, *dl = NULL, *tl = NULL;
+    PyObject *result = NULL;
+    json_t *jctx = NULL, *jin = NULL, *jflops = NULL, *report = NULL;
+    ts_model_totals totals;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, "O!O!OU:report", &PyDict_Type, &context,
+                          &PyDict_Type, &inputs, &flop_report,
+                          &torch_version)) {
+        return NULL;
+    }
+    devices = PySet_New(NULL);
+    dtypes = PySet_New(NULL);
+    if (devices == NULL || dtypes == NULL
+        || model_totals(c, &totals, devices, dtypes) < 0) {
+        goto done;
+    }
+    dl = sorted_list(devices);
+    tl = dl ? sorted_list(dtypes) : NULL;
+    if (tl == NULL || PyDict_SetItemString(context, "devices", dl) < 0
+        || PyDict_SetItemString(context, "dtypes", tl) < 0) {
+        goto done;
+    }
+    jctx = tsx_to_json(context, "context");
+    jin = jctx ? tsx_to_json(inputs, "inputs") : NULL;
+    if (jin == NULL) {
+        goto done;
+    }
+    if (flop_report != Py_None) {
+        jflops = tsx_to_json(flop_report, "flop report");
+        if (jflops == NULL) {
+            goto done;
+        }
+    }
+    ts_error_clear(&err);
+    report = ts_session_report(c->session, jctx, jin, &totals, jflops,
+                               PyUnicode_AsUTF8(torch_version), &err);
+    jctx = jin = jflops = NULL; /* stolen */
+    if (report == NULL) {
+        tsx_raise(&err);
+        goto done;
+    }
+    result = tsx_from_json(report);
+done:
+    json_decref(jctx);
+    json_decref(jin);
+    json_decref(jflops);
+    json_decref(report);
+    Py_XDECREF(devices);
+    Py_XDECREF(dtypes);
+    Py_XDECREF(dl);
+    Py_XDECREF(tl);
+    return result;
+}
+
+static int
+crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(c));
+    Py_VISIT(c->root);
+    Py_VISIT(c->flags);
+    Py_VISIT(c->handles);
+    Py_VISIT(c->counter);
+    for (size_t i = 0; i < c->nmodules; i++) {
+        Py_VISIT(c->modules[i].module);
+        Py_VISIT(c->modules[i].params);
+        Py_VISIT(c->modules[i].buffers);
+    }
+    return 0;
+}
+
+static int
+crawl_clear(tsx_crawl *c)
+{
+    Py_CLEAR(c->root);
+    Py_CLEAR(c->flags);
+    Py_CLEAR(c->handles);
+    Py_CLEAR(c->counter);
+    for (size_t i = 0; i < c->nmodules; i++) {
+        Py_CLEAR(c->modules[i].module);
+        Py_CLEAR(c->modules[i].params);
+        Py_CLEAR(c->modules[i].buffers);
+    }
+    return 0;
+}
+
+static void
+crawl_dealloc(tsx_crawl *c)
+{
+    PyTypeObject *tp = Py_TYPE(c);
+    PyObject_GC_UnTrack(c);
+    while (c->open) {
+        Py_XDECREF(c->handled[--c->open]);
+    }
+    crawl_clear(c);
+    PyMem_Free(c->modules);
+    PyMem_Free(c->handled);
+    ptrset_clear(&c->seen);
+    ts_session_free(c->session);
+    tp->tp_free(c);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef crawl_methods[] = {
+    {"install", (PyCFunction)crawl_install, METH_O,
+     "install(counter): save training flags, switch to eval, add hooks."},
+    {"uninstall", (PyCFunction)crawl_uninstall, METH_NOARGS,
+     "uninstall(): remove hooks and restore every training flag."},
+    {"report", (PyCFunction)crawl_report, METH_VARARGS,
+     "report(context, inputs, flop_report, torch_version) -> dict"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot crawl_slots[] = {
+    {Py_tp_new, crawl_new},
+    {Py_tp_dealloc, crawl_dealloc},
+    {Py_tp_traverse, crawl_traverse},
+    {Py_tp_clear, crawl_clear},
+    {Py_tp_methods, crawl_methods},
+    {Py_tp_doc, "Crawl(module, full=True): one analysis of a module."},
+    {0, NULL},
+};
+
+PyType_Spec tsx_crawl_spec = {
+    .name = "torchscan._engine.Crawl",
+    .basicsize = sizeof(tsx_crawl),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = crawl_slots,
+};

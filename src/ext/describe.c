@@ -1,0 +1,515 @@
+/* Metadata of Python values (contract 1.1): shapes, dtypes, devices and
+ * container structure, never values, file paths or reprs. */
+#include "tsx.h"
+
+#define DESCRIBE_MAX_DEPTH 64
+
+const tsx_dtype *
+tsx_dtype_info(tsx_state *st, PyObject *dtype)
+{
+    tsx_dtype *d;
+    PyObject *flag;
+    for (int i = 0; i < st->ndtypes; i++) {
+        if (st->dtypes[i].dtype == dtype) {
+            return &st->dtypes[i];
+        }
+    }
+    if (st->ndtypes == TSX_MAX_DTYPES) {
+        PyErr_SetString(PyExc_RuntimeError, "too many distinct dtypes");
+        return NULL;
+    }
+    d = &st->dtypes[st->ndtypes];
+    d->name = PyObject_Str(dtype);
+    if (d->name == NULL) {
+        return NULL;
+    }
+    d->cls = TS_DTYPE_OTHER;
+    flag = PyObject_GetAttr(dtype, st->s_is_complex);
+    if (flag == NULL) {
+        goto error;
+    }
+    if (flag == Py_True) {
+        d->cls = TS_DTYPE_COMPLEX;
+    }
+    Py_DECREF(flag);
+    flag = PyObject_GetAttr(dtype, st->s_is_floating_point);
+    if (flag == NULL) {
+        goto error;
+    }
+    if (flag == Py_True) {
+        d->cls = TS_DTYPE_FLOAT;
+    }
+    Py_DECREF(flag);
+    if (d->cls == TS_DTYPE_OTHER) {
+        const char *name = PyUnicode_AsUTF8(d->name);
+        if (name == NULL) {
+            goto error;
+        }
+        if (strcmp(name, "torch.bool") == 0) {
+            d->cls = TS_DTYPE_BOOL;
+        }
+        else if (strstr(name, "int") != NULL && strstr(name, "torch.q") == NULL
+                 && strstr(name, "bits") == NULL) {
+            d->cls = TS_DTYPE_INT;
+        }
+    }
+    flag = PyObject_GetAttr(dtype, st->s_itemsize);
+    if (flag == NULL) {
+        goto error;
+    }
+    d->itemsize = PyLong_AsLongLong(flag);
+    Py_DECREF(flag);
+    if (d->itemsize == -1 && PyErr_Occurred()) {
+        goto error;
+    }
+    d->dtype = Py_NewRef(dtype);
+    st->ndtypes++;
+    return d;
+error:
+    Py_CLEAR(d->name);
+    return NULL;
+}
+
+int
+tsx_is_tensor(tsx_state *st, PyObject *obj)
+{
+    if (Py_TYPE(obj) == (PyTypeObject *)st->tensor_type) {
+        return 1;
+    }
+    return PyObject_TypeCheck(obj, (PyTypeObject *)st->tensor_type);
+}
+
+/* Reads one dimension; -1 with an exception; 0 when symbolic (no concrete
+ * value), 1 when *out is set. */
+static int
+read_dim(PyObject *item, int64_t *out)
+{
+    long long v;
+    if (PyLong_Check(item)) {
+        v = PyLong_AsLongLong(item);
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        *out = v;
+        return 1;
+    }
+    /* SymInt: concrete when it has a hint. */
+    PyObject *as_int = PyNumber_Index(item);
+    if (as_int == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    v = PyLong_AsLongLong(as_int);
+    Py_DECREF(as_int);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int
+tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
+{
+    PyObject *size = NULL, *dtype = NULL, *flag = NULL;
+    const tsx_dtype *info;
+    Py_ssize_t n;
+    int rc = -1;
+
+    shape->ndim = 0;
+    shape->dense = true;
+    shape->dtype = TS_DTYPE_OTHER;
+    flag = PyObject_GetAttr(tensor, st->s_is_nested);
+    if (flag == NULL) {
+        goto done;
+    }
+    if (flag == Py_True) {
+        shape->dense = false;
+        shape->ndim = -1;
+        rc = 0;
+        goto done;
+    }
+    Py_CLEAR(flag);
+    flag = PyObject_GetAttr(tensor, st->s_layout);
+    if (flag == NULL) {
+        goto done;
+    }
+    shape->dense = flag == st->strided;
+    dtype = PyObject_GetAttr(tensor, st->s_dtype);
+    if (dtype == NULL || (info = tsx_dtype_info(st, dtype)) == NULL) {
+        goto done;
+    }
+    shape->dtype = info->cls;
+    size = PyObject_GetAttr(tensor, st->s_shape);
+    if (size == NULL) {
+        goto done;
+    }
+    if (!PyTuple_Check(size)) {
+        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
+        goto done;
+    }
+    n = PyTuple_GET_SIZE(size);
+    if (n > TS_MAX_DIMS) {
+        shape->ndim = -1;
+        rc = 0;
+        goto done;
+    }
+    shape->ndim = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int got = read_dim(PyTuple_GET_ITEM(size, i), &shape->dims[i]);
+        if (got < 0) {
+            goto done;
+        }
+        if (got == 0) {
+            shape->ndim = -1;
+            break;
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(size);
+    Py_XDECREF(dtype);
+    Py_XDECREF(flag);
+    return rc;
+}
+
+static json_t *
+describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
+{
+    json_t *meta = NULL, *dims = NULL;
+    PyObject *size = NULL, *dtype = NULL, *device = NULL, *devstr = NULL;
+    PyObject *rg = NULL, *nested = NULL;
+    const tsx_dtype *info;
+
+    nested = PyObject_GetAttr(t, st->s_is_nested);
+    dtype = nested ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+    device = dtype ? PyObject_GetAttr(t, st->s_device) : NULL;
+    devstr = device ? PyObject_Str(device) : NULL;
+    rg = devstr ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
+    info = rg ? tsx_dtype_info(st, dtype) : NULL;
+    if (info == NULL) {
+        goto done;
+    }
+    if (nested == Py_True) {
+        meta = json_pack("{s:s, s:s, s:s, s:b}", "kind", "nested_tensor",
+                         "dtype", PyUnicode_AsUTF8(info->name), "device",
+                         PyUnicode_AsUTF8(devstr), "requires_grad",
+                         rg == Py_True);
+        if (meta == NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    size = PyObject_GetAttr(t, st->s_shape);
+    if (size == NULL) {
+        goto done;
+    }
+    if (!PyTuple_Check(size)) {
+        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
+        goto done;
+    }
+    dims = json_array();
+    if (dims == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    bool concrete = PyTuple_GET_SIZE(size) <= TS_MAX_DIMS;
+    ts_shape shape;
+    shape.ndim = (int)PyTuple_GET_SIZE(size);
+    shape.dtype = info->cls;
+    shape.dense = true;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(size); i++) {
+        PyObject *item = PyTuple_GET_ITEM(size, i);
+        int64_t v = 0;
+        int got = read_dim(item, &v);
+        json_t *j;
+        if (got < 0) {
+            goto done;
+        }
+        if (got) {
+            j = json_integer(v);
+            if (i < TS_MAX_DIMS) {
+                shape.dims[i] = v;
+            }
+        }
+        else {
+            /* A symbolic size has no number: keep its expression. */
+            PyObject *text = PyObject_Str(item);
+            j = text ? json_string(PyUnicode_AsUTF8(text)) : NULL;
+            Py_XDECREF(text);
+            concrete = false;
+        }
+        if (j == NULL || json_array_append_new(dims, j)) {
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            goto done;
+        }
+    }
+    if (first != NULL && !*found) {
+        PyObject *layout = PyObject_GetAttr(t, st->s_layout);
+        if (layout == NULL) {
+            goto done;
+        }
+        shape.dense = layout == st->strided;
+        Py_DECREF(layout);
+        if (!concrete) {
+            shape.ndim = -1;
+        }
+        *first = shape;
+        *found = true;
+    }
+    meta = json_pack("{s:s, s:o, s:s, s:s, s:b}", "kind", "tensor", "shape",
+                     dims, "dtype", PyUnicode_AsUTF8(info->name), "device",
+                     PyUnicode_AsUTF8(devstr), "requires_grad", rg == Py_True);
+    dims = NULL; /* stolen */
+    if (meta == NULL) {
+        PyErr_NoMemory();
+    }
+done:
+    json_decref(dims);
+    Py_XDECREF(size);
+    Py_XDECREF(dtype);
+    Py_XDECREF(device);
+    Py_XDECREF(devstr);
+    Py_XDECREF(rg);
+    Py_XDECREF(nested);
+    return meta;
+}
+
+static json_t *describe(tsx_state *st, PyObject *value, ts_shape *first,
+                        bool *found, int depth);
+
+static json_t *
+describe_items(tsx_state *st, PyObject *seq, const char *kind,
+               ts_shape *first, bool *found, int depth)
+{
+    json_t *items = json_array();
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (items == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        json_t *m = describe(st, PySequence_Fast_GET_ITEM(seq, i), first,
+                             found, depth + 1);
+        if (m == NULL || json_array_append_new(items, m)) {
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            json_decref(items);
+            return NULL;
+        }
+    }
+    json_t *meta = json_pack("{s:s, s:o}", "kind", kind, "items", items);
+    if (meta == NULL) {
+        PyErr_NoMemory();
+    }
+    return meta;
+}
+
+static json_t *
+type_meta(const char *kind, PyObject *value, bool qualified)
+{
+    PyObject *name = qualified ? PyType_GetQualName(Py_TYPE(value))
+                               : PyType_GetName(Py_TYPE(value));
+    json_t *meta;
+    if (name == NULL) {
+        return NULL;
+    }
+    meta = json_pack("{s:s, s:s}", "kind", kind, "type",
+                     PyUnicode_AsUTF8(name));
+    Py_DECREF(name);
+    if (meta == NULL) {
+        PyErr_NoMemory();
+    }
+    return meta;
+}
+
+static json_t *
+describe_mapping(tsx_state *st, PyObject *value, ts_shape *first,
+                 bool *found, int depth)
+{
+    json_t *meta = NULL, *items = NULL;
+    PyObject *pairs = NULL, *seq = NULL;
+    Py_ssize_t n;
+    pairs = PyMapping_Items(value);
+    seq = pairs ? PySequence_Fast(pairs, "mapping items") : NULL;
+    items = seq ? json_array() : NULL;
+    if (items == NULL) {
+        if (seq != NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *key, *item, *key_type;
+        json_t *entry, *vm;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "mapping items are not pairs");
+            goto done;
+        }
+        key = PyTuple_GET_ITEM(pair, 0);
+        item = PyTuple_GET_ITEM(pair, 1);
+        key_type = PyType_GetName(Py_TYPE(key));
+        if (key_type == NULL) {
+            goto done;
+        }
+        entry = json_object();
+        /* Only keys that cannot carry private text are kept: ints and
+         * identifiers (a file path or a sentence is dropped). */
+        if (entry != NULL && PyLong_Check(key)) {
+            long long k = PyLong_AsLongLong(key);
+            if (k == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+            }
+            else if (PyBool_Check(key)) {
+                json_object_set_new(entry, "key", json_boolean(k));
+            }
+            else {
+                json_object_set_new(entry, "key", json_integer(k));
+            }
+        }
+        else if (entry != NULL && PyUnicode_Check(key)
+                 && PyUnicode_IsIdentifier(key) == 1) {
+            json_object_set_new(entry, "key",
+                                json_string(PyUnicode_AsUTF8(key)));
+        }
+        if (entry != NULL) {
+            json_object_set_new(entry, "key_type",
+                                json_string(PyUnicode_AsUTF8(key_type)));
+        }
+        Py_DECREF(key_type);
+        vm = entry ? describe(st, item, first, found, depth + 1) : NULL;
+        if (vm == NULL || json_object_set_new(entry, "value", vm)
+            || json_array_append_new(items, entry)) {
+            if (vm == NULL) {
+                json_decref(entry);
+            }
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            goto done;
+        }
+    }
+    PyObject *tname = PyType_GetName(Py_TYPE(value));
+    if (tname == NULL) {
+        goto done;
+    }
+    meta = json_pack("{s:s, s:s, s:O}", "kind", "mapping", "type",
+                     PyUnicode_AsUTF8(tname), "items", items);
+    Py_DECREF(tname);
+    if (meta == NULL) {
+        PyErr_NoMemory();
+    }
+done:
+    json_decref(items);
+    Py_XDECREF(seq);
+    Py_XDECREF(pairs);
+    return meta;
+}
+
+static json_t *
+describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found,
+         int depth)
+{
+    int is;
+    if (depth > DESCRIBE_MAX_DEPTH) {
+        return type_meta("object", value, true);
+    }
+    is = tsx_is_tensor(st, value);
+    if (is) {
+        return describe_tensor(st, value, first, found);
+    }
+    if (value == Py_None) {
+        json_t *m = json_pack("{s:s}", "kind", "none");
+        return m ? m : (json_t *)PyErr_NoMemory();
+    }
+    if (PyTuple_Check(value) || PyList_Check(value)) {
+        PyObject *seq = PySequence_Fast(value, "sequence");
+        json_t *m;
+        if (seq == NULL) {
+            return NULL;
+        }
+        m = describe_items(st, seq, PyTuple_Check(value) ? "tuple" : "list",
+                           first, found, depth);
+        Py_DECREF(seq);
+        return m;
+    }
+    if (PyDict_Check(value)) {
+        return describe_mapping(st, value, first, found, depth);
+    }
+    if (PyLong_Check(value) || PyFloat_Check(value) || PyComplex_Check(value)
+        || PyUnicode_Check(value) || PyBytes_Check(value)) {
+        return type_meta("scalar", value, false);
+    }
+    is = PyObject_IsInstance(value, st->mapping_abc);
+    if (is < 0) {
+        return NULL;
+    }
+    if (is) {
+        return describe_mapping(st, value, first, found, depth);
+    }
+    return type_meta("object", value, true);
+}
+
+json_t *
+tsx_describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found)
+{
+    return describe(st, value, first, found, 0);
+}
+
+json_t *
+tsx_describe_call(tsx_state *st, PyObject *args, PyObject *kwargs,
+                  ts_shape *first, bool *found)
+{
+    json_t *arr = json_array(), *kw = json_object(), *meta;
+    if (arr == NULL || kw == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (args != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+            json_t *m = describe(st, PyTuple_GET_ITEM(args, i), first, found,
+                                 1);
+            if (m == NULL || json_array_append_new(arr, m)) {
+                goto error_set;
+            }
+        }
+    }
+    if (kwargs != NULL && PyDict_Check(kwargs)) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key)
+                                                    : NULL;
+            json_t *m;
+            if (name == NULL) {
+                if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_TypeError,
+                                    "keyword names must be strings");
+                }
+                goto error;
+            }
+            m = describe(st, value, first, found, 1);
+            if (m == NULL || json_object_set_new(kw, name, m)) {
+                goto error_set;
+            }
+        }
+    }
+    meta = json_pack("{s:o, s:o}", "args", arr, "kwargs", kw);
+    if (meta == NULL) {
+        PyErr_NoMemory();
+    }
+    return meta;
+error_set:
+    if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+error:
+    json_decref(arr);
+    json_decref(kw);
+    return NULL;
+}

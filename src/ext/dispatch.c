@@ -1,0 +1,827 @@
+/* The operator counter: the C body of a TorchDispatchMode subclass.
+ *
+ * Hot path per aten call: a pointer lookup of the OpOverload, the call of
+ * the operator itself, a read of the shapes the formula needs, the formula,
+ * and two additions. Everything that needs strings (packet names, schemas,
+ * decomposability) is resolved once per overload object. */
+#include "tsx.h"
+
+enum {
+    ACTION_RUN = 0,    /* call the operator, then count */
+    ACTION_SKIP,       /* size/stride queries: NotImplemented */
+    ACTION_DECOMPOSE,  /* no formula, CompositeImplicit: decompose first */
+};
+
+typedef struct op_slot {
+    PyObject *func;   /* OpOverload (strong); NULL = empty slot */
+    PyObject *op;     /* func._op: the builtin that runs the kernel */
+    PyObject *custom; /* caller formula or NULL */
+    PyObject *names;  /* tuple of schema argument names */
+    PyObject *overload; /* overload name ("Tensor", "default") */
+    const ts_op_entry *entry;
+    int id;
+    int action;
+    bool custom_raw;
+} op_slot;
+
+typedef struct tsx_counter {
+    PyObject_HEAD
+    tsx_state *st;
+    ts_opstats *stats;
+    op_slot *slots;
+    size_t cap, size;
+    PyObject *custom;   /* {packet: formula} snapshot or NULL */
+    PyObject *crawl;    /* attached crawl (strong) or NULL */
+    ts_session *session;
+} tsx_counter;
+
+/* Overloads that only query metadata; FlopCounterMode declines them too
+ * (they reach a mode only for tensors with Python-level sizes). */
+static const char *const skipped_overloads[] = {
+    "aten.dim.default",
+    "aten.is_contiguous.default",
+    "aten.is_contiguous.memory_format",
+    "aten.is_non_overlapping_and_dense.default",
+    "aten.is_strides_like_format.default",
+    "aten.numel.default",
+    "aten.size.default",
+    "aten.storage_offset.default",
+    "aten.stride.default",
+    "aten.sym_is_contiguous.default",
+    "aten.sym_numel.default",
+    "aten.sym_size.default",
+    "aten.sym_storage_offset.default",
+    "aten.sym_stride.default",
+    "prim.layout.default",
+};
+
+static size_t
+slot_hash(PyObject *p)
+{
+    uintptr_t x = (uintptr_t)p >> 4;
+    x ^= x >> 15;
+    x *= 0x2C1B3C6D;
+    return (size_t)(x ^ (x >> 12));
+}
+
+static void
+slot_clear(op_slot *s)
+{
+    Py_CLEAR(s->func);
+    Py_CLEAR(s->op);
+    Py_CLEAR(s->custom);
+    Py_CLEAR(s->names);
+    Py_CLEAR(s->overload);
+}
+
+static int
+cache_grow(tsx_counter *c)
+{
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    op_slot *slots = PyMem_Calloc(cap, sizeof(op_slot));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < c->cap; i++) {
+        if (c->slots[i].func != NULL) {
+            size_t j = slot_hash(c->slots[i].func) & (cap - 1);
+            while (slots[j].func != NULL) {
+                j = (j + 1) & (cap - 1);
+            }
+            slots[j] = c->slots[i];
+        }
+    }
+    PyMem_Free(c->slots);
+    c->slots = slots;
+    c->cap = cap;
+    return 0;
+}
+
+/* Resolves an operator overload the first time it is seen. The slot is
+ * copied out by the caller before the operator runs, because the operator
+ * may re-enter the counter and grow the cache. */
+static op_slot *
+resolve(tsx_counter *c, PyObject *func)
+{
+    tsx_state *st = c->st;
+    op_slot s;
+    PyObject *packet = NULL, *pname = NULL, *fname = NULL, *schema = NULL;
+    PyObject *arguments = NULL;
+    const char *name, *full;
+    size_t j;
+
+    memset(&s, 0, sizeof s);
+    if ((c->size + 1) * 2 > c->cap && cache_grow(c) < 0) {
+        return NULL;
+    }
+    packet = PyObject_GetAttr(func, st->s_overloadpacket);
+    pname = packet ? PyObject_Str(packet) : NULL;
+    fname = pname ? PyObject_Str(func) : NULL;
+    name = fname ? PyUnicode_AsUTF8(pname) : NULL;
+    full = name ? PyUnicode_AsUTF8(fname) : NULL;
+    if (full == NULL) {
+        goto error;
+    }
+    s.func = Py_NewRef(func);
+    s.action = ACTION_RUN;
+    for (size_t i = 0;
+         i < sizeof skipped_overloads / sizeof skipped_overloads[0]; i++) {
+        if (strcmp(full, skipped_overloads[i]) == 0) {
+            s.action = ACTION_SKIP;
+        }
+    }
+    s.entry = ts_op_lookup(name);
+    if (c->custom != NULL) {
+        PyObject *f = PyDict_GetItemWithError(c->custom, packet);
+        if (f == NULL && PyErr_Occurred()) {
+            goto error;
+        }
+        if (f != NULL) {
+            PyObject *raw;
+            s.custom = Py_NewRef(f);
+            if (tsx_optional_attr(f, "_get_raw", &raw) < 0) {
+                goto error;
+            }
+            s.custom_raw = raw != NULL && PyObject_IsTrue(raw) == 1;
+            Py_XDECREF(raw);
+        }
+    }
+    if (s.action == ACTION_RUN && s.custom == NULL
+        && (s.entry == NULL || s.entry->formula == NULL)
+        && strcmp(name, "prim.device") != 0) {
+        /* As FlopCounterMode does: an operator without a formula that has a
+         * CompositeImplicitAutograd kernel is decomposed and its parts are
+         * counted. */
+        PyObject *opname = PyObject_CallMethod(func, "name", NULL);
+        PyObject *has = opname ? PyObject_CallFunction(
+                                     st->has_kernel, "Os", opname,
+                                     "CompositeImplicitAutograd")
+                               : NULL;
+        Py_XDECREF(opname);
+        if (has == NULL) {
+            goto error;
+        }
+        if (has == Py_True && (s.entry == NULL || s.entry->ignore_reason == NULL)) {
+            s.action = ACTION_DECOMPOSE;
+        }
+        Py_DECREF(has);
+    }
+    s.op = PyObject_GetAttr(func, st->s_op);
+    s.overload = s.op ? PyObject_GetAttrString(func, "_overloadname") : NULL;
+    if (s.overload == NULL || !PyUnicode_Check(s.overload)) {
+        goto error;
+    }
+    schema = s.op ? PyObject_GetAttr(func, st->s_schema) : NULL;
+    arguments = schema ? PyObject_GetAttr(schema, st->s_arguments) : NULL;
+    if (arguments == NULL) {
+        goto error;
+    }
+    {
+        Py_ssize_t n = PySequence_Length(arguments);
+        if (n < 0 || (s.names = PyTuple_New(n)) == NULL) {
+            goto error;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *a = PySequence_GetItem(arguments, i);
+            PyObject *an = a ? PyObject_GetAttr(a, st->s_name) : NULL;
+            Py_XDECREF(a);
+            if (an == NULL) {
+                goto error;
+            }
+            PyTuple_SET_ITEM(s.names, i, an);
+        }
+    }
+    s.id = ts_opstats_intern(c->stats, name);
+    if (s.id < 0) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    Py_DECREF(packet);
+    Py_DECREF(pname);
+    Py_DECREF(fname);
+    Py_DECREF(schema);
+    Py_DECREF(arguments);
+    j = slot_hash(func) & (c->cap - 1);
+    while (c->slots[j].func != NULL) {
+        j = (j + 1) & (c->cap - 1);
+    }
+    c->slots[j] = s;
+    c->size++;
+    return &c->slots[j];
+error:
+    Py_XDECREF(packet);
+    Py_XDECREF(pname);
+    Py_XDECREF(fname);
+    Py_XDECREF(schema);
+    Py_XDECREF(arguments);
+    slot_clear(&s);
+    return NULL;
+}
+
+static inline op_slot *
+lookup(tsx_counter *c, PyObject *func)
+{
+    if (c->cap) {
+        size_t j = slot_hash(func) & (c->cap - 1);
+        while (c->slots[j].func != NULL) {
+            if (c->slots[j].func == func) {
+                return &c->slots[j];
+            }
+            j = (j + 1) & (c->cap - 1);
+        }
+    }
+    return resolve(c, func);
+}
+
+/* Fills one formula argument from a Python value. */
+static int
+classify(tsx_state *st, PyObject *v, ts_op_arg *a)
+{
+    a->kind = TS_ARG_OTHER;
+    if (tsx_is_tensor(st, v)) {
+        a->kind = TS_ARG_TENSOR;
+        return tsx_tensor_shape(st, v, &a->tensor);
+    }
+    if (v == Py_None) {
+        a->kind = TS_ARG_NONE;
+    }
+    else if (PyBool_Check(v)) {
+        a->kind = TS_ARG_BOOL;
+        a->i = v == Py_True;
+    }
+    else if (PyLong_Check(v)) {
+        int overflow;
+        a->i = PyLong_AsLongLongAndOverflow(v, &overflow);
+        a->kind = overflow ? TS_ARG_OTHER : TS_ARG_INT;
+    }
+    else if (PyFloat_Check(v)) {
+        a->kind = TS_ARG_REAL;
+        a->r = PyFloat_AS_DOUBLE(v);
+    }
+    else if (PyComplex_Check(v)) {
+        a->kind = TS_ARG_COMPLEX;
+    }
+    else if (PyUnicode_Check(v)) {
+        a->kind = TS_ARG_STR;
+        a->str = PyUnicode_AsUTF8(v);
+        if (a->str == NULL) {
+            return -1;
+        }
+    }
+    else if (PyList_Check(v) || PyTuple_Check(v)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        PyObject **items = PySequence_Fast_ITEMS(v);
+        bool tensors = false;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (items[i] != Py_None && tsx_is_tensor(st, items[i])) {
+                tensors = true;
+                break;
+            }
+        }
+        if (tensors) {
+            a->kind = TS_ARG_TENSORS;
+            a->ntensors = 0;
+            a->numel_sum = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                ts_shape shape;
+                int64_t numel;
+                if (items[i] == Py_None) {
+                    continue;
+                }
+                if (tsx_tensor_shape(st, items[i], &shape) < 0) {
+                    return -1;
+                }
+                if (a->ntensors++ == 0) {
+                    a->tensor = shape;
+                }
+                if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)
+                    || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
+                    a->numel_sum = -1;
+                    a->kind = TS_ARG_OTHER;
+                    break;
+                }
+            }
+        }
+        else if (n <= TS_MAX_DIMS) {
+            a->kind = TS_ARG_INTS;
+            a->nints = (int)n;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *x = PyNumber_Index(items[i]);
+                long long y = x ? PyLong_AsLongLong(x) : -1;
+                Py_XDECREF(x);
+                if (y == -1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    a->kind = TS_ARG_OTHER;
+                    break;
+                }
+                a->ints[i] = y;
+            }
+        }
+    }
+    else if (PyObject_TypeCheck(v, (PyTypeObject *)st->dtype_type)) {
+        const tsx_dtype *info = tsx_dtype_info(st, v);
+        if (info == NULL) {
+            return -1;
+        }
+        a->tensor.dtype = info->cls;
+    }
+    else {
+        /* SymInt and friends: a concrete int when they have one. */
+        PyObject *x = PyNumber_Index(v);
+        if (x != NULL) {
+            int overflow;
+            a->i = PyLong_AsLongLongAndOverflow(x, &overflow);
+            a->kind = overflow ? TS_ARG_OTHER : TS_ARG_INT;
+            Py_DECREF(x);
+        }
+        else {
+            PyErr_Clear();
+        }
+    }
+    return 0;
+}
+
+static int
+fill_call(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
+          PyObject *out, ts_op_call *call)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    call->nargs = 0;
+    call->nouts = 0;
+    call->overload = PyUnicode_AsUTF8(s->overload);
+    if (call->overload == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n && i < TS_OP_MAX_ARGS; i++) {
+        memset(&call->args[i], 0, sizeof call->args[i]);
+        if (classify(st, PyTuple_GET_ITEM(args, i), &call->args[i]) < 0) {
+            return -1;
+        }
+        call->nargs = (int)i + 1;
+    }
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        Py_ssize_t nn = PyTuple_GET_SIZE(s->names);
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            for (Py_ssize_t k = 0; k < nn && k < TS_OP_MAX_ARGS; k++) {
+                int eq = PyUnicode_Compare(key, PyTuple_GET_ITEM(s->names, k));
+                if (eq == 0) {
+                    while (call->nargs <= k) {
+                        memset(&call->args[call->nargs], 0,
+                               sizeof call->args[0]);
+                        call->nargs++;
+                    }
+                    if (classify(st, value, &call->args[k]) < 0) {
+                        return -1;
+                    }
+                    break;
+                }
+                if (eq == -1 && PyErr_Occurred()) {
+                    return -1;
+                }
+            }
+        }
+    }
+    if (tsx_is_tensor(st, out)) {
+        call->nouts = 1;
+        return tsx_tensor_shape(st, out, &call->outs[0]);
+    }
+    if (PyTuple_Check(out) || PyList_Check(out)) {
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(out);
+        for (Py_ssize_t i = 0; i < m && i < TS_OP_MAX_OUTS; i++) {
+            PyObject *o = PySequence_Fast_GET_ITEM(out, i);
+            ts_shape *shape = &call->outs[call->nouts++];
+            shape->ndim = -1;
+            shape->dense = false;
+            shape->dtype = TS_DTYPE_OTHER;
+            if (o != Py_None && tsx_is_tensor(st, o)
+                && tsx_tensor_shape(st, o, shape) < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Replaces tensors by their shapes (one level into lists), as the shape
+ * contract of FlopCounterMode's formulas expects. */
+static PyObject *
+shapes_of(tsx_state *st, PyObject *v)
+{
+    if (tsx_is_tensor(st, v)) {
+        return PyObject_GetAttr(v, st->s_shape);
+    }
+    if (PyTuple_Check(v) || PyList_Check(v)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        PyObject *r = PyTuple_Check(v) ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
+            PyObject *x = shapes_of(st, PySequence_Fast_GET_ITEM(v, i));
+            if (x == NULL) {
+                Py_CLEAR(r);
+                break;
+            }
+            if (PyTuple_Check(r)) {
+                PyTuple_SET_ITEM(r, i, x);
+            }
+            else {
+                PyList_SET_ITEM(r, i, x);
+            }
+        }
+        return r;
+    }
+    return Py_NewRef(v);
+}
+
+/* Runs a caller formula. Returns 0 and *flops, or 1 with *message set when
+ * the formula failed (a diagnostic, not a crash), or -1. */
+static int
+run_custom(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
+           PyObject *out, int64_t *flops, char *message, size_t size)
+{
+    PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value;
+    int rc = -1;
+    cargs = s->custom_raw ? Py_NewRef(args) : shapes_of(st, args);
+    ckw = cargs ? PyDict_New() : NULL;
+    if (ckw == NULL) {
+        goto done;
+    }
+    if (kwargs != NULL) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            PyObject *x = s->custom_raw ? Py_NewRef(v) : shapes_of(st, v);
+            int e = x ? PyDict_SetItem(ckw, k, x) : -1;
+            Py_XDECREF(x);
+            if (e < 0) {
+                goto done;
+            }
+        }
+    }
+    value = s->custom_raw ? Py_NewRef(out) : shapes_of(st, out);
+    if (value == NULL
+        || PyDict_SetItemString(ckw, s->custom_raw ? "out_val" : "out_shape",
+                                value)
+               < 0) {
+        Py_XDECREF(value);
+        goto done;
+    }
+    Py_DECREF(value);
+    result = PyObject_Call(s->custom, cargs, ckw);
+    if (result != NULL) {
+        double d = -1.0;
+        if (PyLong_Check(result) && !PyBool_Check(result)) {
+            int overflow;
+            long long x = PyLong_AsLongLongAndOverflow(result, &overflow);
+            if (!overflow && x >= 0) {
+                *flops = x;
+                rc = 0;
+                goto done;
+            }
+        }
+        else if (PyFloat_Check(result)) {
+            d = PyFloat_AS_DOUBLE(result);
+        }
+        if (d >= 0.0 && d < 9.2e18) {
+            *flops = (int64_t)(d + 0.5);
+            rc = 0;
+            goto done;
+        }
+        snprintf(message, size,
+                 "the custom formula returned %.80s, not a non-negative "
+                 "finite number",
+                 Py_TYPE(result)->tp_name);
+        rc = 1;
+        goto done;
+    }
+    else {
+        PyObject *exc = tsx_fetch();
+        PyObject *text = exc ? PyObject_Str(exc) : NULL;
+        const char *t = text ? PyUnicode_AsUTF8(text) : NULL;
+        if (exc != NULL && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt)) {
+            Py_XDECREF(text);
+            tsx_restore(exc);
+            goto done;
+        }
+        PyErr_Clear();
+        snprintf(message, size, "the custom formula raised %.80s: %.300s",
+                 exc ? Py_TYPE(exc)->tp_name : "an exception", t ? t : "");
+        Py_XDECREF(text);
+        Py_XDECREF(exc);
+        rc = 1;
+    }
+done:
+    Py_XDECREF(cargs);
+    Py_XDECREF(ckw);
+    Py_XDECREF(result);
+    return rc;
+}
+
+static int
+count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
+      PyObject *out)
+{
+    ts_opcall_kind kind;
+    ts_op_result res;
+    char message[TS_ERROR_MESSAGE_SIZE];
+    ts_error err;
+    int rc;
+
+    memset(&res, 0, sizeof res);
+    message[0] = '\0';
+    if (s->custom != NULL) {
+        rc = run_custom(c->st, s, args, kwargs, out, &res.flops, message,
+                        sizeof message);
+        if (rc < 0) {
+            return -1;
+        }
+        kind = rc == 0 ? TS_OPCALL_COUNTED : TS_OPCALL_UNSUPPORTED;
+    }
+    else if (s->entry != NULL && s->entry->formula != NULL) {
+        ts_op_call call;
+        if (fill_call(c->st, s, args, kwargs, out, &call) < 0) {
+            return -1;
+        }
+        ts_error_clear(&err);
+        rc = s->entry->formula(&call, &res, &err);
+        if (rc == TS_OK) {
+            kind = TS_OPCALL_COUNTED;
+            res.incomplete |= (s->entry->flags & TS_OPF_ATTENTION) != 0;
+        }
+        else {
+            kind = TS_OPCALL_UNSUPPORTED;
+            snprintf(message, sizeof message, "%s",
+                     err.message[0] ? err.message
+                                    : "the formula cannot count this call");
+        }
+    }
+    else if (s->entry != NULL && s->entry->ignore_reason != NULL) {
+        kind = TS_OPCALL_IGNORED;
+    }
+    else {
+        kind = TS_OPCALL_UNCOUNTED;
+    }
+    rc = ts_opstats_record(c->stats, s->id, kind, res.flops, res.incomplete,
+                           message,
+                           s->entry ? s->entry->ignore_reason : NULL);
+    if (rc != TS_OK) {
+        PyErr_SetString(PyExc_OverflowError, "operator FLOPs overflow");
+        return -1;
+    }
+    if (kind == TS_OPCALL_COUNTED && c->session != NULL) {
+        ts_session_add_layer_op_flops(
+            c->session, ts_session_current_layer(c->session), res.flops);
+    }
+    return 0;
+}
+
+/* Calls func.decompose(*args, **kwargs) with this mode pushed again. */
+static PyObject *
+decompose(tsx_counter *c, PyObject *func, PyObject *args, PyObject *kwargs)
+{
+    tsx_state *st = c->st;
+    PyObject *self = (PyObject *)c, *r, *meth, *exit_r, *exc;
+    r = PyObject_CallMethodNoArgs(self, st->s_enter);
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    meth = PyObject_GetAttr(func, st->s_decompose);
+    r = meth ? PyObject_Call(meth, args, kwargs) : NULL;
+    Py_XDECREF(meth);
+    exc = tsx_fetch();
+    exit_r = PyObject_CallMethod(self, "__exit__", "OOO", Py_None, Py_None,
+                                 Py_None);
+    if (exit_r == NULL) {
+        Py_XDECREF(r);
+        Py_XDECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(exit_r);
+    if (exc != NULL) {
+        tsx_restore(exc);
+    }
+    return r;
+}
+
+static PyObject *
+counter_dispatch(tsx_counter *c, PyObject *const *argv, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    PyObject *func, *args = NULL, *kwargs = NULL, *out;
+    op_slot s;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs >= 3) {
+        args = argv[2];
+    }
+    if (nargs >= 4) {
+        kwargs = argv[3];
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(k, "args") == 0) {
+            args = argv[nargs + i];
+        }
+        else if (PyUnicode_CompareWithASCIIString(k, "kwargs") == 0) {
+            kwargs = argv[nargs + i];
+        }
+    }
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "__torch_dispatch__(func, types, args, kwargs)");
+        return NULL;
+    }
+    func = argv[0];
+    if (args == NULL || !PyTuple_Check(args)) {
+        PyErr_SetString(PyExc_TypeError, "dispatch args must be a tuple");
+        return NULL;
+    }
+    if (kwargs == Py_None || (kwargs != NULL && !PyDict_Check(kwargs))) {
+        kwargs = NULL;
+    }
+    {
+        op_slot *found = lookup(c, func);
+        if (found == NULL) {
+            return NULL;
+        }
+        /* A copy with its own references: running the operator can
+         * re-enter this counter and move the cache. */
+        s = *found;
+        Py_INCREF(s.func);
+        Py_INCREF(s.op);
+        Py_XINCREF(s.custom);
+        Py_INCREF(s.names);
+        Py_INCREF(s.overload);
+    }
+    if (s.action == ACTION_SKIP) {
+        out = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    if (s.action == ACTION_DECOMPOSE) {
+        out = decompose(c, func, args, kwargs);
+        if (out == NULL || out != Py_NotImplemented) {
+            goto done;
+        }
+        Py_DECREF(out);
+    }
+    out = PyObject_Call(s.op, args, kwargs);
+    if (out != NULL && count(c, &s, args, kwargs, out) < 0) {
+        Py_CLEAR(out);
+    }
+done:
+    slot_clear(&s);
+    return out;
+}
+
+static PyObject *
+counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    tsx_state *st = tsx_state_of_type(type);
+    tsx_counter *c;
+    if (st == NULL) {
+        return NULL;
+    }
+    c = (tsx_counter *)type->tp_alloc(type, 0);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->st = st;
+    c->stats = ts_opstats_new();
+    if (c->stats == NULL) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *
+counter_configure(tsx_counter *c, PyObject *custom)
+{
+    if (custom == Py_None) {
+        Py_CLEAR(c->custom);
+        Py_RETURN_NONE;
+    }
+    if (!PyDict_Check(custom)) {
+        PyErr_SetString(PyExc_TypeError, "custom_mapping must be a dict");
+        return NULL;
+    }
+    Py_XSETREF(c->custom, PyDict_Copy(custom));
+    if (c->custom == NULL) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+counter_attach(tsx_counter *c, PyObject *crawl)
+{
+    if (crawl == Py_None) {
+        Py_CLEAR(c->crawl);
+        c->session = NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyObject_TypeCheck(crawl, c->st->crawl_type)) {
+        PyErr_SetString(PyExc_TypeError, "expected a Crawl");
+        return NULL;
+    }
+    Py_XSETREF(c->crawl, Py_NewRef(crawl));
+    c->session = tsx_crawl_session((tsx_crawl *)crawl);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+counter_report(tsx_counter *c, PyObject *args)
+{
+    const char *torch_version, *method;
+    PyObject *by_module = Py_None, *result;
+    json_t *jbm = NULL, *report;
+    if (!PyArg_ParseTuple(args, "ss|O:_report", &torch_version, &method,
+                          &by_module)) {
+        return NULL;
+    }
+    if (by_module != Py_None) {
+        jbm = tsx_to_json(by_module, "by_module");
+        if (jbm == NULL) {
+            return NULL;
+        }
+    }
+    report = ts_opstats_report(c->stats, torch_version, method, jbm);
+    if (report == NULL) {
+        return PyErr_NoMemory();
+    }
+    result = tsx_from_json(report);
+    json_decref(report);
+    return result;
+}
+
+static int
+counter_traverse(tsx_counter *c, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(c));
+    Py_VISIT(c->custom);
+    Py_VISIT(c->crawl);
+    for (size_t i = 0; i < c->cap; i++) {
+        Py_VISIT(c->slots[i].func);
+        Py_VISIT(c->slots[i].op);
+        Py_VISIT(c->slots[i].custom);
+        Py_VISIT(c->slots[i].names);
+        Py_VISIT(c->slots[i].overload);
+    }
+    return 0;
+}
+
+static int
+counter_clear(tsx_counter *c)
+{
+    Py_CLEAR(c->custom);
+    Py_CLEAR(c->crawl);
+    c->session = NULL;
+    for (size_t i = 0; i < c->cap; i++) {
+        slot_clear(&c->slots[i]);
+    }
+    c->size = 0;
+    return 0;
+}
+
+static void
+counter_dealloc(tsx_counter *c)
+{
+    PyTypeObject *tp = Py_TYPE(c);
+    PyObject_GC_UnTrack(c);
+    counter_clear(c);
+    PyMem_Free(c->slots);
+    ts_opstats_free(c->stats);
+    tp->tp_free(c);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef counter_methods[] = {
+    {"__torch_dispatch__", (PyCFunction)(void (*)(void))counter_dispatch,
+     METH_FASTCALL | METH_KEYWORDS,
+     "Runs one aten operator and counts its FLOPs."},
+    {"_configure", (PyCFunction)counter_configure, METH_O,
+     "_configure(custom_mapping or None)"},
+    {"_attach", (PyCFunction)counter_attach, METH_O,
+     "_attach(crawl or None): attribute operators to its layer calls"},
+    {"_report", (PyCFunction)counter_report, METH_VARARGS,
+     "_report(torch_version, method, by_module=None) -> FlopReport"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot counter_slots[] = {
+    {Py_tp_new, counter_new},
+    {Py_tp_dealloc, counter_dealloc},
+    {Py_tp_traverse, counter_traverse},
+    {Py_tp_clear, counter_clear},
+    {Py_tp_methods, counter_methods},
+    {Py_tp_doc, "C base of torchscan's operator-counting dispatch mode."},
+    {0, NULL},
+};
+
+PyType_Spec tsx_counter_spec = {
+    .name = "torchscan._engine.Counter",
+    .basicsize = sizeof(tsx_counter),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = counter_slots,
+};

@@ -1,0 +1,425 @@
+/* torchscan._engine: module state, types and the functions the Python
+ * package calls. */
+#include "tsx.h"
+
+#include "torchscan/diff.h"
+#include "torchscan/memory.h"
+#include "torchscan/table.h"
+
+static struct PyModuleDef engine_def;
+
+tsx_state *
+tsx_get_state(PyObject *module)
+{
+    return (tsx_state *)PyModule_GetState(module);
+}
+
+tsx_state *
+tsx_state_of_type(PyTypeObject *type)
+{
+    PyObject *module = PyType_GetModuleByDef(type, &engine_def);
+    return module ? tsx_get_state(module) : NULL;
+}
+
+/* ---- module functions --------------------------------------------------- */
+
+static PyObject *
+engine_compare_reports(PyObject *module, PyObject *args)
+{
+    PyObject *before, *after, *result = NULL;
+    json_t *jb = NULL, *ja = NULL, *diff = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, "OO:compare_reports", &before, &after)) {
+        return NULL;
+    }
+    jb = tsx_to_json(before, "before");
+    ja = jb ? tsx_to_json(after, "after") : NULL;
+    if (ja == NULL) {
+        goto done;
+    }
+    ts_error_clear(&err);
+    diff = ts_compare_reports(jb, ja, &err);
+    result = diff ? tsx_from_json(diff) : tsx_raise(&err);
+done:
+    json_decref(jb);
+    json_decref(ja);
+    json_decref(diff);
+    return result;
+}
+
+static PyObject *
+engine_diff_metrics(PyObject *module, PyObject *args)
+{
+    PyObject *before, *after, *result = NULL;
+    json_t *jb = NULL, *ja = NULL, *diff = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, "OO:diff_metrics", &before, &after)) {
+        return NULL;
+    }
+    jb = tsx_to_json(before, "before");
+    ja = jb ? tsx_to_json(after, "after") : NULL;
+    if (ja == NULL) {
+        goto done;
+    }
+    ts_error_clear(&err);
+    diff = ts_diff_metrics(jb, ja, &err);
+    result = diff ? tsx_from_json(diff) : tsx_raise(&err);
+done:
+    json_decref(jb);
+    json_decref(ja);
+    json_decref(diff);
+    return result;
+}
+
+static PyObject *
+engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"report", "wrap_mode", "receptive_field",
+                             "effective_rf_stats", "max_depth", NULL};
+    PyObject *report, *wrap = Py_None, *result = NULL;
+    int rf = 0, stats = 0, max_depth = -1;
+    ts_table_options opt;
+    json_t *j = NULL;
+    char *text;
+    ts_error err;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Oppi:format_summary",
+                                     kwlist, &report, &wrap, &rf, &stats,
+                                     &max_depth)) {
+        return NULL;
+    }
+    if (wrap == Py_None) {
+        opt.wrap_mode = TS_WRAP_NONE;
+    }
+    else if (PyUnicode_Check(wrap)
+             && PyUnicode_CompareWithASCIIString(wrap, "mid") == 0) {
+        opt.wrap_mode = TS_WRAP_MID;
+    }
+    else if (PyUnicode_Check(wrap)
+             && PyUnicode_CompareWithASCIIString(wrap, "end") == 0) {
+        opt.wrap_mode = TS_WRAP_END;
+    }
+    else {
+        PyErr_SetString(PyExc_ValueError,
+                        "wrap_mode must be 'mid', 'end' or None.");
+        return NULL;
+    }
+    opt.receptive_field = rf;
+    opt.effective_rf_stats = stats;
+    opt.max_depth = max_depth;
+    j = tsx_to_json(report, "report");
+    if (j == NULL) {
+        return NULL;
+    }
+    ts_error_clear(&err);
+    text = ts_format_summary(j, &opt, &err);
+    json_decref(j);
+    if (text == NULL) {
+        return tsx_raise(&err);
+    }
+    result = PyUnicode_FromString(text);
+    free(text);
+    return result;
+}
+
+static PyObject *
+engine_incomplete(PyObject *module, PyObject *report)
+{
+    json_t *j = tsx_to_json(report, "report");
+    char *message = NULL;
+    bool incomplete;
+    PyObject *result;
+    if (j == NULL) {
+        return NULL;
+    }
+    incomplete = ts_report_incomplete(j, &message);
+    json_decref(j);
+    if (message == NULL) {
+        return PyErr_NoMemory();
+    }
+    result = Py_BuildValue("(Os)", incomplete ? Py_True : Py_False, message);
+    free(message);
+    return result;
+}
+
+/* Peak of the CPU memory events of a profiler run: (events, cpu_type) ->
+ * peak bytes, or None when there was no memory event. */
+static PyObject *
+engine_memory_peak(PyObject *module, PyObject *args)
+{
+    PyObject *events, *cpu_type, *seq = NULL, *result = NULL;
+    ts_mem_event *buf = NULL;
+    size_t n = 0;
+    int64_t peak = 0;
+    if (!PyArg_ParseTuple(args, "OO:memory_peak", &events, &cpu_type)) {
+        return NULL;
+    }
+    seq = PySequence_Fast(events, "events must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    buf = PyMem_Calloc((size_t)PySequence_Fast_GET_SIZE(seq) + 1,
+                       sizeof(ts_mem_event));
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *ev = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *name = PyObject_CallMethod(ev, "name", NULL);
+        PyObject *dev = NULL, *nb = NULL, *t = NULL;
+        int is_mem, same_dev;
+        if (name == NULL) {
+            goto done;
+        }
+        is_mem = PyUnicode_Check(name)
+                 && PyUnicode_CompareWithASCIIString(name, "[memory]") == 0;
+        Py_DECREF(name);
+        if (!is_mem) {
+            continue;
+        }
+        dev = PyObject_CallMethod(ev, "device_type", NULL);
+        same_dev = dev ? PyObject_RichCompareBool(dev, cpu_type, Py_EQ) : -1;
+        Py_XDECREF(dev);
+        if (same_dev <= 0) {
+            if (same_dev < 0) {
+                goto done;
+            }
+            continue;
+        }
+        nb = PyObject_CallMethod(ev, "nbytes", NULL);
+        t = nb ? PyObject_CallMethod(ev, "start_ns", NULL) : NULL;
+        if (t == NULL) {
+            Py_XDECREF(nb);
+            goto done;
+        }
+        buf[n].bytes = PyLong_AsLongLong(nb);
+        buf[n].time_ns = PyLong_AsLongLong(t);
+        Py_DECREF(nb);
+        Py_DECREF(t);
+        if (PyErr_Occurred()) {
+            goto done;
+        }
+        n++;
+    }
+    if (n == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (ts_memory_peak(buf, n, &peak) != TS_OK) {
+        PyErr_SetString(PyExc_OverflowError, "memory peak overflows");
+        goto done;
+    }
+    result = PyLong_FromLongLong(peak);
+done:
+    PyMem_Free(buf);
+    Py_XDECREF(seq);
+    return result;
+}
+
+static PyObject *
+engine_describe_call(PyObject *module, PyObject *args)
+{
+    PyObject *call_args, *call_kwargs, *result;
+    json_t *meta;
+    if (!PyArg_ParseTuple(args, "O!O!:describe_call", &PyTuple_Type,
+                          &call_args, &PyDict_Type, &call_kwargs)) {
+        return NULL;
+    }
+    meta = tsx_describe_call(tsx_get_state(module), call_args, call_kwargs,
+                             NULL, NULL);
+    if (meta == NULL) {
+        return NULL;
+    }
+    result = tsx_from_json(meta);
+    json_decref(meta);
+    return result;
+}
+
+static PyMethodDef engine_methods[] = {
+    {"describe_call", engine_describe_call, METH_VARARGS,
+     "describe_call(args, kwargs) -> {'args': [...], 'kwargs': {...}}"},
+    {"compare_reports", engine_compare_reports, METH_VARARGS,
+     "compare_reports(before, after) -> ReportDiff (validated in C)."},
+    {"diff_metrics", engine_diff_metrics, METH_VARARGS,
+     "diff_metrics(before, after) -> {name: metric diff}."},
+    {"format_summary", (PyCFunction)(void (*)(void))engine_format_summary,
+     METH_VARARGS | METH_KEYWORDS,
+     "format_summary(report, wrap_mode='mid', receptive_field=False, "
+     "effective_rf_stats=False, max_depth=-1) -> str"},
+    {"incomplete", engine_incomplete, METH_O,
+     "incomplete(report) -> (bool, message) for strict mode."},
+    {"memory_peak", engine_memory_peak, METH_VARARGS,
+     "memory_peak(profiler_events, cpu_device_type) -> int | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- state -------------------------------------------------------------- */
+
+#define INTERN(field, text)                                                \
+    do {                                                                   \
+        st->field = PyUnicode_InternFromString(text);                      \
+        if (st->field == NULL) {                                           \
+            return -1;                                                     \
+        }                                                                  \
+    } while (0)
+
+static PyObject *
+import_attr(const char *module, const char *attr)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    PyObject *a = m ? PyObject_GetAttrString(m, attr) : NULL;
+    Py_XDECREF(m);
+    return a;
+}
+
+static int
+engine_exec(PyObject *module)
+{
+    tsx_state *st = tsx_get_state(module);
+    if ((st->tensor_type = import_attr("torch", "Tensor")) == NULL
+        || (st->strided = import_attr("torch", "strided")) == NULL
+        || (st->dtype_type = import_attr("torch", "dtype")) == NULL
+        || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
+               == NULL
+        || (st->has_kernel =
+                import_attr("torch._C", "_dispatch_has_kernel_for_dispatch_key"))
+               == NULL) {
+        return -1;
+    }
+    INTERN(s_shape, "shape");
+    INTERN(s_dtype, "dtype");
+    INTERN(s_device, "device");
+    INTERN(s_requires_grad, "requires_grad");
+    INTERN(s_is_nested, "is_nested");
+    INTERN(s_layout, "layout");
+    INTERN(s_numel, "numel");
+    INTERN(s_training, "training");
+    INTERN(s_op, "_op");
+    INTERN(s_overloadpacket, "overloadpacket");
+    INTERN(s_schema, "_schema");
+    INTERN(s_arguments, "arguments");
+    INTERN(s_name, "name");
+    INTERN(s_kwarg_only, "kwarg_only");
+    INTERN(s_decompose, "decompose");
+    INTERN(s_enter, "__enter__");
+    INTERN(s_exit, "__exit__");
+    INTERN(s_parameters, "parameters");
+    INTERN(s_buffers, "buffers");
+    INTERN(s_named_modules, "named_modules");
+    INTERN(s_eval, "eval");
+    INTERN(s_remove, "remove");
+    INTERN(s_register_pre, "register_forward_pre_hook");
+    INTERN(s_register_post, "register_forward_hook");
+    INTERN(s_with_kwargs, "with_kwargs");
+    INTERN(s_always_call, "always_call");
+    INTERN(s_is_floating_point, "is_floating_point");
+    INTERN(s_is_complex, "is_complex");
+    INTERN(s_itemsize, "itemsize");
+    INTERN(s_items, "items");
+    INTERN(s_forward, "forward");
+    INTERN(s_get_raw, "_get_raw");
+    INTERN(s_out_shape, "out_shape");
+    st->crawl_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &tsx_crawl_spec, NULL);
+    st->hook_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &tsx_hook_spec, NULL);
+    st->counter_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &tsx_counter_spec, NULL);
+    if (st->crawl_type == NULL || st->hook_type == NULL
+        || st->counter_type == NULL
+        || PyModule_AddType(module, st->crawl_type) < 0
+        || PyModule_AddType(module, st->counter_type) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+engine_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    tsx_state *st = tsx_get_state(module);
+    Py_VISIT(st->tensor_type);
+    Py_VISIT(st->strided);
+    Py_VISIT(st->dtype_type);
+    Py_VISIT(st->mapping_abc);
+    Py_VISIT(st->has_kernel);
+    Py_VISIT(st->crawl_type);
+    Py_VISIT(st->hook_type);
+    Py_VISIT(st->counter_type);
+    for (int i = 0; i < st->ndtypes; i++) {
+        Py_VISIT(st->dtypes[i].dtype);
+        Py_VISIT(st->dtypes[i].name);
+    }
+    return 0;
+}
+
+static int
+engine_clear(PyObject *module)
+{
+    tsx_state *st = tsx_get_state(module);
+    PyObject **strings[] = {
+        &st->s_shape,        &st->s_dtype,
+        &st->s_device,       &st->s_requires_grad,
+        &st->s_is_nested,    &st->s_layout,
+        &st->s_numel,        &st->s_training,
+        &st->s_op,           &st->s_overloadpacket,
+        &st->s_schema,       &st->s_arguments,
+        &st->s_name,         &st->s_kwarg_only,
+        &st->s_decompose,    &st->s_enter,
+        &st->s_exit,         &st->s_parameters,
+        &st->s_buffers,      &st->s_named_modules,
+        &st->s_eval,         &st->s_remove,
+        &st->s_register_pre, &st->s_register_post,
+        &st->s_with_kwargs,  &st->s_always_call,
+        &st->s_is_floating_point, &st->s_is_complex,
+        &st->s_itemsize,     &st->s_items,
+        &st->s_forward,      &st->s_get_raw,
+        &st->s_out_shape,
+    };
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        Py_CLEAR(*strings[i]);
+    }
+    Py_CLEAR(st->tensor_type);
+    Py_CLEAR(st->strided);
+    Py_CLEAR(st->dtype_type);
+    Py_CLEAR(st->mapping_abc);
+    Py_CLEAR(st->has_kernel);
+    Py_CLEAR(st->crawl_type);
+    Py_CLEAR(st->hook_type);
+    Py_CLEAR(st->counter_type);
+    for (int i = 0; i < st->ndtypes; i++) {
+        Py_CLEAR(st->dtypes[i].dtype);
+        Py_CLEAR(st->dtypes[i].name);
+    }
+    st->ndtypes = 0;
+    return 0;
+}
+
+static void
+engine_free(void *module)
+{
+    engine_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot engine_slots[] = {
+    {Py_mod_exec, engine_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef engine_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "torchscan._engine",
+    .m_doc = "The C engine of TorchScan (internal; use the torchscan API).",
+    .m_size = sizeof(tsx_state),
+    .m_methods = engine_methods,
+    .m_slots = engine_slots,
+    .m_traverse = engine_traverse,
+    .m_clear = engine_clear,
+    .m_free = engine_free,
+};
+
+PyMODINIT_FUNC
+PyInit__engine(void)
+{
+    return PyModuleDef_Init(&engine_def);
+}

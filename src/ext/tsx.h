@@ -1,0 +1,126 @@
+/* Internal declarations of the CPython binding (torchscan._engine). */
+#ifndef TSX_H
+#define TSX_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "torchscan/core.h"
+#include "torchscan/module_formulas.h"
+#include "torchscan/op_formulas.h"
+#include "torchscan/session.h"
+
+#define TSX_MAX_DTYPES 64
+
+/* What the binding caches about a torch.dtype object (dtypes are
+ * singletons, so the object pointer is the key). */
+typedef struct tsx_dtype {
+    PyObject *dtype; /* strong reference */
+    PyObject *name;  /* "torch.float32" */
+    ts_dtype_class cls;
+    int64_t itemsize;
+} tsx_dtype;
+
+typedef struct tsx_state {
+    PyObject *tensor_type;   /* torch.Tensor */
+    PyObject *strided;       /* torch.strided */
+    PyObject *mapping_abc;   /* collections.abc.Mapping */
+    PyObject *has_kernel;    /* torch._C._dispatch_has_kernel_for_dispatch_key */
+    PyObject *dtype_type;    /* torch.dtype */
+    PyTypeObject *crawl_type;
+    PyTypeObject *hook_type;
+    PyTypeObject *counter_type;
+    /* interned attribute names */
+    PyObject *s_shape, *s_dtype, *s_device, *s_requires_grad, *s_is_nested,
+        *s_layout, *s_numel, *s_training, *s_op, *s_overloadpacket,
+        *s_schema, *s_arguments, *s_name, *s_kwarg_only, *s_decompose,
+        *s_enter, *s_exit, *s_parameters, *s_buffers, *s_named_modules,
+        *s_eval, *s_remove, *s_register_pre, *s_register_post,
+        *s_with_kwargs, *s_always_call, *s_is_floating_point, *s_is_complex,
+        *s_itemsize, *s_items, *s_forward, *s_get_raw, *s_out_shape;
+    tsx_dtype dtypes[TSX_MAX_DTYPES];
+    int ndtypes;
+} tsx_state;
+
+tsx_state *tsx_get_state(PyObject *module);
+tsx_state *tsx_state_of_type(PyTypeObject *type);
+
+/* convert.c: JSON trees <-> Python objects. */
+PyObject *tsx_from_json(const json_t *value);        /* new ref or NULL */
+json_t *tsx_to_json(PyObject *obj, const char *what); /* new or NULL+exc */
+/* Raises the Python exception matching an engine status (ValueError for
+ * TS_EINVAL/TS_EFORMAT, MemoryError, OverflowError, NotImplementedError);
+ * returns NULL. */
+PyObject *tsx_raise(const ts_error *err);
+
+/* describe.c: metadata and shapes. */
+const tsx_dtype *tsx_dtype_info(tsx_state *st, PyObject *dtype);
+int tsx_is_tensor(tsx_state *st, PyObject *obj);
+/* Metadata tree of a value (contract 1.1 privacy rules). When `first` is not
+ * NULL and *found is false, the first tensor met fills *first. */
+json_t *tsx_describe(tsx_state *st, PyObject *value, ts_shape *first,
+                     bool *found);
+/* {"args": [...], "kwargs": {...}}; kwargs may be NULL. */
+json_t *tsx_describe_call(tsx_state *st, PyObject *args, PyObject *kwargs,
+                          ts_shape *first, bool *found);
+/* Shape, dtype class and density of a tensor; -1 with an exception on
+ * failure; 0 with shape->ndim = -1 when a dimension is symbolic. */
+int tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape);
+
+/* crawl.c / dispatch.c types */
+extern PyType_Spec tsx_crawl_spec;
+extern PyType_Spec tsx_hook_spec;
+extern PyType_Spec tsx_counter_spec;
+
+/* The session a counter attributes operators to (NULL when none). */
+typedef struct tsx_crawl tsx_crawl;
+ts_session *tsx_crawl_session(tsx_crawl *crawl);
+
+/* Reads module hyperparameters into a description (crawl.c). */
+int tsx_module_desc(tsx_state *st, PyObject *module, PyObject *type,
+                    ts_module_desc *desc);
+
+#endif
+
+/* Looks an attribute up; *out is NULL (return 0) when it does not exist,
+ * -1 with an exception on other errors, 1 when found. */
+static inline int
+tsx_optional_attr(PyObject *obj, const char *name, PyObject **out)
+{
+    *out = PyObject_GetAttrString(obj, name);
+    if (*out != NULL) {
+        return 1;
+    }
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* The raised exception as one object (3.11-compatible form of
+ * PyErr_GetRaisedException); NULL when none. */
+static inline PyObject *
+tsx_fetch(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (type == NULL) {
+        return NULL;
+    }
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+}
+
+static inline void
+tsx_restore(PyObject *exc)
+{
+    PyObject *type = Py_NewRef((PyObject *)Py_TYPE(exc));
+    PyObject *tb = PyException_GetTraceback(exc);
+    PyErr_Restore(type, exc, tb);
+}

@@ -1,0 +1,238 @@
+/* Layer bookkeeping, aggregation, operator statistics and the strict
+ * message. */
+#include "harness.h"
+#include "torchscan/session.h"
+
+static json_t *
+tensor_meta(int64_t a, int64_t b)
+{
+    return json_pack("{s:s, s:[I,I], s:s, s:s, s:b}", "kind", "tensor",
+                     "shape", (json_int_t)a, (json_int_t)b, "dtype",
+                     "torch.float32", "device", "cpu", "requires_grad", 0);
+}
+
+static json_t *
+call_meta(json_t *arg)
+{
+    return json_pack("{s:[o], s:{}}", "args", arg, "kwargs");
+}
+
+static ts_shape
+shape2(int64_t a, int64_t b)
+{
+    ts_shape s = {2, {a, b}, TS_DTYPE_FLOAT, true};
+    return s;
+}
+
+/* Sequential(Linear(4, 2), Mystery()) on a (2, 4) input. */
+static void
+test_crawl_report(void)
+{
+    ts_session *s = ts_session_new(true);
+    ts_module_desc lin = {0};
+    ts_module_call call = {0};
+    ts_attribution attr = {0};
+    ts_model_totals totals = {10, 0, 40, 0, 0};
+    ts_opstats *ops = ts_opstats_new();
+    json_t *report, *layers, *tot, *diags;
+    int root, l0, l1, layer;
+    ts_error err;
+
+    lin.kind = TS_MOD_LINEAR;
+    lin.in_features = 4;
+    lin.out_features = 2;
+    lin.has_bias = true;
+    lin.has_weight = true;
+    root = ts_session_add_module(s, "", "Sequential", NULL, false);
+    l0 = ts_session_add_module(s, "0", "Linear", &lin, true);
+    l1 = ts_session_add_module(s, "1", "Mystery", NULL, true);
+    CHECK_EQ_INT(root, 0);
+    CHECK_EQ_INT(ts_session_module_count(s), 3);
+
+    CHECK_EQ_INT(ts_session_begin_call(s, root, call_meta(tensor_meta(2, 4)),
+                                       NULL),
+                 0);
+    attr.trainable = 10;
+    attr.param_bytes = 40;
+    layer = ts_session_begin_call(s, l0, call_meta(tensor_meta(2, 4)), &attr);
+    CHECK_EQ_INT(layer, 1);
+    CHECK_EQ_INT(ts_session_current_layer(s), 1);
+    ts_session_add_layer_op_flops(s, layer, 16);
+    call.type_name = "Linear";
+    call.has_input = call.has_output = true;
+    call.input = shape2(2, 4);
+    call.output = shape2(2, 2);
+    CHECK_EQ_INT(ts_session_end_call(s, l0, tensor_meta(2, 2), false, &call),
+                 1);
+    CHECK_EQ_INT(ts_session_current_layer(s), 0);
+
+    /* an unknown leaf: partial module metrics, never a silent zero */
+    ts_session_begin_call(s, l1, call_meta(tensor_meta(2, 2)), NULL);
+    call.type_name = "Mystery";
+    call.input = shape2(2, 2);
+    CHECK_EQ_INT(ts_session_end_call(s, l1, tensor_meta(2, 2), false, &call),
+                 2);
+    /* closing a module that is not open is refused */
+    CHECK_EQ_INT(ts_session_end_call(s, l1, NULL, false, NULL), TS_EINVAL);
+    CHECK_EQ_INT(ts_session_end_call(s, root, tensor_meta(2, 2), false, NULL),
+                 0);
+
+    ts_opstats_record(ops, ts_opstats_intern(ops, "aten.addmm"),
+                      TS_OPCALL_COUNTED, 16, false, NULL, NULL);
+    report = ts_session_report(
+        s, json_object(), json_pack("{s:s}", "source", "generated"), &totals,
+        ts_opstats_report(ops, "2.13.0", "m", NULL), "2.13.0", &err);
+    CHECK(report != NULL);
+    layers = json_object_get(report, "layers");
+    CHECK_EQ_INT(json_array_size(layers), 3);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(layers, 0),
+                                                   "name")),
+                 "sequential");
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(layers, 1),
+                                                    "depth")),
+                 1);
+    /* Linear(4, 2) on (2, 4): O = 4 outputs, 4 * (2*4 - 1) + 4 = 32 */
+    json_t *mf = json_object_get(
+        json_object_get(json_array_get(layers, 1), "metrics"),
+        "module_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(mf, "value")), 32);
+    tot = json_object_get(report, "totals");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(tot, "module_flops"), "status")),
+                 "partial");
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "module_flops"), "known_value")),
+                 32);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "parameters"), "value")),
+                 10);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "operator_flops"), "value")),
+                 16);
+    diags = json_object_get(report, "diagnostics");
+    CHECK(json_array_size(diags) >= 3); /* flops, macs, dmas of Mystery */
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(diags, 0),
+                                                   "code")),
+                 "unsupported_module_metric");
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(diags, 0),
+                                                   "path")),
+                 "1");
+
+    char *message = NULL;
+    CHECK(ts_report_incomplete(report, &message));
+    CHECK(message != NULL && strstr(message, "Analysis is incomplete for: ")
+                                 == message);
+    CHECK(message != NULL && strstr(message, "module_flops") != NULL);
+    free(message);
+
+    json_decref(report);
+    ts_opstats_free(ops);
+    ts_session_free(s);
+}
+
+static void
+test_failed_call_and_structure(void)
+{
+    ts_session *s = ts_session_new(false);
+    ts_model_totals totals = {0};
+    ts_error err;
+    int m = ts_session_add_module(s, "", "Net", NULL, true);
+    ts_session_begin_call(s, m, call_meta(json_pack("{s:s}", "kind", "none")),
+                          NULL);
+    CHECK_EQ_INT(ts_session_end_call(s, m, NULL, true, NULL), 0);
+    json_t *report = ts_session_report(s, json_object(), json_object(),
+                                       &totals, NULL, "2.13.0", &err);
+    json_t *layer = json_array_get(json_object_get(report, "layers"), 0);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(layer, "output"), "kind")),
+                 "failed");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_array_get(json_object_get(report, "diagnostics"), 0),
+                     "code")),
+                 "module_forward_error");
+    /* structure mode: compute totals not requested, analysis_mode set */
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(json_object_get(report, "totals"), "macs"),
+                     "method")),
+                 "not_requested");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(report, "context"), "analysis_mode")),
+                 "structure");
+    CHECK_EQ_INT(json_object_size(json_object_get(layer, "metrics")), 1);
+    char *message = NULL;
+    /* the module_forward_error diagnostic alone makes it incomplete */
+    CHECK(ts_report_incomplete(report, &message));
+    CHECK_EQ_STR(message, "Analysis is incomplete for: calls.");
+    free(message);
+    json_decref(report);
+    ts_session_free(s);
+}
+
+static void
+test_opstats(void)
+{
+    ts_opstats *ops = ts_opstats_new();
+    int sin_id = ts_opstats_intern(ops, "aten.sin");
+    int mm = ts_opstats_intern(ops, "aten.mm");
+    int view = ts_opstats_intern(ops, "aten.view");
+    CHECK_EQ_INT(ts_opstats_intern(ops, "aten.sin"), sin_id);
+    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
+    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
+    ts_opstats_record(ops, sin_id, TS_OPCALL_UNCOUNTED, 0, false, NULL,
+                      NULL);
+    ts_opstats_record(ops, view, TS_OPCALL_IGNORED, 0, false, NULL,
+                      "Metadata-only tensor view.");
+    CHECK_EQ_INT(ts_opstats_total(ops), 96);
+    json_t *r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(r, "by_operator"), "aten.mm")),
+                 96);
+    CHECK(json_object_get(json_object_get(r, "by_operator"), "aten.sin")
+          == NULL);
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(r, "ignored_operators"),
+                            "aten.view"),
+            "calls")),
+        1);
+    json_t *d = json_array_get(json_object_get(r, "diagnostics"), 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "code")),
+                 "uncounted_operator");
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "operator")),
+                 "aten.sin");
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "message")),
+                 "aten.sin was observed 1 time(s), but no FLOP formula is "
+                 "registered.");
+    json_t *total = json_object_get(r, "total");
+    CHECK_EQ_STR(json_string_value(json_object_get(total, "status")),
+                 "partial");
+    CHECK_EQ_INT(json_integer_value(json_object_get(total, "known_value")),
+                 96);
+    json_decref(r);
+
+    /* repeated refusals of one operator give one diagnostic */
+    int pw = ts_opstats_intern(ops, "aten.pow");
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3",
+                      NULL);
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3",
+                      NULL);
+    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 2);
+    json_decref(r);
+    ts_opstats_free(ops);
+
+    r = ts_flop_report_not_requested("2.13.0");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(r, "total"), "method")),
+                 "not_requested");
+    json_decref(r);
+}
+
+int
+main(void)
+{
+    test_crawl_report();
+    test_failed_call_and_structure();
+    test_opstats();
+    return ts_test_report();
+}
