@@ -83,6 +83,11 @@ const ts_module_desc *ts_session_module_desc(const ts_session *session,
                                              int module);
 bool ts_session_module_is_leaf(const ts_session *session, int module);
 
+/* Updates a module's parameter count (lazy modules materialize them in
+ * their first call). */
+void ts_session_set_param_numel(ts_session *session, int module,
+                                int64_t numel);
+
 /* Parameter/buffer attribution of one call (counted by the binding: tensors
  * seen for the first time in execution order). */
 typedef struct ts_attribution {

@@ -14,6 +14,10 @@
 
 #include "torchscan/diff.h"
 
+/* ts_error_set returns its code; spelling the code out as the value lets the
+ * static analyzer see that an error path never yields TS_OK. */
+#define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
+
 /* ---- Python-style equality and repr ---- */
 
 /* Reads a JSON number or boolean the way Python sees it. */
@@ -162,7 +166,7 @@ metric_status(const json_t *metric,
     if (*status == NULL) {
         char repr[128];
         py_repr(repr, sizeof repr, name);
-        return ts_error_set(err, TS_EFORMAT, "metric %s lacks 'status'", repr);
+        return FAIL(err, TS_EFORMAT, "metric %s lacks 'status'", repr);
     }
     return TS_OK;
 }
@@ -186,14 +190,14 @@ metric_delta(const json_t *before,
     py_repr(repr, sizeof repr, name);
     if (!py_number(json_object_get(before, "value"), &b_real, &bi, &br)
         || !py_number(json_object_get(after, "value"), &a_real, &ai, &ar)) {
-        return ts_error_set(err,
-                            TS_EFORMAT,
-                            "metric %s is complete without a numeric value",
-                            repr);
+        return FAIL(err,
+                    TS_EFORMAT,
+                    "metric %s is complete without a numeric value",
+                    repr);
     }
     if (!a_real && !b_real) {
         if (__builtin_sub_overflow(ai, bi, &diff)) {
-            return ts_error_set(
+            return FAIL(
                 err, TS_EOVERFLOW, "delta of metric %s overflows", repr);
         }
         *delta = json_integer(diff);
@@ -201,7 +205,7 @@ metric_delta(const json_t *before,
     else {
         double value = (a_real ? ar : (double)ai) - (b_real ? br : (double)bi);
         if (!isfinite(value)) {
-            return ts_error_set(
+            return FAIL(
                 err, TS_EOVERFLOW, "delta of metric %s is not finite", repr);
         }
         *delta = json_real(value);
@@ -260,7 +264,7 @@ diff_metric(const json_t *before,
             out,
             "after",
             after != NULL ? json_deep_copy(after) : json_null())) {
-        rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
         goto cleanup;
     }
     *entry = out;
@@ -291,9 +295,9 @@ sorted_keys(const json_t *obj,
     if (n == 0) {
         return TS_OK;
     }
-    *keys = malloc(n * sizeof **keys);
+    *keys = calloc(n, sizeof **keys);
     if (*keys == NULL) {
-        return ts_error_set(err, TS_ENOMEM, "out of memory");
+        return FAIL(err, TS_ENOMEM, "out of memory");
     }
     /* json_object_iter takes a non-const pointer but only reads. */
     for (void *it = json_object_iter((json_t *)obj); it != NULL && k < n;
@@ -326,8 +330,7 @@ diff_metric_maps(const json_t *before,
     int rc;
     *diffs = NULL;
     if (!json_is_object(before) || !json_is_object(after)) {
-        rc = ts_error_set(
-            err, TS_EFORMAT, "metrics and totals must be objects");
+        rc = FAIL(err, TS_EFORMAT, "metrics and totals must be objects");
         goto cleanup;
     }
     if ((rc = sorted_keys(before, &before_keys, &before_count, err)) != TS_OK
@@ -337,7 +340,7 @@ diff_metric_maps(const json_t *before,
     }
     out = json_object();
     if (out == NULL) {
-        rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
         goto cleanup;
     }
     while (bi < before_count || ai < after_count) {
@@ -362,8 +365,7 @@ diff_metric_maps(const json_t *before,
         }
         if (b != NULL && a != NULL) {
             if (!json_is_object(b) || !json_is_object(a)) {
-                rc = ts_error_set(
-                    err, TS_EFORMAT, "metric results must be objects");
+                rc = FAIL(err, TS_EFORMAT, "metric results must be objects");
                 goto cleanup;
             }
             for (size_t f = 0; f < 3; f++) {
@@ -371,11 +373,11 @@ diff_metric_maps(const json_t *before,
                               json_object_get(a, compat_fields[f]))) {
                     char repr[128];
                     py_repr(repr, sizeof repr, name);
-                    rc = ts_error_set(err,
-                                      TS_EINVAL,
-                                      "metric %s has incompatible %s",
-                                      repr,
-                                      compat_fields[f]);
+                    rc = FAIL(err,
+                              TS_EINVAL,
+                              "metric %s has incompatible %s",
+                              repr,
+                              compat_fields[f]);
                     goto cleanup;
                 }
             }
@@ -384,7 +386,7 @@ diff_metric_maps(const json_t *before,
             goto cleanup;
         }
         if (json_object_set_new(out, name, entry) != 0) {
-            rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+            rc = FAIL(err, TS_ENOMEM, "out of memory");
             goto cleanup;
         }
     }
@@ -449,27 +451,27 @@ collect_calls(const json_t *report,
     *calls = NULL;
     *count = 0;
     if (!json_is_array(layers)) {
-        return ts_error_set(err, TS_EFORMAT, "%s report lacks 'layers'", side);
+        return FAIL(err, TS_EFORMAT, "%s report lacks 'layers'", side);
     }
     n = json_array_size(layers);
     if (n == 0) {
         return TS_OK;
     }
-    *calls = malloc(n * sizeof **calls);
+    *calls = calloc(n, sizeof **calls);
     if (*calls == NULL) {
-        return ts_error_set(err, TS_ENOMEM, "out of memory");
+        return FAIL(err, TS_ENOMEM, "out of memory");
     }
     for (size_t k = 0; k < n; k++) {
         const json_t *layer = json_array_get(layers, k);
         const json_t *path = json_object_get(layer, "path");
         const json_t *index = json_object_get(layer, "call_index");
         if (!json_is_string(path) || !json_is_integer(index)) {
-            return ts_error_set(err,
-                                TS_EFORMAT,
-                                "%s report layer %zu lacks 'path' or "
-                                "'call_index'",
-                                side,
-                                k);
+            return FAIL(err,
+                        TS_EFORMAT,
+                        "%s report layer %zu lacks 'path' or "
+                        "'call_index'",
+                        side,
+                        k);
         }
         (*calls)[k].path = json_string_value(path);
         (*calls)[k].call_index = json_integer_value(index);
@@ -493,7 +495,7 @@ collect_calls(const json_t *report,
     if (repeated) {
         char repr[256];
         py_repr(repr, sizeof repr, (*calls)[repeat].path);
-        return ts_error_set(
+        return FAIL(
             err,
             TS_EINVAL,
             "%s contains duplicate layer call (%s, %" JSON_INTEGER_FORMAT ")",
@@ -521,8 +523,7 @@ append_snapshot(json_t *list, const layer_call *call, ts_error *err)
     json_t *out = NULL;
     int rc = TS_OK;
     if (json_object_get(call->layer, "metrics") == NULL) {
-        rc = ts_error_set(
-            err, TS_EFORMAT, "layer %s lacks 'metrics'", call->path);
+        rc = FAIL(err, TS_EFORMAT, "layer %s lacks 'metrics'", call->path);
         goto cleanup;
     }
     out = json_object();
@@ -533,7 +534,7 @@ append_snapshot(json_t *list, const layer_call *call, ts_error *err)
         || copy_field(out, call->layer, "metrics")
         || copy_field(out, call->layer, "token_dependencies")
         || json_array_append(list, out)) {
-        rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
         goto cleanup;
     }
 cleanup:
@@ -571,7 +572,7 @@ append_changed(json_t *list,
         || json_object_set_new(
             out, "call_index", json_integer(after->call_index))
         || json_object_set(out, "metrics", metrics)) {
-        rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
         goto cleanup;
     }
     /* Token relations carry no number, so a change shows both sides. */
@@ -589,12 +590,12 @@ append_changed(json_t *list,
                                        ? json_deep_copy(after_tokens)
                                        : json_null())
             || json_object_set(out, "token_dependencies", tokens)) {
-            rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+            rc = FAIL(err, TS_ENOMEM, "out of memory");
             goto cleanup;
         }
     }
     if (json_array_append(list, out) != 0) {
-        rc = ts_error_set(err, TS_ENOMEM, "out of memory");
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
     }
 cleanup:
     json_decref(out);
@@ -614,24 +615,23 @@ check_schema(const json_t *before,
     const json_t *b = json_object_get(before, "schema_version");
     const json_t *a = json_object_get(after, "schema_version");
     if (!json_is_integer(b) || !json_is_integer(a)) {
-        return ts_error_set(
+        return FAIL(
             err, TS_EFORMAT, "report lacks an integer 'schema_version'");
     }
     *version = json_integer_value(b);
     if (*version != json_integer_value(a)) {
-        return ts_error_set(err,
-                            TS_EINVAL,
-                            "schema versions differ: %" JSON_INTEGER_FORMAT
-                            " != %" JSON_INTEGER_FORMAT,
-                            *version,
-                            json_integer_value(a));
+        return FAIL(err,
+                    TS_EINVAL,
+                    "schema versions differ: %" JSON_INTEGER_FORMAT
+                    " != %" JSON_INTEGER_FORMAT,
+                    *version,
+                    json_integer_value(a));
     }
     if (*version != 1) {
-        return ts_error_set(
-            err,
-            TS_EINVAL,
-            "unsupported schema version: %" JSON_INTEGER_FORMAT,
-            *version);
+        return FAIL(err,
+                    TS_EINVAL,
+                    "unsupported schema version: %" JSON_INTEGER_FORMAT,
+                    *version);
     }
     return TS_OK;
 }

@@ -25,6 +25,8 @@ typedef struct fctx {
     bool overflow; /* sticky: a checked operation overflowed */
 } fctx;
 
+/* mul/add/sub return 0 and set x->overflow instead of wrapping; the
+ * dispatcher turns a set flag into one OverflowError for the metric. */
 static int64_t
 mul(fctx *x, int64_t a, int64_t b)
 {
@@ -1013,6 +1015,10 @@ precheck(fctx *x, const family *f, ts_estimate *e)
     return true;
 }
 
+/* A missing formula outranks any problem with the call (the reference warns
+ * "not supported" without looking at tensors); a failed verdict is shared
+ * by every metric; only then does the formula run, under a fresh overflow
+ * flag. */
 static void
 run_count(count_fn fn,
           const char *metric,
@@ -1045,6 +1051,8 @@ run_count(count_fn fn,
     e->value = ts_int(value);
 }
 
+/* The trio is computed together and shares one outcome, so that the
+ * caller can emit a single diagnostic for it. */
 static void
 run_rf(rf_fn fn, fctx *x, const ts_estimate *verdict, ts_module_estimates *out)
 {

@@ -14,7 +14,6 @@
  * fit is TS_EOVERFLOW, never a wrapped number.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "torchscan/op_formulas.h"

@@ -438,6 +438,14 @@ ts_session_module_desc(const ts_session *session, int module)
     return &session->modules[module].desc;
 }
 
+void
+ts_session_set_param_numel(ts_session *session, int module, int64_t numel)
+{
+    if (module >= 0 && (size_t)module < session->nmodules) {
+        session->modules[module].desc.param_numel = numel;
+    }
+}
+
 bool
 ts_session_module_is_leaf(const ts_session *session, int module)
 {

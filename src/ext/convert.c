@@ -3,8 +3,23 @@
 
 #include "tsx.h"
 
+static PyObject *from_json(const json_t *value);
+
 PyObject *
 tsx_from_json(const json_t *value)
+{
+    /* Thousands of fresh dicts would trigger full collections of the
+     * (large) torch heap; none of them can form a cycle. */
+    int was_enabled = PyGC_Disable();
+    PyObject *result = from_json(value);
+    if (was_enabled) {
+        PyGC_Enable();
+    }
+    return result;
+}
+
+static PyObject *
+from_json(const json_t *value)
 {
     PyObject *result = NULL;
     switch (json_typeof(value)) {
@@ -18,7 +33,7 @@ tsx_from_json(const json_t *value)
             }
             json_object_keylen_foreach((json_t *)value, key, key_len, item)
             {
-                PyObject *v = tsx_from_json(item);
+                PyObject *v = from_json(item);
                 PyObject *k = v ? PyUnicode_DecodeUTF8(
                                       key, (Py_ssize_t)key_len, "strict")
                                 : NULL;
@@ -39,7 +54,7 @@ tsx_from_json(const json_t *value)
                 return NULL;
             }
             for (size_t i = 0; i < n; i++) {
-                PyObject *v = tsx_from_json(json_array_get(value, i));
+                PyObject *v = from_json(json_array_get(value, i));
                 if (v == NULL) {
                     Py_CLEAR(result);
                     return NULL;

@@ -357,14 +357,40 @@ attr_tuple(PyObject *obj, const char *name, int rank, int64_t *out,
         }                                                                  \
     } while (0)
 
-int
-tsx_module_desc(tsx_state *st, PyObject *module, PyObject *type,
-                ts_module_desc *d)
+/* Elements of every parameter (recursively); -1 while a lazy module's
+ * parameters are not materialized yet. */
+static int64_t
+param_numel(tsx_state *st, PyObject *module)
 {
-    PyObject *native_type;
-    const native_class *native = native_of(module, &native_type);
+    PyObject *ps = PyObject_CallMethodNoArgs(module, st->s_parameters);
+    PyObject *it = ps ? PyObject_GetIter(ps) : NULL, *p;
+    int64_t total = 0;
+    Py_XDECREF(ps);
+    if (it == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    while ((p = PyIter_Next(it)) != NULL) {
+        PyObject *n = PyObject_CallMethodNoArgs(p, st->s_numel);
+        long long v = n ? PyLong_AsLongLong(n) : -1;
+        Py_XDECREF(n);
+        Py_DECREF(p);
+        if (v < 0) {
+            total = -1;
+            break;
+        }
+        total += v;
+    }
+    Py_DECREF(it);
+    PyErr_Clear();
+    return total;
+}
+
+static int
+tsx_module_desc(tsx_state *st, PyObject *module, const native_class *native,
+                PyObject *native_type, ts_module_desc *d)
+{
     int t;
-    (void)type;
     memset(d, 0, sizeof *d);
     if (native == NULL || !forward_unchanged(st, module, native_type)) {
         d->kind = TS_MOD_UNKNOWN;
@@ -372,6 +398,7 @@ tsx_module_desc(tsx_state *st, PyObject *module, PyObject *type,
     }
     d->kind = native->kind;
     d->rank = native->rank;
+    d->param_numel = param_numel(st, module);
     d->training = false; /* the crawl runs in eval mode */
     TRY(t = attr_present(module, "weight"));
     d->has_weight = t;
@@ -404,6 +431,18 @@ tsx_module_desc(tsx_state *st, PyObject *module, PyObject *type,
                            &d->padding_is_string));
             TRY(attr_tuple(module, "dilation", d->rank, d->dilation, NULL,
                            NULL));
+            if (d->padding_is_string) {
+                /* padding='same' pads d*(k-1)/2 on the left; 'valid' none */
+                PyObject *pad = PyObject_GetAttrString(module, "padding");
+                int same = pad && PyUnicode_Check(pad)
+                           && PyUnicode_CompareWithASCIIString(pad, "same")
+                                  == 0;
+                Py_XDECREF(pad);
+                for (int i = 0; i < d->rank; i++) {
+                    d->padding[i] =
+                        same ? d->dilation[i] * (d->kernel[i] - 1) / 2 : 0;
+                }
+            }
             break;
         case TS_MOD_MAXPOOL:
         case TS_MOD_AVGPOOL:
@@ -531,6 +570,8 @@ typedef struct module_entry {
     PyObject *module;  /* strong */
     PyObject *params;  /* module._parameters (strong) or NULL: recurse */
     PyObject *buffers; /* module._buffers (strong) or NULL: recurse */
+    PyObject *hook_dicts[5]; /* the dicts our hooks were inserted into */
+    PyObject *hook_ids[2];   /* pre and post hook ids */
 } module_entry;
 
 struct tsx_crawl {
@@ -540,13 +581,14 @@ struct tsx_crawl {
     PyObject *root;
     module_entry *modules;
     size_t nmodules;
-    PyObject *flags;   /* list of (module, bool) */
-    PyObject *handles; /* list of RemovableHandle */
+    PyObject *all;     /* every module, deduplicated, in pre-order */
+    PyObject *flags;   /* saved training flags, parallel to `all` */
+    PyObject *handles; /* RemovableHandles (public-API fallback only) */
     PyObject *counter; /* attached operator counter or NULL */
     ptrset seen;
     PyObject **handled; /* exception being handled at each open call */
     size_t handled_cap, open;
-    bool full;
+    bool full, installed;
 };
 
 ts_session *
@@ -719,6 +761,21 @@ fill_mha_call(tsx_state *st, PyObject *args, PyObject *kwargs,
     }
     call->has_key_padding_mask = kpm != NULL && kpm != Py_None;
     call->has_attn_mask = mask != NULL && mask != Py_None;
+    for (int k = 0; k < 2; k++) {
+        PyObject *m = k ? mask : kpm;
+        int64_t *out = k ? &call->attn_mask_numel
+                         : &call->key_padding_mask_numel;
+        ts_shape ms;
+        *out = 0;
+        if (m != NULL && tsx_is_tensor(st, m)) {
+            if (tsx_tensor_shape(st, m, &ms) < 0) {
+                return -1;
+            }
+            if (ms.ndim >= 0 && !ts_shape_numel(&ms, out)) {
+                *out = 0;
+            }
+        }
+    }
     if (PyTuple_Check(output) && PyTuple_GET_SIZE(output) > 1) {
         PyObject *w = PyTuple_GET_ITEM(output, 1);
         if (tsx_is_tensor(st, w)) {
@@ -760,6 +817,12 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
     if (c->full && !failed
         && ts_session_module_is_leaf(c->session, h->module)) {
         desc = ts_session_module_desc(c->session, h->module);
+        if (desc->param_numel < 0) {
+            /* a lazy module materialized its parameters in this call */
+            ts_session_set_param_numel(
+                c->session, h->module,
+                param_numel(st, c->modules[h->module].module));
+        }
         /* The first tensor of the ordered inputs: positional arguments,
          * then keyword arguments. */
         for (Py_ssize_t i = 0; args && i < PyTuple_GET_SIZE(args); i++) {
@@ -911,41 +974,128 @@ is_named(PyObject *obj, const char *qualname)
     return yes;
 }
 
-/* A module with no child modules (None entries do not count). */
+/* module._modules, borrowed from a new reference the caller releases. */
+static PyObject *
+child_dict(PyObject *module)
+{
+    PyObject *children;
+    if (tsx_optional_attr(module, "_modules", &children) < 0) {
+        return NULL;
+    }
+    if (children != NULL && !PyDict_Check(children)) {
+        Py_CLEAR(children);
+    }
+    if (children == NULL && !PyErr_Occurred()) {
+        children = PyDict_New();
+    }
+    return children;
+}
+
 static int
 has_children(PyObject *module)
 {
-    PyObject *children;
-    PyObject *key, *value;
+    PyObject *children = child_dict(module), *key, *value;
     Py_ssize_t pos = 0;
-    if (tsx_optional_attr(module, "_modules", &children) < 0) {
+    int found = 0;
+    if (children == NULL) {
         return -1;
     }
-    if (children == NULL) {
-        return 0;
+    while (PyDict_Next(children, &pos, &key, &value)) {
+        if (value != Py_None) {
+            found = 1;
+            break;
+        }
     }
-    if (PyDict_Check(children)) {
-        while (PyDict_Next(children, &pos, &key, &value)) {
-            if (value != Py_None) {
-                Py_DECREF(children);
-                return 1;
-            }
+    Py_DECREF(children);
+    return found;
+}
+
+/* named_modules() in C: pre-order, each module once (first path wins),
+ * None children skipped. Appends (path, module) pairs to `out`. */
+static int
+walk_modules(PyObject *module, PyObject *prefix, ptrset *memo, PyObject *out,
+             int depth)
+{
+    PyObject *children, *key, *value, *pair;
+    Py_ssize_t pos = 0;
+    int added = ptrset_add(memo, module);
+    if (added <= 0) {
+        return added;
+    }
+    if (depth > 10000) {
+        PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
+        return -1;
+    }
+    pair = PyTuple_Pack(2, prefix, module);
+    if (pair == NULL || PyList_Append(out, pair) < 0) {
+        Py_XDECREF(pair);
+        return -1;
+    }
+    Py_DECREF(pair);
+    children = child_dict(module);
+    if (children == NULL) {
+        return -1;
+    }
+    while (PyDict_Next(children, &pos, &key, &value)) {
+        PyObject *path;
+        int rc;
+        if (value == Py_None) {
+            continue;
+        }
+        path = PyUnicode_GET_LENGTH(prefix)
+                   ? PyUnicode_FromFormat("%U.%U", prefix, key)
+                   : Py_NewRef(key);
+        rc = path ? walk_modules(value, path, memo, out, depth + 1) : -1;
+        Py_XDECREF(path);
+        if (rc < 0) {
+            Py_DECREF(children);
+            return -1;
         }
     }
     Py_DECREF(children);
     return 0;
 }
 
+typedef struct type_memo {
+    PyTypeObject *type; /* borrowed: alive while the model holds it */
+    const native_class *native;
+    PyObject *native_type;
+} type_memo;
+
 static int
-add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root)
+add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root,
+           type_memo *memo, size_t *nmemo)
 {
     ts_module_desc desc;
     PyObject *tname = NULL;
     const char *p = PyUnicode_AsUTF8(path);
-    int children, index = -1;
-    bool recurse, leaf;
+    const native_class *native = NULL;
+    PyObject *native_type = NULL;
+    int children, index;
+    bool recurse, leaf, cached = false;
     module_entry *e;
-    if (p == NULL || tsx_module_desc(c->st, module, NULL, &desc) < 0) {
+    if (p == NULL) {
+        return -1;
+    }
+    /* Models repeat a few types many times: resolve each type once. */
+    for (size_t i = 0; i < *nmemo; i++) {
+        if (memo[i].type == Py_TYPE(module)) {
+            native = memo[i].native;
+            native_type = memo[i].native_type;
+            cached = true;
+            break;
+        }
+    }
+    if (!cached) {
+        native = native_of(module, &native_type);
+        if (*nmemo < 64) {
+            memo[*nmemo].type = Py_TYPE(module);
+            memo[*nmemo].native = native;
+            memo[*nmemo].native_type = native_type;
+            (*nmemo)++;
+        }
+    }
+    if (tsx_module_desc(c->st, module, native, native_type, &desc) < 0) {
         return -1;
     }
     children = has_children(module);
@@ -981,7 +1131,10 @@ static PyObject *
 crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"module", "full", NULL};
-    PyObject *root, *named = NULL, *items = NULL;
+    PyObject *root, *empty = NULL;
+    ptrset memo = {NULL, 0, 0};
+    type_memo types[64];
+    size_t ntypes = 0;
     int full = 1;
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type);
@@ -998,97 +1151,118 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     c->full = full;
     c->root = Py_NewRef(root);
     c->session = ts_session_new(full);
-    c->flags = PyList_New(0);
+    c->all = PyList_New(0);
     c->handles = PyList_New(0);
-    if (c->session == NULL || c->flags == NULL || c->handles == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    /* An nn.Transformer root is analysed as one atomic call. */
-    bool atomic = is_named(root, "Transformer");
-    if (atomic) {
-        c->modules = PyMem_Calloc(1, sizeof(module_entry));
-        PyObject *empty = PyUnicode_FromString("");
-        if (c->modules == NULL || empty == NULL) {
-            Py_XDECREF(empty);
+    empty = PyUnicode_FromString("");
+    if (c->session == NULL || c->all == NULL || c->handles == NULL
+        || empty == NULL) {
+        if (!PyErr_Occurred()) {
             PyErr_NoMemory();
-            goto error;
         }
-        c->nmodules = 1;
-        int rc = add_module(c, empty, root, true);
-        Py_DECREF(empty);
-        if (rc < 0) {
-            goto error;
-        }
-        return (PyObject *)c;
-    }
-    named = PyObject_CallMethodNoArgs(root, st->s_named_modules);
-    items = named ? PySequence_List(named) : NULL;
-    if (items == NULL) {
         goto error;
     }
-    c->modules = PyMem_Calloc((size_t)PyList_GET_SIZE(items) + 1,
+    if (walk_modules(root, empty, &memo, c->all, 0) < 0) {
+        goto error;
+    }
+    c->modules = PyMem_Calloc((size_t)PyList_GET_SIZE(c->all) + 1,
                               sizeof(module_entry));
     if (c->modules == NULL) {
         PyErr_NoMemory();
         goto error;
     }
-    c->nmodules = (size_t)PyList_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-        PyObject *pair = PyList_GET_ITEM(items, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2
-            || add_module(c, PyTuple_GET_ITEM(pair, 0),
-                          PyTuple_GET_ITEM(pair, 1), false) < 0) {
-            if (!PyErr_Occurred()) {
-                PyErr_SetString(PyExc_TypeError,
-                                "named_modules() must yield (name, module)");
-            }
+    /* An nn.Transformer root is analysed as one atomic call. */
+    if (is_named(root, "Transformer")) {
+        c->nmodules = 1;
+        if (add_module(c, empty, root, true, types, &ntypes) < 0) {
             goto error;
         }
     }
-    Py_DECREF(named);
-    Py_DECREF(items);
+    else {
+        c->nmodules = (size_t)PyList_GET_SIZE(c->all);
+        for (size_t i = 0; i < c->nmodules; i++) {
+            PyObject *pair = PyList_GET_ITEM(c->all, (Py_ssize_t)i);
+            if (add_module(c, PyTuple_GET_ITEM(pair, 0),
+                           PyTuple_GET_ITEM(pair, 1), false, types, &ntypes)
+                < 0) {
+                goto error;
+            }
+        }
+    }
+    ptrset_clear(&memo);
+    Py_DECREF(empty);
     return (PyObject *)c;
 error:
-    Py_XDECREF(named);
-    Py_XDECREF(items);
+    ptrset_clear(&memo);
+    Py_XDECREF(empty);
     Py_DECREF(c);
     return NULL;
 }
 
+static PyObject *
+module_at(tsx_crawl *c, Py_ssize_t i)
+{
+    return PyTuple_GET_ITEM(PyList_GET_ITEM(c->all, i), 1);
+}
+
 /* Removes hooks and restores training flags; keeps going on errors and
- * reports the first one. */
+ * reports the first one (an exception already set wins). */
 static int
 uninstall(tsx_crawl *c)
 {
     PyObject *exc = tsx_fetch();
     PyObject *first = NULL;
-    Py_ssize_t n = c->handles ? PyList_GET_SIZE(c->handles) : 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *r = PyObject_CallMethodNoArgs(
-            PyList_GET_ITEM(c->handles, i), c->st->s_remove);
-        if (r == NULL && first == NULL) {
-            first = tsx_fetch();
+    Py_ssize_t n;
+#define KEEP_FIRST()                                                       \
+    do {                                                                   \
+        if (PyErr_Occurred()) {                                            \
+            if (first == NULL) {                                           \
+                first = tsx_fetch();                                       \
+            }                                                              \
+            PyErr_Clear();                                                 \
+        }                                                                  \
+    } while (0)
+    for (size_t i = 0; i < c->nmodules; i++) {
+        module_entry *e = &c->modules[i];
+        for (int k = 0; k < 5; k++) {
+            PyObject *id = e->hook_ids[k < 2 ? 0 : 1];
+            if (e->hook_dicts[k] != NULL && id != NULL
+                && PyObject_DelItem(e->hook_dicts[k], id) < 0) {
+                if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+                    PyErr_Clear();
+                }
+                KEEP_FIRST();
+            }
+            Py_CLEAR(e->hook_dicts[k]);
         }
-        PyErr_Clear();
+        Py_CLEAR(e->hook_ids[0]);
+        Py_CLEAR(e->hook_ids[1]);
+    }
+    n = PyList_GET_SIZE(c->handles);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyObject_CallMethodNoArgs(PyList_GET_ITEM(c->handles, i),
+                                                c->st->s_remove);
         Py_XDECREF(r);
+        KEEP_FIRST();
     }
-    if (c->handles != NULL && PyList_SetSlice(c->handles, 0, n, NULL) < 0) {
+    if (PyList_SetSlice(c->handles, 0, n, NULL) < 0) {
         PyErr_Clear();
     }
-    n = c->flags ? PyList_GET_SIZE(c->flags) : 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyList_GET_ITEM(c->flags, i);
-        if (PyObject_SetAttr(PyTuple_GET_ITEM(pair, 0), c->st->s_training,
-                             PyTuple_GET_ITEM(pair, 1))
-                < 0
-            && first == NULL) {
-            first = tsx_fetch();
+    if (c->flags != NULL) {
+        /* Restore only what changed: nn.Module.__setattr__ is slow, and an
+         * unchanged flag needs nothing. */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->flags); i++) {
+            PyObject *m = module_at(c, i);
+            PyObject *saved = PyList_GET_ITEM(c->flags, i);
+            PyObject *now = PyObject_GetAttr(m, c->st->s_training);
+            if (now != saved) {
+                PyErr_Clear();
+                if (PyObject_SetAttr(m, c->st->s_training, saved) < 0) {
+                    KEEP_FIRST();
+                }
+            }
+            Py_XDECREF(now);
         }
-        PyErr_Clear();
-    }
-    if (c->flags != NULL && PyList_SetSlice(c->flags, 0, n, NULL) < 0) {
-        PyErr_Clear();
+        Py_CLEAR(c->flags);
     }
     while (c->open) {
         Py_XDECREF(c->handled[--c->open]);
@@ -1096,13 +1270,12 @@ uninstall(tsx_crawl *c)
     if (c->counter != NULL) {
         PyObject *r = PyObject_CallMethod(c->counter, "_attach", "O",
                                           Py_None);
-        if (r == NULL && first == NULL) {
-            first = tsx_fetch();
-        }
-        PyErr_Clear();
         Py_XDECREF(r);
+        KEEP_FIRST();
         Py_CLEAR(c->counter);
     }
+#undef KEEP_FIRST
+    c->installed = false;
     if (exc != NULL) {
         Py_XDECREF(first);
         tsx_restore(exc);
@@ -1115,95 +1288,162 @@ uninstall(tsx_crawl *c)
     return 0;
 }
 
+static const char *const hook_dict_names[5] = {
+    "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+    "_forward_hooks_with_kwargs", "_forward_hooks_always_called"};
+
+/* Inserts the hooks straight into the module's hook dicts, as
+ * register_forward_(pre_)hook does, with ids reserved from
+ * RemovableHandle.next_id. Returns 0, or 1 when this PyTorch lays its hooks
+ * out differently (the caller falls back to the public API), or -1. */
+static int
+install_fast(tsx_crawl *c)
+{
+    PyObject *next = NULL, *base = NULL;
+    long long first;
+    for (size_t i = 0; i < c->nmodules; i++) {
+        for (int k = 0; k < 5; k++) {
+            PyObject *d;
+            if (tsx_optional_attr(c->modules[i].module, hook_dict_names[k],
+                                  &d)
+                < 0) {
+                return -1;
+            }
+            if (d == NULL || !PyDict_Check(d)) {
+                Py_XDECREF(d);
+                return 1;
+            }
+            Py_DECREF(d);
+        }
+    }
+    next = PyObject_GetAttrString(c->st->removable_handle, "next_id");
+    if (next == NULL || !PyLong_Check(next)) {
+        Py_XDECREF(next);
+        PyErr_Clear();
+        return 1;
+    }
+    first = PyLong_AsLongLong(next);
+    Py_DECREF(next);
+    if (first == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    base = PyLong_FromLongLong(first + 2 * (long long)c->nmodules);
+    if (base == NULL
+        || PyObject_SetAttrString(c->st->removable_handle, "next_id", base)
+               < 0) {
+        Py_XDECREF(base);
+        return -1;
+    }
+    Py_DECREF(base);
+    for (size_t i = 0; i < c->nmodules; i++) {
+        module_entry *e = &c->modules[i];
+        PyObject *pre = hook_new(c, (int)i, false);
+        PyObject *post = pre ? hook_new(c, (int)i, true) : NULL;
+        int rc = post ? 0 : -1;
+        e->hook_ids[0] = PyLong_FromLongLong(first + 2 * (long long)i);
+        e->hook_ids[1] = PyLong_FromLongLong(first + 2 * (long long)i + 1);
+        for (int k = 0; rc == 0 && k < 5; k++) {
+            e->hook_dicts[k] =
+                PyObject_GetAttrString(e->module, hook_dict_names[k]);
+            if (e->hook_dicts[k] == NULL || e->hook_ids[k < 2 ? 0 : 1] == NULL) {
+                rc = -1;
+                break;
+            }
+            rc = PyObject_SetItem(e->hook_dicts[k], e->hook_ids[k < 2 ? 0 : 1],
+                                  k == 0   ? pre
+                                  : k == 2 ? post
+                                           : Py_True);
+        }
+        Py_XDECREF(pre);
+        Py_XDECREF(post);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+install_public(tsx_crawl *c)
+{
+    tsx_state *st = c->st;
+    PyObject *kw = Py_BuildValue("{s:O}", "with_kwargs", Py_True);
+    int rc = kw ? 0 : -1;
+    for (int post = 0; rc == 0 && post < 2; post++) {
+        if (post && PyDict_SetItem(kw, st->s_always_call, Py_True) < 0) {
+            rc = -1;
+        }
+        for (size_t i = 0; rc == 0 && i < c->nmodules; i++) {
+            PyObject *hook = hook_new(c, (int)i, post);
+            PyObject *meth = hook ? PyObject_GetAttr(
+                                        c->modules[i].module,
+                                        post ? st->s_register_post
+                                             : st->s_register_pre)
+                                  : NULL;
+            PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
+            PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
+            rc = handle ? PyList_Append(c->handles, handle) : -1;
+            Py_XDECREF(hook);
+            Py_XDECREF(meth);
+            Py_XDECREF(args);
+            Py_XDECREF(handle);
+        }
+    }
+    Py_XDECREF(kw);
+    return rc;
+}
+
 static PyObject *
 crawl_install(tsx_crawl *c, PyObject *counter)
 {
     tsx_state *st = c->st;
-    PyObject *all = NULL, *it = NULL, *m, *r, *kw = NULL;
-    if (PyList_GET_SIZE(c->handles) > 0) {
+    Py_ssize_t n = PyList_GET_SIZE(c->all);
+    bool any_training = false;
+    int rc;
+    if (c->installed) {
         PyErr_SetString(PyExc_RuntimeError, "the crawl is already installed");
         return NULL;
     }
+    c->installed = true;
     /* Every module's flag, hooked or not, so that eval() is undone. */
-    all = PyObject_CallMethod(c->root, "modules", NULL);
-    it = all ? PyObject_GetIter(all) : NULL;
-    if (it == NULL) {
+    c->flags = PyList_New(n);
+    if (c->flags == NULL) {
         goto error;
     }
-    while ((m = PyIter_Next(it)) != NULL) {
-        PyObject *flag = PyObject_GetAttr(m, st->s_training);
-        PyObject *pair = flag ? PyTuple_Pack(2, m, flag) : NULL;
-        int rc = pair ? PyList_Append(c->flags, pair) : -1;
-        Py_XDECREF(flag);
-        Py_XDECREF(pair);
-        Py_DECREF(m);
-        if (rc < 0) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *flag = PyObject_GetAttr(module_at(c, i), st->s_training);
+        if (flag == NULL) {
             goto error;
         }
+        any_training |= flag != Py_False;
+        PyList_SET_ITEM(c->flags, i, flag);
     }
-    if (PyErr_Occurred()) {
-        goto error;
-    }
-    r = PyObject_CallMethodNoArgs(c->root, st->s_eval);
-    if (r == NULL) {
-        goto error;
-    }
-    Py_DECREF(r);
-    kw = Py_BuildValue("{s:O}", "with_kwargs", Py_True);
-    if (kw == NULL) {
-        goto error;
-    }
-    for (size_t i = 0; i < c->nmodules; i++) {
-        PyObject *mod = c->modules[i].module;
-        PyObject *hook = hook_new(c, (int)i, false);
-        PyObject *meth = hook ? PyObject_GetAttr(mod, st->s_register_pre)
-                              : NULL;
-        PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
-        PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
-        int rc = handle ? PyList_Append(c->handles, handle) : -1;
-        Py_XDECREF(hook);
-        Py_XDECREF(meth);
-        Py_XDECREF(args);
-        Py_XDECREF(handle);
-        if (rc < 0) {
+    /* eval() on a model that is already in eval mode changes nothing. */
+    if (any_training) {
+        PyObject *r = PyObject_CallMethodNoArgs(c->root, st->s_eval);
+        if (r == NULL) {
             goto error;
         }
+        Py_DECREF(r);
     }
-    if (PyDict_SetItem(kw, st->s_always_call, Py_True) < 0) {
+    rc = install_fast(c);
+    if (rc == 1) {
+        rc = install_public(c);
+    }
+    if (rc < 0) {
         goto error;
-    }
-    for (size_t i = 0; i < c->nmodules; i++) {
-        PyObject *mod = c->modules[i].module;
-        PyObject *hook = hook_new(c, (int)i, true);
-        PyObject *meth = hook ? PyObject_GetAttr(mod, st->s_register_post)
-                              : NULL;
-        PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
-        PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
-        int rc = handle ? PyList_Append(c->handles, handle) : -1;
-        Py_XDECREF(hook);
-        Py_XDECREF(meth);
-        Py_XDECREF(args);
-        Py_XDECREF(handle);
-        if (rc < 0) {
-            goto error;
-        }
     }
     if (counter != Py_None) {
-        r = PyObject_CallMethod(counter, "_attach", "O", (PyObject *)c);
+        PyObject *r = PyObject_CallMethod(counter, "_attach", "O",
+                                          (PyObject *)c);
         if (r == NULL) {
             goto error;
         }
         Py_DECREF(r);
         c->counter = Py_NewRef(counter);
     }
-    Py_DECREF(all);
-    Py_DECREF(it);
-    Py_DECREF(kw);
     Py_RETURN_NONE;
 error:
-    Py_XDECREF(all);
-    Py_XDECREF(it);
-    Py_XDECREF(kw);
     uninstall(c);
     return NULL;
 }
@@ -1369,6 +1609,7 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(c));
     Py_VISIT(c->root);
+    Py_VISIT(c->all);
     Py_VISIT(c->flags);
     Py_VISIT(c->handles);
     Py_VISIT(c->counter);
@@ -1376,6 +1617,9 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
         Py_VISIT(c->modules[i].module);
         Py_VISIT(c->modules[i].params);
         Py_VISIT(c->modules[i].buffers);
+        for (int k = 0; k < 5; k++) {
+            Py_VISIT(c->modules[i].hook_dicts[k]);
+        }
     }
     return 0;
 }
@@ -1384,6 +1628,7 @@ static int
 crawl_clear(tsx_crawl *c)
 {
     Py_CLEAR(c->root);
+    Py_CLEAR(c->all);
     Py_CLEAR(c->flags);
     Py_CLEAR(c->handles);
     Py_CLEAR(c->counter);
@@ -1391,6 +1636,11 @@ crawl_clear(tsx_crawl *c)
         Py_CLEAR(c->modules[i].module);
         Py_CLEAR(c->modules[i].params);
         Py_CLEAR(c->modules[i].buffers);
+        for (int k = 0; k < 5; k++) {
+            Py_CLEAR(c->modules[i].hook_dicts[k]);
+        }
+        Py_CLEAR(c->modules[i].hook_ids[0]);
+        Py_CLEAR(c->modules[i].hook_ids[1]);
     }
     return 0;
 }

@@ -279,6 +279,9 @@ engine_exec(PyObject *module)
     if ((st->tensor_type = import_attr("torch", "Tensor")) == NULL
         || (st->strided = import_attr("torch", "strided")) == NULL
         || (st->dtype_type = import_attr("torch", "dtype")) == NULL
+        || (st->removable_handle =
+                import_attr("torch.utils.hooks", "RemovableHandle"))
+               == NULL
         || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
                == NULL
         || (st->has_kernel =
@@ -341,6 +344,7 @@ engine_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->tensor_type);
     Py_VISIT(st->strided);
     Py_VISIT(st->dtype_type);
+    Py_VISIT(st->removable_handle);
     Py_VISIT(st->mapping_abc);
     Py_VISIT(st->has_kernel);
     Py_VISIT(st->crawl_type);
@@ -382,6 +386,7 @@ engine_clear(PyObject *module)
     Py_CLEAR(st->tensor_type);
     Py_CLEAR(st->strided);
     Py_CLEAR(st->dtype_type);
+    Py_CLEAR(st->removable_handle);
     Py_CLEAR(st->mapping_abc);
     Py_CLEAR(st->has_kernel);
     Py_CLEAR(st->crawl_type);

@@ -27,6 +27,7 @@ typedef struct tsx_state {
     PyObject *mapping_abc;   /* collections.abc.Mapping */
     PyObject *has_kernel;    /* torch._C._dispatch_has_kernel_for_dispatch_key */
     PyObject *dtype_type;    /* torch.dtype */
+    PyObject *removable_handle; /* torch.utils.hooks.RemovableHandle */
     PyTypeObject *crawl_type;
     PyTypeObject *hook_type;
     PyTypeObject *counter_type;
@@ -76,9 +77,6 @@ extern PyType_Spec tsx_counter_spec;
 typedef struct tsx_crawl tsx_crawl;
 ts_session *tsx_crawl_session(tsx_crawl *crawl);
 
-/* Reads module hyperparameters into a description (crawl.c). */
-int tsx_module_desc(tsx_state *st, PyObject *module, PyObject *type,
-                    ts_module_desc *desc);
 
 #endif
 

@@ -9,9 +9,9 @@
 
 /* ---- fixture builders ---- */
 
-#define METRIC(status, value, known, unit, scope, method)                 \
+#define METRIC(status, value, known, unit, scope, method)                   \
     "{\"status\":\"" status "\",\"value\":" value ",\"known_value\":" known \
-    ",\"unit\":\"" unit "\",\"scope\":\"" scope "\",\"method\":\"" method \
+    ",\"unit\":\"" unit "\",\"scope\":\"" scope "\",\"method\":\"" method   \
     "\"}"
 
 #define COMPLETE(value, unit, scope, method) \
@@ -20,7 +20,8 @@
 #define FORMULA(value, unit) \
     COMPLETE(value, unit, "module_call", "torchscan_module_formula")
 
-#define CALLS "\"calls\":" COMPLETE("1", "calls", "module_call", "pytorch_hook")
+#define CALLS \
+    "\"calls\":" COMPLETE("1", "calls", "module_call", "pytorch_hook")
 
 #define MODEL(key, value, unit) \
     "\"" key "\":" COMPLETE(value, unit, "model", "pytorch")
@@ -29,7 +30,7 @@
     "\"" key "\":" COMPLETE(value, unit, "forward", "torchscan_module_formula")
 
 /* crawl_module(nn.Conv2d(3, out, 3), (3, 32, 32)) for out = 8 and 12. */
-#define CONV_REPORT(params, bytes, flops, macs, dmas)                         \
+#define CONV_REPORT(params, bytes, flops, macs, dmas) \
     "{\"schema_version\":1,\"layers\":[{\"path\":\"\",\"call_index\":0,"      \
     "\"name\":\"conv2d\",\"depth\":0,\"type\":\"Conv2d\",\"metrics\":{" CALLS \
     ",\"module_flops\":" FORMULA(flops, "FLOPs")                              \
@@ -86,14 +87,18 @@ static const char e5_parameters[] =
 /* Layer calls that are kept, added, removed and changed. Keys sort by path
  * code point ("a.b" < "a0" since '.' < '0'), then by call_index as a number
  * (2 < 10). */
-#define LAYER(path, index, metrics)                                     \
-    "{\"path\":\"" path "\",\"call_index\":" index ",\"metrics\":{" CALLS \
-    metrics "}}"
+#define LAYER(path, index, metrics)                \
+    "{\"path\":\"" path "\",\"call_index\":" index \
+    ",\"metrics\":{" CALLS metrics "}}"
 #define FLOPS(value) ",\"module_flops\":" FORMULA(value, "FLOPs")
-#define PARTIAL_FLOPS(known)                                          \
-    ",\"module_flops\":" METRIC("partial", "null", known, "FLOPs",    \
-                                "module_call", "torchscan_module_formula")
-#define TOTALS(flops)                                                     \
+#define PARTIAL_FLOPS(known)                   \
+    ",\"module_flops\":" METRIC("partial",     \
+                                "null",        \
+                                known,         \
+                                "FLOPs",       \
+                                "module_call", \
+                                "torchscan_module_formula")
+#define TOTALS(flops)                                                   \
     "],\"totals\":{" MODEL("parameters", "10", "elements") "," FORWARD( \
         "module_flops", flops, "FLOPs") "},\"diagnostics\":[]}"
 
@@ -145,8 +150,8 @@ load(const char *text)
     json_error_t error;
     json_t *value = json_loads(text, 0, &error);
     if (value == NULL) {
-        fprintf(stderr, "fixture: %s at column %d\n", error.text,
-                error.column);
+        fprintf(
+            stderr, "fixture: %s at column %d\n", error.text, error.column);
     }
     return value;
 }
@@ -163,8 +168,8 @@ check_dump(const json_t *value, const char *expected)
 static json_t *
 metric(ts_status status, ts_number value, const char *unit)
 {
-    return ts_metric_new(status, value, unit, "forward",
-                         "torchscan_module_formula");
+    return ts_metric_new(
+        status, value, unit, "forward", "torchscan_module_formula");
 }
 
 /* ---- tests ---- */
@@ -181,13 +186,19 @@ test_e5(void)
     json_t *totals = json_object_get(diff, "totals");
     json_t *parameters = json_object_get(totals, "parameters");
     static const char *const total_names[] = {
-        "buffer_bytes",      "buffer_elements", "dmas",
-        "frozen_parameters", "macs",            "module_flops",
-        "operator_flops",    "parameter_bytes", "parameters",
+        "buffer_bytes",
+        "buffer_elements",
+        "dmas",
+        "frozen_parameters",
+        "macs",
+        "module_flops",
+        "operator_flops",
+        "parameter_bytes",
+        "parameters",
         "trainable_parameters",
     };
-    static const long long total_deltas[] = {0,      0,   100912, 0,   97200,
-                                             194400, 194400, 448, 112, 112};
+    static const long long total_deltas[] = {
+        0, 0, 100912, 0, 97200, 194400, 194400, 448, 112, 112};
     size_t k = 0;
     const char *name;
     json_t *entry;
@@ -198,7 +209,8 @@ test_e5(void)
                  1);
     CHECK_EQ_STR(json_string_value(json_object_get(parameters, "status")),
                  "complete");
-    CHECK_EQ_INT(json_integer_value(json_object_get(parameters, "delta")), 112);
+    CHECK_EQ_INT(json_integer_value(json_object_get(parameters, "delta")),
+                 112);
     check_dump(parameters, e5_parameters);
     check_dump(json_object_get(diff, "layers"), e5_layers);
 
@@ -220,8 +232,8 @@ test_e5(void)
     CHECK(json_equal(after, after_copy));
     CHECK(json_object_get(parameters, "before")
           != json_object_get(json_object_get(before, "totals"), "parameters"));
-    json_object_set_new(json_object_get(parameters, "before"), "value",
-                        json_integer(-1));
+    json_object_set_new(
+        json_object_get(parameters, "before"), "value", json_integer(-1));
     CHECK(json_equal(before, before_copy));
 
     json_decref(diff);
@@ -259,13 +271,12 @@ test_layer_calls(void)
 
     /* The reverse direction swaps added and removed. */
     diff = ts_compare_reports(after, before, &err);
-    CHECK_EQ_STR(json_string_value(json_object_get(
-                     json_array_get(json_object_get(json_object_get(diff,
-                                                                    "layers"),
-                                                    "added"),
-                                    0),
-                     "path")),
-                 "gone");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_array_get(
+                json_object_get(json_object_get(diff, "layers"), "added"), 0),
+            "path")),
+        "gone");
     json_decref(diff);
     json_decref(before);
     json_decref(after);
@@ -281,14 +292,14 @@ test_metric_diffs(void)
     ts_error err;
     json_object_set_new(before, "a", metric(TS_COMPLETE, ts_int(5), "FLOPs"));
     json_object_set_new(after, "a", metric(TS_COMPLETE, ts_int(2), "FLOPs"));
-    json_object_set_new(before, "b",
-                        metric(TS_UNAVAILABLE, ts_int(0), "FLOPs"));
+    json_object_set_new(
+        before, "b", metric(TS_UNAVAILABLE, ts_int(0), "FLOPs"));
     json_object_set_new(after, "b", metric(TS_PARTIAL, ts_int(4), "FLOPs"));
     json_object_set_new(after, "c", metric(TS_COMPLETE, ts_int(1), "FLOPs"));
-    json_object_set_new(before, "d",
-                        metric(TS_COMPLETE, ts_real(0.5), "seconds"));
-    json_object_set_new(after, "d",
-                        metric(TS_COMPLETE, ts_real(0.25), "seconds"));
+    json_object_set_new(
+        before, "d", metric(TS_COMPLETE, ts_real(0.5), "seconds"));
+    json_object_set_new(
+        after, "d", metric(TS_COMPLETE, ts_real(0.25), "seconds"));
     json_object_set_new(before, "e", metric(TS_PARTIAL, ts_int(1), "MACs"));
     json_object_set_new(after, "e", metric(TS_COMPLETE, ts_int(1), "MACs"));
 
@@ -324,8 +335,8 @@ test_metric_diffs(void)
     json_decref(after);
     after = json_object();
     json_object_set_new(after, "e", metric(TS_COMPLETE, ts_int(1), "MACs"));
-    json_object_set_new(after, "d",
-                        metric(TS_COMPLETE, ts_real(0.25), "seconds"));
+    json_object_set_new(
+        after, "d", metric(TS_COMPLETE, ts_real(0.25), "seconds"));
     json_object_set_new(after, "c", metric(TS_COMPLETE, ts_int(1), "FLOPs"));
     json_object_set_new(after, "b", metric(TS_PARTIAL, ts_int(4), "FLOPs"));
     json_object_set_new(after, "a", metric(TS_COMPLETE, ts_int(2), "FLOPs"));
@@ -350,16 +361,20 @@ test_metric_diffs(void)
     CHECK(diff == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     CHECK_EQ_STR(err.message, "metric 'd' has incompatible unit");
-    json_object_set_new(
-        after, "d",
-        ts_metric_new(TS_COMPLETE, ts_real(1), "seconds", "workload",
-                      "torchscan_module_formula"));
+    json_object_set_new(after,
+                        "d",
+                        ts_metric_new(TS_COMPLETE,
+                                      ts_real(1),
+                                      "seconds",
+                                      "workload",
+                                      "torchscan_module_formula"));
     diff = ts_diff_metrics(before, after, &err);
     CHECK(diff == NULL);
     CHECK_EQ_STR(err.message, "metric 'd' has incompatible scope");
-    json_object_set_new(after, "d",
-                        ts_metric_new(TS_COMPLETE, ts_real(1), "seconds",
-                                      "forward", "other"));
+    json_object_set_new(
+        after,
+        "d",
+        ts_metric_new(TS_COMPLETE, ts_real(1), "seconds", "forward", "other"));
     diff = ts_diff_metrics(before, after, &err);
     CHECK(diff == NULL);
     CHECK_EQ_STR(err.message, "metric 'd' has incompatible method");
@@ -367,10 +382,10 @@ test_metric_diffs(void)
     /* Exact int64 arithmetic: a delta past int64 is refused, not wrapped. */
     json_object_clear(before);
     json_object_clear(after);
-    json_object_set_new(before, "x",
-                        metric(TS_COMPLETE, ts_int(-INT64_MAX), "FLOPs"));
-    json_object_set_new(after, "x",
-                        metric(TS_COMPLETE, ts_int(INT64_MAX), "FLOPs"));
+    json_object_set_new(
+        before, "x", metric(TS_COMPLETE, ts_int(-INT64_MAX), "FLOPs"));
+    json_object_set_new(
+        after, "x", metric(TS_COMPLETE, ts_int(INT64_MAX), "FLOPs"));
     diff = ts_diff_metrics(before, after, &err);
     CHECK(diff == NULL);
     CHECK_EQ_INT(err.code, TS_EOVERFLOW);
@@ -384,9 +399,14 @@ test_token_dependencies(void)
 {
     json_t *before = load(calls_before);
     json_t *after = load(calls_after);
-    json_t *tokens = json_pack("{s:s, s:s, s:s, s:[]}", "status", "complete",
-                               "scope", "module_call", "method",
-                               "torchscan_token_dependency_v1", "assumptions");
+    json_t *tokens = json_pack("{s:s, s:s, s:s, s:[]}",
+                               "status",
+                               "complete",
+                               "scope",
+                               "module_call",
+                               "method",
+                               "torchscan_token_dependency_v1",
+                               "assumptions");
     json_t *before_layers = json_object_get(before, "layers");
     json_t *after_layers = json_object_get(after, "layers");
     ts_error err;
@@ -395,12 +415,13 @@ test_token_dependencies(void)
     json_t *entry;
 
     /* Snapshots of added and removed calls keep token_dependencies. */
-    json_object_set(json_array_get(before_layers, 5), "token_dependencies",
-                    tokens);
+    json_object_set(
+        json_array_get(before_layers, 5), "token_dependencies", tokens);
     /* ("a", 2): metrics equal, relations differ -> changed, no metrics. */
-    json_object_set(json_array_get(before_layers, 3), "token_dependencies",
-                    tokens);
-    json_object_set_new(json_array_get(after_layers, 2), "token_dependencies",
+    json_object_set(
+        json_array_get(before_layers, 3), "token_dependencies", tokens);
+    json_object_set_new(json_array_get(after_layers, 2),
+                        "token_dependencies",
                         json_pack("{s:s}", "status", "unavailable"));
     diff = ts_compare_reports(before, after, &err);
     CHECK(diff != NULL);
@@ -463,7 +484,8 @@ test_errors(void)
     json_object_set_new(
         json_object_get(json_object_get(json_array_get(layers, 0), "metrics"),
                         "macs"),
-        "method", json_string("custom"));
+        "method",
+        json_string("custom"));
     CHECK(ts_compare_reports(before, after, &err) == NULL);
     CHECK_EQ_STR(err.message, "metric 'macs' has incompatible method");
 
@@ -483,7 +505,9 @@ test_errors(void)
 static void
 test_many_calls(void)
 {
-    enum { CALLS_N = 20000 };
+    enum {
+        CALLS_N = 20000
+    };
     json_t *before = load(conv8);
     json_t *after = load(conv8);
     json_t *before_layers = json_array();
@@ -495,14 +519,24 @@ test_many_calls(void)
         snprintf(path, sizeof path, "blocks.%d", k);
         json_array_append_new(
             before_layers,
-            json_pack("{s:s, s:i, s:{s:o}}", "path", path, "call_index", k % 3,
-                      "metrics", "calls",
+            json_pack("{s:s, s:i, s:{s:o}}",
+                      "path",
+                      path,
+                      "call_index",
+                      k % 3,
+                      "metrics",
+                      "calls",
                       metric(TS_COMPLETE, ts_int(1), "calls")));
         snprintf(path, sizeof path, "blocks.%d", CALLS_N - 1 - k);
         json_array_append_new(
             after_layers,
-            json_pack("{s:s, s:i, s:{s:o}}", "path", path, "call_index",
-                      (CALLS_N - 1 - k) % 3, "metrics", "calls",
+            json_pack("{s:s, s:i, s:{s:o}}",
+                      "path",
+                      path,
+                      "call_index",
+                      (CALLS_N - 1 - k) % 3,
+                      "metrics",
+                      "calls",
                       metric(TS_COMPLETE, ts_int(k == 0 ? 2 : 1), "calls")));
     }
     json_object_set_new(before, "layers", before_layers);

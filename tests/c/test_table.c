@@ -362,10 +362,13 @@ load(const char *const *pieces)
     if (text == NULL) {
         return NULL;
     }
-    text[0] = '\0';
+    size = 0;
     for (size_t i = 0; pieces[i] != NULL; i++) {
-        strcat(text, pieces[i]);
+        size_t len = strlen(pieces[i]);
+        memcpy(text + size, pieces[i], len);
+        size += len;
     }
+    text[size] = '\0';
     value = json_loads(text, 0, &error);
     if (value == NULL) {
         fprintf(

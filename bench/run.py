@@ -1,0 +1,190 @@
+"""Overhead ratios of TorchScan, measured side by side in one run.
+
+For each workload it times, with the same inputs and one thread:
+  plain      the no-grad forward alone
+  structure  crawl_module(mode="structure")
+  full       crawl_module(mode="full")
+  flops      measure_flops(forward)
+  empty      the forward under an empty TorchDispatchMode subclass (PyTorch's floor
+             for any operator counter)
+  hooks+empty  empty Python pre/post hooks (with kwargs) on every module plus the
+             empty mode: the floor for a crawl that sees modules and operators
+  fcm        FlopCounterMode alone
+  fcm+rec    FlopCounterMode plus a second recording mode (how the reference counts)
+and prints ratios to the plain forward and overhead ratios (time minus plain) to the
+floors. Times are medians of repeated runs; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+import torchscan
+
+
+class EmptyMode(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class RecordingMode(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = str(func.overloadpacket)
+        self.seen[name] = self.seen.get(name, 0) + 1
+        return out
+
+
+def mlp_blocks() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    layers: list[nn.Module] = []
+    for _ in range(48):
+        layers += [nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU()]
+    return nn.Sequential(*layers), (torch.randn(1, 64),)
+
+
+def encoder() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+    return nn.TransformerEncoder(layer, 8, enable_nested_tensor=False), (torch.randn(1, 16, 64),)
+
+
+class Block(nn.Module):
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.down = (
+            nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+            if stride != 1 or c_in != c_out
+            else nn.Identity()
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(y)) + self.down(x))
+
+
+def resnet() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, 1, 1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU(inplace=True),
+        Block(16, 16, 1),
+        Block(16, 32, 2),
+        Block(32, 64, 2),
+        Block(64, 64, 1),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(64, 10),
+    )
+    return model, (torch.randn(1, 3, 64, 64),)
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    fn()
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def with_hooks(model: nn.Module, fn: Callable[[], object]) -> Callable[[], object]:
+    def pre(module, args, kwargs):
+        return None
+
+    def post(module, args, kwargs, output):
+        return None
+
+    def run() -> object:
+        handles = []
+        for module in model.modules():
+            handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+            handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+        try:
+            return fn()
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    return run
+
+
+def bench(name: str, build: Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]], repeat: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    model, inputs = build()
+    model.eval()
+
+    def plain() -> object:
+        with torch.no_grad():
+            return model(*inputs)
+
+    def under(mode_factory: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            with torch.no_grad(), mode_factory():  # type: ignore[attr-defined]
+                return model(*inputs)
+
+        return run
+
+    def fcm_rec() -> object:
+        with torch.no_grad(), FlopCounterMode(display=False), RecordingMode():
+            return model(*inputs)
+
+    cases: dict[str, Callable[[], object]] = {
+        "plain": plain,
+        "structure": lambda: torchscan.crawl_module(model, args=inputs, mode="structure"),
+        "full": lambda: torchscan.crawl_module(model, args=inputs),
+        "flops": lambda: torchscan.measure_flops(plain),
+        "empty": under(EmptyMode),
+        "hooks+empty": with_hooks(model, under(EmptyMode)),
+        "fcm": under(lambda: FlopCounterMode(display=False)),
+        "fcm+rec": fcm_rec,
+    }
+    # Interleave the cases over several rounds so that drift hits all alike.
+    samples: dict[str, list[float]] = {key: [] for key in cases}
+    for _ in range(3):
+        for key, fn in cases.items():
+            samples[key].append(median_time(fn, repeat))
+    t = {key: min(values) for key, values in samples.items()}
+    over = {key: t[key] - t["plain"] for key in t}
+    print(f"\n== {name} ==")
+    for key in cases:
+        print(f"  {key:12s} {t[key] * 1e3:9.3f} ms   x{t[key] / t['plain']:.2f} of plain")
+    print(f"  structure / plain                 = {t['structure'] / t['plain']:.2f}  (target <= 1.15)")
+    print(f"  measure_flops overhead / empty mode overhead = {over['flops'] / over['empty']:.2f}  (target <= 1.2)")
+    print(f"  full crawl overhead / (hooks+empty) overhead  = {over['full'] / over['hooks+empty']:.2f}  (target <= 1.5)")
+    print(f"  full crawl overhead / empty mode overhead     = {over['full'] / over['empty']:.2f}")
+    print(f"  FlopCounterMode overhead / empty mode overhead = {over['fcm'] / over['empty']:.2f}")
+    print(f"  FlopCounterMode+recorder overhead / empty      = {over['fcm+rec'] / over['empty']:.2f}")
+    return t
+
+
+def main() -> int:
+    torch.set_num_threads(1)
+    quick = "--quick" in sys.argv
+    repeat = 5 if quick else 25
+    print(f"torch {torch.__version__}, torchscan {torchscan.__version__}, 1 thread, median of {repeat} runs")
+    bench("(a) 48 x [Linear(64,64) + LayerNorm + ReLU], batch 1", mlp_blocks, repeat)
+    bench("(b) 8-layer TransformerEncoder, d=64, seq 16", encoder, repeat)
+    bench("(c) ResNet-style CNN, 64x64", resnet, repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1844 @@
+/* Tests for src/core/op_formulas.c.
+ *
+ * Native (FlopCounterMode) numbers were obtained with torch 2.13 in
+ * /work/main/.venv/bin/python with this prelude:
+ *
+ *   import torch; from torch.utils.flop_counter import FlopCounterMode, \
+ *       flop_registry, conv_flop_count; aten = torch.ops.aten
+ *   r = torch.randn; m = lambda *s: torch.empty(*s, device="meta")
+ *   def fc(f):
+ *       with FlopCounterMode(display=False) as c: f()
+ *       return c.get_total_flops()
+ *
+ * and the expression quoted next to each number. Operators without a CPU
+ * kernel were counted by calling their registered formula,
+ * flop_registry[aten.X](...), on meta tensors. Supplemental numbers are
+ * derived by hand from contract 2.2; the arithmetic is in the comments.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "torchscan/op_formulas.h"
+
+#define F TS_DTYPE_FLOAT
+#define CX TS_DTYPE_COMPLEX
+#define I TS_DTYPE_INT
+#define B TS_DTYPE_BOOL
+
+/* ---- building calls ------------------------------------------------------
+ */
+
+/* "2,3,4" -> a dense (2, 3, 4) shape; "" -> 0-D. */
+static ts_shape
+shape(ts_dtype_class dtype, const char *dims)
+{
+    ts_shape s;
+    const char *p = dims;
+    memset(&s, 0, sizeof s);
+    s.dtype = dtype;
+    s.dense = true;
+    while (*p != '\0' && s.ndim < TS_MAX_DIMS) {
+        char *end;
+        s.dims[s.ndim++] = strtoll(p, &end, 10);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return s;
+}
+
+static ts_op_call
+call_new(void)
+{
+    ts_op_call c;
+    memset(&c, 0, sizeof c);
+    return c;
+}
+
+/* Arguments past TS_OP_MAX_ARGS land in a scratch slot and are dropped, as
+ * a binding limited to TS_OP_MAX_ARGS would drop them. */
+static ts_op_arg *
+next_arg(ts_op_call *c)
+{
+    static ts_op_arg scratch;
+    ts_op_arg *a = c->nargs < TS_OP_MAX_ARGS ? &c->args[c->nargs++] : &scratch;
+    memset(a, 0, sizeof *a);
+    return a;
+}
+
+static void
+a_tensor(ts_op_call *c, ts_dtype_class dtype, const char *dims)
+{
+    ts_op_arg *a = next_arg(c);
+    a->kind = TS_ARG_TENSOR;
+    a->tensor = shape(dtype, dims);
+}
+
+static void
+a_int(ts_op_call *c, int64_t v)
+{
+    ts_op_arg *a = next_arg(c);
+    a->kind = TS_ARG_INT;
+    a->i = v;
+}
+
+static void
+a_real(ts_op_call *c, double v)
+{
+    ts_op_arg *a = next_arg(c);
+    a->kind = TS_ARG_REAL;
+    a->r = v;
+}
+
+static void
+a_bool(ts_op_call *c, bool v)
+{
+    ts_op_arg *a = next_arg(c);
+    a->kind = TS_ARG_BOOL;
+    a->i = v ? 1 : 0;
+}
+
+static void
+a_none(ts_op_call *c)
+{
+    next_arg(c)->kind = TS_ARG_NONE;
+}
+
+static void
+a_absent(ts_op_call *c)
+{
+    next_arg(c)->kind = TS_ARG_ABSENT;
+}
+
+static void
+a_str(ts_op_call *c, const char *s)
+{
+    ts_op_arg *a = next_arg(c);
+    a->kind = TS_ARG_STR;
+    a->str = s;
+}
+
+static void
+a_complex(ts_op_call *c)
+{
+    next_arg(c)->kind = TS_ARG_COMPLEX;
+}
+
+static void
+a_other(ts_op_call *c)
+{
+    next_arg(c)->kind = TS_ARG_OTHER;
+}
+
+static void
+a_ints(ts_op_call *c, const char *list)
+{
+    ts_op_arg *a = next_arg(c);
+    ts_shape s = shape(F, list);
+    a->kind = TS_ARG_INTS;
+    a->nints = s.ndim;
+    memcpy(a->ints, s.dims, sizeof a->ints);
+}
+
+static void
+o_tensor(ts_op_call *c, ts_dtype_class dtype, const char *dims)
+{
+    c->outs[c->nouts++] = shape(dtype, dims);
+}
+
+/* ---- running formulas ----------------------------------------------------
+ */
+
+static ts_op_result result;
+static ts_error error;
+
+/* Runs the packet's formula on a poisoned result, so that the tests also
+ * check that every field is written. */
+static int
+run(const char *name, const ts_op_call *c)
+{
+    const ts_op_entry *e = ts_op_lookup(name);
+    ts_error_clear(&error);
+    result.flops = -12345;
+    result.incomplete = true;
+    result.incomplete_message = "poison";
+    if (e == NULL || e->formula == NULL) {
+        fprintf(stderr, "no formula for %s\n", name);
+        return -100;
+    }
+    return e->formula(c, &result, &error);
+}
+
+#define CHECK_FLOPS(name, call, expected)          \
+    do {                                           \
+        CHECK_EQ_INT(run((name), &(call)), TS_OK); \
+        CHECK_EQ_INT(result.flops, (expected));    \
+    } while (0)
+
+/* A complete count: no incomplete diagnostic. */
+#define CHECK_EXACT(name, call, expected)         \
+    do {                                          \
+        CHECK_FLOPS((name), (call), (expected));  \
+        CHECK(!result.incomplete);                \
+        CHECK(result.incomplete_message == NULL); \
+    } while (0)
+
+#define CHECK_FAILS(name, call, status, fragment)              \
+    do {                                                       \
+        CHECK_EQ_INT(run((name), &(call)), (status));          \
+        CHECK_EQ_INT(error.code, (status));                    \
+        CHECK(strstr(error.message, (fragment)) != NULL);      \
+        if (strstr(error.message, (fragment)) == NULL) {       \
+            fprintf(stderr, "  message: %s\n", error.message); \
+        }                                                      \
+    } while (0)
+
+#define CHECK_UNSUPPORTED(name, call, fragment) \
+    CHECK_FAILS((name), (call), TS_EUNSUPPORTED, (fragment))
+
+static const char ATTENTION_MSG[] = "Native fused attention formula";
+static const char COMPLEX_MSG[] = "inside complex arithmetic";
+static const char REAL_ONLY[] = "real arithmetic only";
+static const char LAYOUT[] = "dense strided tensors";
+
+/* ==== the table ============================================================
+ */
+
+static void
+test_table(void)
+{
+    const ts_op_entry *t = NULL;
+    size_t n = ts_op_table(&t);
+    size_t ignored = 0, native = 0, attention = 0, supplemental = 0;
+
+    CHECK(t != NULL);
+    CHECK_EQ_INT(ts_op_table(NULL), n);
+    for (size_t i = 0; i < n; i++) {
+        /* Strictly increasing: sorted for the binary search and free of
+         * duplicates. */
+        if (i > 0) {
+            CHECK(strcmp(t[i - 1].name, t[i].name) < 0);
+        }
+        CHECK(strncmp(t[i].name, "aten.", 5) == 0);
+        CHECK((t[i].formula == NULL) != (t[i].ignore_reason == NULL));
+        CHECK(ts_op_lookup(t[i].name) == &t[i]);
+        if (t[i].formula == NULL) {
+            ignored++;
+            CHECK(t[i].flags == 0);
+            CHECK(t[i].formula_text == NULL);
+            continue;
+        }
+        CHECK(t[i].formula_text != NULL && t[i].formula_text[0] != '\0');
+        if ((t[i].flags & TS_OPF_ATTENTION) != 0) {
+            attention++;
+            CHECK((t[i].flags & TS_OPF_NATIVE) != 0);
+            /* The reference's rule: native operators whose name contains
+             * "attention". */
+            CHECK(strstr(t[i].name, "attention") != NULL);
+        }
+        if ((t[i].flags & TS_OPF_NATIVE) != 0) {
+            native++;
+        }
+        else {
+            supplemental++;
+        }
+    }
+    /* 16 views + 10 data movement + 3 allocation + 9 creation. */
+    CHECK_EQ_INT(ignored, 38);
+    /* FlopCounterMode's 21 aten packets (its other two keys are the
+     * flex_attention higher-order operators). */
+    CHECK_EQ_INT(native, 21);
+    CHECK_EQ_INT(attention, 10);
+    CHECK_EQ_INT(supplemental, 107);
+    CHECK_EQ_INT(n, ignored + native + supplemental);
+
+    CHECK(ts_op_lookup(NULL) == NULL);
+    CHECK(ts_op_lookup("") == NULL);
+    CHECK(ts_op_lookup("aten.mm.default") == NULL); /* packets only */
+    CHECK(ts_op_lookup("aten.sinc") == NULL);
+    CHECK(ts_op_lookup("aten.aaa") == NULL);
+    CHECK(ts_op_lookup("zzz") == NULL);
+    CHECK(
+        ts_op_lookup("aten._scaled_dot_product_flash_attention_for_cpu")->flags
+        == 0);
+}
+
+static void
+check_ignored(const char *names, const char *reason)
+{
+    char buf[64];
+    const char *p = names;
+    while (*p != '\0') {
+        size_t len = strcspn(p, " ");
+        const ts_op_entry *e;
+        snprintf(buf, sizeof buf, "aten.%.*s", (int)len, p);
+        e = ts_op_lookup(buf);
+        CHECK(e != NULL);
+        if (e != NULL) {
+            CHECK(e->formula == NULL);
+            CHECK_EQ_STR(e->ignore_reason, reason);
+        }
+        else {
+            fprintf(stderr, "  missing %s\n", buf);
+        }
+        p += len;
+        p += strspn(p, " ");
+    }
+}
+
+static void
+test_ignored(void)
+{
+    check_ignored(
+        "_unsafe_view alias as_strided detach expand narrow permute "
+        "select slice squeeze squeeze_ t transpose unbind "
+        "unsqueeze view",
+        "Metadata-only tensor view.");
+    check_ignored(
+        "_to_copy cat clone contiguous copy_ split "
+        "split_with_sizes to fill_ zero_",
+        "Data movement is excluded from FLOPs.");
+    check_ignored("empty empty_strided empty_like",
+                  "Tensor allocation is excluded from FLOPs.");
+    check_ignored(
+        "full full_like lift_fresh lift_fresh_copy ones ones_like "
+        "scalar_tensor zeros zeros_like",
+        "Tensor creation is excluded from FLOPs.");
+}
+
+/* ==== native: matrix products ==============================================
+ */
+
+static void
+test_matmul(void)
+{
+    ts_op_call c;
+
+    /* fc(lambda: aten.mm(r(3,4), r(4,5))) -> 120; 2*3*5*4 = 120 */
+    c = call_new();
+    a_tensor(&c, F, "3,4");
+    a_tensor(&c, F, "4,5");
+    o_tensor(&c, F, "3,5");
+    CHECK_EXACT("aten.mm", c, 120);
+
+    /* Integer matmuls count too: the dtype guards are supplemental-only. */
+    c.args[0].tensor.dtype = I;
+    c.args[1].tensor.dtype = I;
+    c.outs[0].dtype = I;
+    CHECK_EXACT("aten.mm", c, 120);
+
+    /* fc(lambda: aten.mm(r(3,4).to(torch.complex64), r(4,5).to(...)))
+     * -> 120, and the reference flags it incomplete. */
+    c.args[0].tensor.dtype = CX;
+    c.args[1].tensor.dtype = CX;
+    c.outs[0].dtype = CX;
+    CHECK_FLOPS("aten.mm", c, 120);
+    CHECK(result.incomplete);
+    CHECK(result.incomplete_message != NULL
+          && strstr(result.incomplete_message, COMPLEX_MSG) != NULL);
+
+    /* A complex output alone stands for a complex out_dtype argument. */
+    c.args[0].tensor.dtype = F;
+    c.args[1].tensor.dtype = F;
+    CHECK_FLOPS("aten.mm", c, 120);
+    CHECK(result.incomplete);
+
+    /* mm.out(self, mat2, *, out): the out tensor is an argument. */
+    c = call_new();
+    a_tensor(&c, F, "3,4");
+    a_tensor(&c, F, "4,5");
+    a_tensor(&c, F, "3,5");
+    o_tensor(&c, F, "3,5");
+    CHECK_EXACT("aten.mm", c, 120);
+
+    c = call_new();
+    a_tensor(&c, F, "3,4");
+    a_tensor(&c, F, "5,5");
+    CHECK_UNSUPPORTED("aten.mm", c, "inner dimensions differ");
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    a_tensor(&c, F, "4,5");
+    CHECK_UNSUPPORTED("aten.mm", c, "2-D");
+
+    /* Sparse operands bypass even native formulas in the reference. */
+    c = call_new();
+    a_tensor(&c, F, "3,4");
+    a_tensor(&c, F, "4,5");
+    c.args[0].tensor.dense = false;
+    CHECK_UNSUPPORTED("aten.mm", c, LAYOUT);
+
+    /* 2^31 * 2^31 * 2 * 2^31 = 2^94 does not fit. */
+    c = call_new();
+    a_tensor(&c, F, "2147483648,2147483648");
+    a_tensor(&c, F, "2147483648,2147483648");
+    CHECK_FAILS("aten.mm", c, TS_EOVERFLOW, "64-bit");
+
+    /* fc(lambda: aten.addmm(r(5), r(3,4), r(4,5))) -> 120 (bias free) */
+    c = call_new();
+    a_tensor(&c, F, "5");
+    a_tensor(&c, F, "3,4");
+    a_tensor(&c, F, "4,5");
+    a_real(&c, 0.5); /* beta */
+    a_int(&c, 2);    /* alpha */
+    o_tensor(&c, F, "3,5");
+    CHECK_EXACT("aten.addmm", c, 120);
+
+    /* fc(lambda: aten.bmm(r(2,3,4), r(2,4,5))) -> 240; 2*2*3*5*4 */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    a_tensor(&c, F, "2,4,5");
+    o_tensor(&c, F, "2,3,5");
+    CHECK_EXACT("aten.bmm", c, 240);
+    c.args[1].tensor.dims[0] = 3;
+    CHECK_UNSUPPORTED("aten.bmm", c, "batch or inner");
+
+    /* fc(lambda: aten.baddbmm(r(2,3,5), r(2,3,4), r(2,4,5))) -> 240 */
+    c = call_new();
+    a_tensor(&c, F, "2,3,5");
+    a_tensor(&c, F, "2,3,4");
+    a_tensor(&c, F, "2,4,5");
+    o_tensor(&c, F, "2,3,5");
+    CHECK_EXACT("aten.baddbmm", c, 240);
+
+    /* flop_registry[aten._scaled_mm](m(16,32), m(32,8), m(1), m(1),
+     *     out_val=m(16,8)) -> 8192; 2*16*8*32 */
+    c = call_new();
+    a_tensor(&c, TS_DTYPE_OTHER, "16,32");
+    a_tensor(&c, TS_DTYPE_OTHER, "32,8");
+    a_tensor(&c, F, "1");
+    a_tensor(&c, F, "1");
+    o_tensor(&c, F, "16,8");
+    CHECK_EXACT("aten._scaled_mm", c, 8192);
+}
+
+/* ==== native: convolutions =================================================
+ */
+
+/* convolution(input, weight, bias, stride, padding, dilation, transposed,
+ * output_padding, groups) */
+static ts_op_call
+conv_call(const char *x, const char *w, bool transposed, const char *y)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, F, x);
+    a_tensor(&c, F, w);
+    a_none(&c);
+    a_ints(&c, "1,1");
+    a_ints(&c, "0,0");
+    a_ints(&c, "1,1");
+    a_bool(&c, transposed);
+    a_ints(&c, "0,0");
+    a_int(&c, 1);
+    o_tensor(&c, F, y);
+    return c;
+}
+
+static void
+test_convolution(void)
+{
+    ts_op_call c;
+
+    /* fc(lambda: aten.convolution(r(2,3,8,8), r(4,3,3,3), None, [1,1],
+     *     [0,0], [1,1], False, [0,0], 1)) -> 15552
+     * = 36 (6x6 out) * 9 (3x3) * 2 (batch) * 4 * 3 * 2 */
+    c = conv_call("2,3,8,8", "4,3,3,3", false, "2,4,6,6");
+    CHECK_EXACT("aten.convolution", c, 15552);
+    CHECK_EXACT("aten.convolution_overrideable", c, 15552);
+
+    /* Grouped: fc(lambda: aten.convolution(r(2,4,8,8), r(6,2,3,3), r(6),
+     *     [1,1], [0,0], [1,1], False, [0,0], 2)) -> 15552
+     * = 36 * 9 * 2 * 6 * 2 (w[1] = c_in/groups, groups not applied) * 2 */
+    c = conv_call("2,4,8,8", "6,2,3,3", false, "2,6,6,6");
+    c.args[2].kind = TS_ARG_TENSOR;
+    c.args[2].tensor = shape(F, "6");
+    c.args[8].i = 2;
+    CHECK_EXACT("aten.convolution", c, 15552);
+
+    /* Transposed: fc(lambda: aten.convolution(r(2,4,5,5), r(4,3,3,3), None,
+     *     [1,1], [0,0], [1,1], True, [0,0], 1)) -> 10800
+     * = 25 (5x5 *input*) * 9 * 2 * 4 * 3 * 2 */
+    c = conv_call("2,4,5,5", "4,3,3,3", true, "2,3,7,7");
+    CHECK_EXACT("aten.convolution", c, 10800);
+
+    /* 1-D: fc(lambda: aten.convolution(r(2,3,10), r(5,3,4), None, [1], [0],
+     *     [1], False, [0], 1)) -> 1680 = 7 * 4 * 2 * 5 * 3 * 2 */
+    c = conv_call("2,3,10", "5,3,4", false, "2,5,7");
+    CHECK_EXACT("aten.convolution", c, 1680);
+
+    /* fc(lambda: aten._convolution(r(2,3,8,8), r(4,3,3,3), None, [2,2],
+     *     [1,1], [1,1], False, [0,0], 1, False, False, True, True))
+     * -> 6912 = 16 (4x4 out) * 9 * 2 * 4 * 3 * 2 */
+    c = conv_call("2,3,8,8", "4,3,3,3", false, "2,4,4,4");
+    a_bool(&c, false);
+    a_bool(&c, false);
+    a_bool(&c, true);
+    a_bool(&c, true);
+    CHECK_EXACT("aten._convolution", c, 6912);
+
+    /* Without an output shape a forward convolution cannot be counted. */
+    c = conv_call("2,3,8,8", "4,3,3,3", false, "2,4,6,6");
+    c.nouts = 0;
+    CHECK_UNSUPPORTED("aten.convolution", c, "output shape");
+    c = conv_call("2,3,8,8", "4", false, "2,4,6,6");
+    CHECK_UNSUPPORTED("aten.convolution", c, "weight");
+
+    /* Complex convolution: counted, flagged incomplete. */
+    c = conv_call("2,3,8,8", "4,3,3,3", false, "2,4,6,6");
+    c.args[0].tensor.dtype = CX;
+    CHECK_FLOPS("aten.convolution", c, 15552);
+    CHECK(result.incomplete);
+
+    /* cudnn_convolution(self, weight, padding, stride, dilation, groups,
+     * benchmark, deterministic, allow_tf32); FlopCounterMode reads
+     * benchmark as transposed:
+     * flop_registry[aten.cudnn_convolution](m(2,3,8,8), m(4,3,3,3), [0,0],
+     *     [1,1], [1,1], 1, B, False, False, out_val=m(2,4,6,6))
+     * -> 15552 for B=False, 27648 for B=True (= 64 (8x8 input) * 9 * 2 *
+     * 4 * 3 * 2). */
+    c = call_new();
+    a_tensor(&c, F, "2,3,8,8");
+    a_tensor(&c, F, "4,3,3,3");
+    a_ints(&c, "0,0");
+    a_ints(&c, "1,1");
+    a_ints(&c, "1,1");
+    a_int(&c, 1);
+    a_bool(&c, false);
+    a_bool(&c, false);
+    a_bool(&c, false);
+    o_tensor(&c, F, "2,4,6,6");
+    CHECK_EXACT("aten.cudnn_convolution", c, 15552);
+    c.args[6].i = 1;
+    CHECK_EXACT("aten.cudnn_convolution", c, 27648);
+
+    /* _slow_conv2d_forward(self, weight, kernel_size, bias, stride,
+     * padding): fc(lambda: aten._slow_conv2d_forward(r(2,3,8,8),
+     * r(4,3,3,3), [3,3], None, [1,1], [0,0])) raises TypeError in
+     * FlopCounterMode; conv_flop_count([2,3,8,8], [4,3,3,3], [2,4,6,6])
+     * -> 15552 is what its formula means for a forward convolution. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,8,8");
+    a_tensor(&c, F, "4,3,3,3");
+    a_ints(&c, "3,3");
+    a_none(&c);
+    a_ints(&c, "1,1");
+    a_ints(&c, "0,0");
+    o_tensor(&c, F, "2,4,6,6");
+    CHECK_EXACT("aten._slow_conv2d_forward", c, 15552);
+}
+
+/* convolution_backward(grad_output, input, weight, bias_sizes, stride,
+ * padding, dilation, transposed, output_padding, groups, output_mask) */
+static ts_op_call
+conv_bwd_call(const char *go,
+              const char *x,
+              const char *w,
+              bool transposed,
+              int64_t groups,
+              const char *mask)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, F, go);
+    a_tensor(&c, F, x);
+    a_tensor(&c, F, w);
+    a_none(&c);
+    a_ints(&c, "1,1");
+    a_ints(&c, "0,0");
+    a_ints(&c, "1,1");
+    a_bool(&c, transposed);
+    a_ints(&c, "0,0");
+    a_int(&c, groups);
+    a_ints(&c, mask);
+    o_tensor(&c, F, x);
+    o_tensor(&c, F, w);
+    o_tensor(&c, F, "");
+    return c;
+}
+
+static void
+test_convolution_backward(void)
+{
+    ts_op_call c;
+
+    /* go=r(2,4,6,6); x=r(2,3,8,8); w=r(4,3,3,3)
+     * fc(lambda: aten.convolution_backward(go, x, w, [4], [1,1], [0,0],
+     *     [1,1], False, [0,0], 1, MASK))
+     * MASK [T,T,F] -> 31104, [T,F,F] -> 15552, [F,T,T] -> 15552,
+     * [F,F,T] -> 0.
+     * grad_input: 36 (go 6x6) * 9 * 2 * 4 * 3 * 2 = 15552;
+     * grad_weight: batch x[1]=3, conv 3x3=9, filter go 6x6=36,
+     * c_out go[1]=4, c_in go[0]=2: 9 * 36 * 3 * 4 * 2 * 2 = 15552. */
+    c = conv_bwd_call("2,4,6,6", "2,3,8,8", "4,3,3,3", false, 1, "1,1,0");
+    CHECK_EXACT("aten.convolution_backward", c, 31104);
+    c = conv_bwd_call("2,4,6,6", "2,3,8,8", "4,3,3,3", false, 1, "1,0,0");
+    CHECK_EXACT("aten.convolution_backward", c, 15552);
+    c = conv_bwd_call("2,4,6,6", "2,3,8,8", "4,3,3,3", false, 1, "0,1,1");
+    CHECK_EXACT("aten.convolution_backward", c, 15552);
+    c = conv_bwd_call("2,4,6,6", "2,3,8,8", "4,3,3,3", false, 1, "0,0,1");
+    CHECK_EXACT("aten.convolution_backward", c, 0);
+
+    /* Transposed, go=r(2,3,7,7); x=r(2,4,5,5); w=r(4,3,3,3), True:
+     * [T,T,F] -> 21600, [T,F,F] -> 10800, [F,T,F] -> 10800.
+     * grad_input: 25 (input 5x5) * 9 * 2 * 4 * 3 * 2 = 10800;
+     * grad_weight: batch go[1]=3, conv 9, filter x 5x5=25, c_out x[1]=4,
+     * c_in x[0]=2: 9 * 25 * 3 * 4 * 2 * 2 = 10800. */
+    c = conv_bwd_call("2,3,7,7", "2,4,5,5", "4,3,3,3", true, 1, "1,1,0");
+    CHECK_EXACT("aten.convolution_backward", c, 21600);
+    c = conv_bwd_call("2,3,7,7", "2,4,5,5", "4,3,3,3", true, 1, "1,0,0");
+    CHECK_EXACT("aten.convolution_backward", c, 10800);
+    c = conv_bwd_call("2,3,7,7", "2,4,5,5", "4,3,3,3", true, 1, "0,1,0");
+    CHECK_EXACT("aten.convolution_backward", c, 10800);
+
+    /* Grouped, go=r(2,6,6,6); x=r(2,4,8,8); w=r(6,2,3,3), groups 2,
+     * [T,T,F] -> 46656 = 15552 (36*9*2*6*2*2) + 31104 (9*36*4*6*2*2). */
+    c = conv_bwd_call("2,6,6,6", "2,4,8,8", "6,2,3,3", false, 2, "1,1,0");
+    CHECK_EXACT("aten.convolution_backward", c, 46656);
+
+    /* The count does not depend on how outputs are packed. */
+    c.nouts = 0;
+    CHECK_EXACT("aten.convolution_backward", c, 46656);
+
+    c.args[10].kind = TS_ARG_OTHER;
+    CHECK_UNSUPPORTED("aten.convolution_backward", c, "output_mask");
+}
+
+/* ==== native: attention ====================================================
+ */
+
+static void
+check_attention_incomplete(void)
+{
+    CHECK(result.incomplete);
+    CHECK(result.incomplete_message != NULL
+          && strstr(result.incomplete_message, ATTENTION_MSG) != NULL);
+}
+
+static void
+test_sdpa(void)
+{
+    static const char *const fwd[] = {
+        "aten._scaled_dot_product_efficient_attention",
+        "aten._scaled_dot_product_flash_attention",
+        "aten._scaled_dot_product_cudnn_attention",
+    };
+    ts_op_call c;
+
+    /* GQA: q=m(2,8,5,16), k=m(2,2,7,16), v=m(2,2,7,12);
+     * flop_registry[aten.X](q, k, v, None, out_val=None) -> 31360 for each
+     * of the three; 2*2*8*5*7*(16+12) = 31360. Also
+     * FlopCounterMode over aten._scaled_dot_product_efficient_attention on
+     * meta tensors with 8 KV heads gives 31360. */
+    for (int i = 0; i < 3; i++) {
+        c = call_new();
+        a_tensor(&c, F, "2,8,5,16");
+        a_tensor(&c, F, "2,2,7,16");
+        a_tensor(&c, F, "2,2,7,12");
+        a_none(&c);
+        CHECK_FLOPS(fwd[i], c, 31360);
+        check_attention_incomplete();
+        CHECK((ts_op_lookup(fwd[i])->flags & TS_OPF_ATTENTION) != 0);
+    }
+
+    /* Complex wins the message. */
+    c.args[0].tensor.dtype = CX;
+    CHECK_FLOPS(fwd[0], c, 31360);
+    CHECK(result.incomplete_message != NULL
+          && strstr(result.incomplete_message, COMPLEX_MSG) != NULL);
+
+    c = call_new();
+    a_tensor(&c, F, "2,8,5,16");
+    a_tensor(&c, F, "2,3,7,16");
+    a_tensor(&c, F, "2,3,7,12");
+    CHECK_UNSUPPORTED(fwd[1], c, "multiple of key/value heads");
+    c.args[1].tensor.dims[1] = 0;
+    c.args[2].tensor.dims[1] = 0;
+    CHECK_UNSUPPORTED(fwd[1], c, "multiple of key/value heads");
+    c = call_new();
+    a_tensor(&c, F, "2,8,5,16");
+    a_tensor(&c, F, "2,2,7,16");
+    a_tensor(&c, F, "2,2,6,12");
+    CHECK_UNSUPPORTED(fwd[1], c, "incompatible");
+    c = call_new();
+    a_tensor(&c, F, "8,5,16");
+    a_tensor(&c, F, "2,2,7,16");
+    a_tensor(&c, F, "2,2,7,12");
+    CHECK_UNSUPPORTED(fwd[1], c, "4-D query");
+}
+
+static void
+test_sdpa_backward(void)
+{
+    static const char *const bwd[] = {
+        "aten._scaled_dot_product_efficient_attention_backward",
+        "aten._scaled_dot_product_flash_attention_backward",
+        "aten._scaled_dot_product_cudnn_attention_backward",
+    };
+    ts_op_call c;
+
+    /* go=m(2,8,5,12) and q, k, v as in test_sdpa:
+     * flop_registry[aten.X](go, q, k, v, out_val=None) -> 80640;
+     * 2*(2*8)*5*7*(3*16 + 2*12) = 80640. */
+    for (int i = 0; i < 3; i++) {
+        c = call_new();
+        a_tensor(&c, F, "2,8,5,12");
+        a_tensor(&c, F, "2,8,5,16");
+        a_tensor(&c, F, "2,2,7,16");
+        a_tensor(&c, F, "2,2,7,12");
+        CHECK_FLOPS(bwd[i], c, 80640);
+        check_attention_incomplete();
+    }
+    c.args[0].tensor.dims[3] = 16;
+    CHECK_UNSUPPORTED(bwd[0], c, "incompatible");
+    c.args[0].tensor.dims[3] = 12;
+    c.args[0].tensor.dims[1] = 4;
+    CHECK_UNSUPPORTED(bwd[0], c, "batch/heads");
+}
+
+static void
+test_raw_attention_kernels(void)
+{
+    ts_op_call c;
+
+    /* Dense (batch, seq, heads, dim) inputs read as (b, h, s, d), as
+     * FlopCounterMode does: q=m(2,6,4,16), k=m(2,3,4,16), v=m(2,3,4,8);
+     * flop_registry[aten._flash_attention_forward](q, k, v, None, None, 6,
+     *     3, 0.0, False, False) -> 9216
+     * flop_registry[aten._efficient_attention_forward](q, k, v, None, None,
+     *     None, None, None, 0.0, 0) -> 9216
+     * = 2 * 2 * 6 * 4 * 4 * (16 + 8). */
+    c = call_new();
+    a_tensor(&c, F, "2,6,4,16");
+    a_tensor(&c, F, "2,3,4,16");
+    a_tensor(&c, F, "2,3,4,8");
+    a_none(&c); /* cum_seq_q */
+    a_none(&c);
+    a_int(&c, 6);
+    a_int(&c, 3);
+    a_real(&c, 0.0);
+    a_bool(&c, false);
+    a_bool(&c, false);
+    CHECK_FLOPS("aten._flash_attention_forward", c, 9216);
+    check_attention_incomplete();
+    c.args[3].kind = TS_ARG_TENSOR;
+    c.args[3].tensor = shape(I, "3");
+    CHECK_UNSUPPORTED("aten._flash_attention_forward", c, "Variable-length");
+
+    c = call_new();
+    a_tensor(&c, F, "2,6,4,16");
+    a_tensor(&c, F, "2,3,4,16");
+    a_tensor(&c, F, "2,3,4,8");
+    a_none(&c); /* bias */
+    a_none(&c); /* cu_seqlens_q */
+    a_none(&c);
+    a_none(&c);
+    a_none(&c);
+    a_real(&c, 0.0);
+    a_int(&c, 0);
+    CHECK_FLOPS("aten._efficient_attention_forward", c, 9216);
+    check_attention_incomplete();
+    c.args[4].kind = TS_ARG_TENSOR;
+    c.args[4].tensor = shape(I, "3");
+    CHECK_UNSUPPORTED(
+        "aten._efficient_attention_forward", c, "Variable-length");
+
+    /* go=m(2,6,4,8):
+     * flop_registry[aten._flash_attention_backward](go, q, k, v,
+     *     m(2,6,4,8), m(1), None, None, 6, 3, 0.0, False, None, None)
+     * -> 24576
+     * flop_registry[aten._efficient_attention_backward](go, q, k, v, None,
+     *     m(2,6,4,8), None, None, 6, 3, m(1), 0.0, m(1), m(1), 0, False)
+     * -> 24576
+     * = 2 * (2*6) * 4 * 4 * (3*16 + 2*8). */
+    c = call_new();
+    a_tensor(&c, F, "2,6,4,8");
+    a_tensor(&c, F, "2,6,4,16");
+    a_tensor(&c, F, "2,3,4,16");
+    a_tensor(&c, F, "2,3,4,8");
+    a_tensor(&c, F, "2,6,4,8"); /* out */
+    a_tensor(&c, F, "1");       /* logsumexp */
+    a_none(&c);                 /* cum_seq_q */
+    a_none(&c);
+    a_int(&c, 6);
+    a_int(&c, 3);
+    CHECK_FLOPS("aten._flash_attention_backward", c, 24576);
+    check_attention_incomplete();
+    c.args[6].kind = TS_ARG_TENSOR;
+    c.args[6].tensor = shape(I, "3");
+    CHECK_UNSUPPORTED("aten._flash_attention_backward", c, "Variable-length");
+
+    c = call_new();
+    a_tensor(&c, F, "2,6,4,8");
+    a_tensor(&c, F, "2,6,4,16");
+    a_tensor(&c, F, "2,3,4,16");
+    a_tensor(&c, F, "2,3,4,8");
+    a_none(&c);                 /* bias */
+    a_tensor(&c, F, "2,6,4,8"); /* out */
+    a_none(&c);                 /* cu_seqlens_q */
+    a_none(&c);
+    a_int(&c, 6);
+    a_int(&c, 3);
+    CHECK_FLOPS("aten._efficient_attention_backward", c, 24576);
+    check_attention_incomplete();
+    c.args[6].kind = TS_ARG_TENSOR;
+    c.args[6].tensor = shape(I, "3");
+    CHECK_UNSUPPORTED(
+        "aten._efficient_attention_backward", c, "Variable-length");
+}
+
+/* ==== supplemental: guards =================================================
+ */
+
+/* add.Tensor(self, other, *, alpha) with (2,3) operands and output. */
+static ts_op_call
+binary_call(ts_dtype_class a, ts_dtype_class b, ts_dtype_class y)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, a, "2,3");
+    a_tensor(&c, b, "2,3");
+    o_tensor(&c, y, "2,3");
+    return c;
+}
+
+static void
+test_guards(void)
+{
+    ts_op_call c;
+
+    /* Integer and boolean arithmetic counts 0, silently. */
+    c = binary_call(I, I, I);
+    CHECK_EXACT("aten.add", c, 0);
+    c = binary_call(B, B, B);
+    CHECK_EXACT("aten.mul", c, 0);
+    /* A Python float makes the call floating: 6 outputs. */
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_real(&c, 0.5);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.mul", c, 6);
+
+    /* Complex tensors or scalars: unsupported, before the integer rule. */
+    c = binary_call(CX, F, CX);
+    CHECK_UNSUPPORTED("aten.add", c, REAL_ONLY);
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_complex(&c);
+    o_tensor(&c, CX, "2,3");
+    CHECK_UNSUPPORTED("aten.mul", c, REAL_ONLY);
+
+    /* Nested or sparse operands: unsupported, before anything else. */
+    c = binary_call(I, I, I);
+    c.args[1].tensor.dense = false;
+    CHECK_UNSUPPORTED("aten.add", c, LAYOUT);
+
+    /* A TENSORS argument is judged by its first tensor. */
+    c = call_new();
+    c.args[0].kind = TS_ARG_TENSORS;
+    c.args[0].ntensors = 2;
+    c.args[0].tensor = shape(F, "2,3");
+    c.args[0].tensor.dense = false;
+    c.nargs = 1;
+    o_tensor(&c, F, "2,3");
+    CHECK_UNSUPPORTED("aten.relu", c, LAYOUT);
+
+    /* Malformed shapes and a missing output. */
+    c = binary_call(F, F, F);
+    c.args[0].tensor.dims[1] = -3;
+    CHECK_UNSUPPORTED("aten.add", c, "malformed");
+    c = binary_call(F, F, F);
+    c.outs[0].ndim = TS_MAX_DIMS + 1;
+    CHECK_UNSUPPORTED("aten.add", c, "malformed");
+    c = binary_call(F, F, F);
+    c.nouts = 0;
+    CHECK_UNSUPPORTED("aten.add", c, "output shape");
+
+    /* (2^32, 2^32) has 2^64 elements. */
+    c = call_new();
+    a_tensor(&c, F, "4294967296,4294967296");
+    o_tensor(&c, F, "");
+    CHECK_FAILS("aten.sum", c, TS_EOVERFLOW, "64-bit");
+}
+
+/* ==== supplemental: elementwise ============================================
+ */
+
+static void
+test_add_div(void)
+{
+    static const char *const names[] = {
+        "aten.add", "aten.add_", "aten.sub", "aten.sub_"};
+    ts_op_call c;
+
+    for (int i = 0; i < 4; i++) {
+        /* out*(1 + [alpha != 1]): 6*1 = 6 and 6*2 = 12 */
+        c = binary_call(F, F, F);
+        CHECK_EXACT(names[i], c, 6);
+        a_int(&c, 2);
+        CHECK_EXACT(names[i], c, 12);
+    }
+    c = binary_call(F, F, F);
+    a_real(&c, 1.0); /* 1.0 == 1 */
+    CHECK_EXACT("aten.add", c, 6);
+    c.args[2].kind = TS_ARG_BOOL; /* True == 1 */
+    c.args[2].i = 1;
+    CHECK_EXACT("aten.add", c, 6);
+    c.args[2].kind = TS_ARG_REAL;
+    c.args[2].r = -0.5;
+    CHECK_EXACT("aten.add", c, 12);
+    c.nargs = 2;
+    a_other(&c);
+    CHECK_UNSUPPORTED("aten.add", c, "alpha");
+    /* add.out(self, other, *, alpha, out): alpha absent, out at index 3. */
+    c = binary_call(F, F, F);
+    a_absent(&c);
+    a_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.add", c, 6);
+    /* add.Scalar(self, Scalar other, Scalar alpha) */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_int(&c, 3);
+    a_int(&c, 3);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.sub", c, 12);
+
+    /* True division promotes: int / int counts out = 6. */
+    c = binary_call(I, I, F);
+    CHECK_EXACT("aten.div", c, 6);
+    CHECK_EXACT("aten.div_", c, 6);
+    /* div.out: index 2 is the out tensor, not a rounding mode. */
+    a_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.div", c, 6);
+    /* rounding_mode=None is true division. */
+    c = binary_call(F, F, F);
+    a_none(&c);
+    CHECK_EXACT("aten.div", c, 6);
+    /* Rounded: integer operands stay integer work (0); floating ones are
+     * unsupported. */
+    c = binary_call(I, I, I);
+    a_str(&c, "floor");
+    CHECK_EXACT("aten.div", c, 0);
+    c = binary_call(F, F, F);
+    a_str(&c, "trunc");
+    CHECK_UNSUPPORTED("aten.div_", c, "Rounded division");
+}
+
+static void
+test_unit_ops(void)
+{
+    static const char *const ones[] = {
+        "aten.mul",          "aten.mul_",       "aten.neg",
+        "aten.relu",         "aten.relu_",      "aten.exp",
+        "aten.sqrt",         "aten.rsqrt",      "aten.masked_fill",
+        "aten.masked_fill_", "aten.where",      "aten.abs",
+        "aten.abs_",         "aten.sin",        "aten.sin_",
+        "aten.cos",          "aten.cos_",       "aten.log",
+        "aten.log_",         "aten.reciprocal", "aten.reciprocal_",
+        "aten.clamp_min",    "aten.clamp_min_", "aten.clamp_max",
+        "aten.clamp_max_",   "aten.maximum",    "aten.minimum",
+    };
+    ts_op_call c;
+
+    /* 1 per output element: (2,3) -> 6. */
+    for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
+        c = call_new();
+        a_tensor(&c, B, "2,3");
+        a_tensor(&c, F, "2,3");
+        a_tensor(&c, F, "1");
+        o_tensor(&c, F, "2,3");
+        if (strncmp(ones[i], "aten.masked_fill", 16) == 0) {
+            c.args[0].tensor.dtype = F;
+            c.args[1].tensor.dtype = B;
+        }
+        CHECK_EXACT(ones[i], c, 6);
+    }
+
+    /* exp, sqrt and rsqrt promote integers; sin does not. */
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.exp", c, 6);
+    CHECK_EXACT("aten.sqrt", c, 6);
+    CHECK_EXACT("aten.rsqrt", c, 6);
+    CHECK_EXACT("aten.sin", c, 0);
+    CHECK_EXACT("aten.sigmoid", c, 0);
+
+    /* masked_fill follows its input, not the fill value. */
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_tensor(&c, B, "2,3");
+    a_real(&c, 0.5);
+    o_tensor(&c, I, "2,3");
+    CHECK_EXACT("aten.masked_fill", c, 0);
+
+    /* where.self on integers is integer work; where(condition) alone is an
+     * index query. */
+    c = call_new();
+    a_tensor(&c, B, "2,3");
+    a_tensor(&c, I, "2,3");
+    a_tensor(&c, I, "2,3");
+    o_tensor(&c, I, "2,3");
+    CHECK_EXACT("aten.where", c, 0);
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    o_tensor(&c, I, "4");
+    CHECK_UNSUPPORTED("aten.where", c, "indices");
+    c.args[0].tensor.dtype = B;
+    CHECK_EXACT("aten.where", c, 0);
+}
+
+static void
+test_clamp_addc(void)
+{
+    ts_op_call c;
+
+    /* clamp(self, min, max): out*([min] + [max]) with out = 6. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_real(&c, -1.0);
+    a_none(&c);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.clamp", c, 6);
+    c.args[2].kind = TS_ARG_INT;
+    CHECK_EXACT("aten.clamp_", c, 12);
+    c.args[1].kind = TS_ARG_NONE;
+    c.args[2].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.clamp", c, 0);
+    /* clamp.Tensor with one tensor bound and max absent: 6 */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.clamp", c, 6);
+
+    /* addcmul(self, t1, t2, *, value): out*(2 + [value != 1]);
+     * 6*2 = 12, 6*3 = 18. */
+    static const char *const addc[] = {
+        "aten.addcmul", "aten.addcmul_", "aten.addcdiv", "aten.addcdiv_"};
+    for (int i = 0; i < 4; i++) {
+        c = call_new();
+        a_tensor(&c, F, "2,3");
+        a_tensor(&c, F, "2,3");
+        a_tensor(&c, F, "1,3");
+        o_tensor(&c, F, "2,3");
+        CHECK_EXACT(addc[i], c, 12);
+        a_real(&c, 0.5);
+        CHECK_EXACT(addc[i], c, 18);
+        a_tensor(&c, F, "2,3"); /* addcmul.out's out slot */
+        CHECK_EXACT(addc[i], c, 18);
+    }
+    /* The tensor operands set the dtype, not the value scalar. */
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_tensor(&c, I, "2,3");
+    a_tensor(&c, I, "2,3");
+    a_real(&c, 0.5);
+    o_tensor(&c, I, "2,3");
+    CHECK_EXACT("aten.addcmul", c, 0);
+}
+
+static void
+test_activations(void)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, F, "2,3");
+    o_tensor(&c, F, "2,3");
+
+    /* (2,3) output: sigmoid 4*6, tanh 6*6, silu 5*6. */
+    CHECK_EXACT("aten.sigmoid", c, 24);
+    CHECK_EXACT("aten.sigmoid_", c, 24);
+    CHECK_EXACT("aten.tanh", c, 36);
+    CHECK_EXACT("aten.tanh_", c, 36);
+    CHECK_EXACT("aten.silu", c, 30);
+    CHECK_EXACT("aten.silu_", c, 30);
+    /* gelu: 5*6 exact, 14*6 tanh. */
+    CHECK_EXACT("aten.gelu", c, 30);
+    a_str(&c, "none");
+    CHECK_EXACT("aten.gelu", c, 30);
+    c.args[1].str = "tanh";
+    CHECK_EXACT("aten.gelu_", c, 84);
+    c.args[1].str = "fast";
+    CHECK_UNSUPPORTED("aten.gelu", c, "'none' and 'tanh'");
+
+    /* glu(self (4,6), dim=-1) -> (4,3): 5 * 12 = 60 output-based. */
+    c = call_new();
+    a_tensor(&c, F, "4,6");
+    a_int(&c, -1);
+    o_tensor(&c, F, "4,3");
+    CHECK_EXACT("aten.glu", c, 60);
+
+    /* pow(self (2,3), 2): 6; any other exponent is unsupported. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_int(&c, 2);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.pow", c, 6);
+    c.args[1].kind = TS_ARG_REAL;
+    c.args[1].r = 2.0;
+    CHECK_EXACT("aten.pow_", c, 6);
+    c.args[1].r = 0.5;
+    CHECK_UNSUPPORTED("aten.pow", c, "exponent of two");
+    c.args[1].kind = TS_ARG_INT;
+    c.args[1].i = 3;
+    CHECK_UNSUPPORTED("aten.pow", c, "exponent of two");
+    c.args[1].kind = TS_ARG_TENSOR; /* pow.Tensor_Tensor */
+    c.args[1].tensor = shape(F, "");
+    CHECK_UNSUPPORTED("aten.pow", c, "exponent of two");
+    /* Integer powers are integer work, whatever the exponent. */
+    c.args[0].tensor.dtype = I;
+    c.args[1].kind = TS_ARG_INT;
+    c.outs[0].dtype = I;
+    CHECK_EXACT("aten.pow", c, 0);
+}
+
+static void
+test_per_input_table(void)
+{
+    static const struct {
+        const char *name;
+        int64_t cost;
+    } table[] = {
+        {"aten.hardtanh", 2},     {"aten.hardtanh_", 2},
+        {"aten.threshold", 2},    {"aten.threshold_", 2},
+        {"aten.hardshrink", 3},   {"aten.leaky_relu", 4},
+        {"aten.leaky_relu_", 4},  {"aten.hardsigmoid", 4},
+        {"aten.hardsigmoid_", 4}, {"aten._prelu_kernel", 4},
+        {"aten.prelu", 4},        {"aten.hardswish", 5},
+        {"aten.hardswish_", 5},   {"aten.softshrink", 5},
+        {"aten.softplus", 7},     {"aten.celu", 7},
+        {"aten.celu_", 7},        {"aten.log_sigmoid_forward", 7},
+        {"aten.mish", 10},        {"aten.mish_", 10},
+    };
+    ts_op_call c;
+
+    /* (2,4) input, N = 8: the contract pins Hardtanh/ReLU6 16,
+     * Threshold 16, Hardshrink 24, LeakyReLU/Hardsigmoid/PReLU 32,
+     * Hardswish/Softshrink 40, Softplus/CELU/LogSigmoid 56, Mish 80. */
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        c = call_new();
+        a_tensor(&c, F, "2,4");
+        a_real(&c, 0.25);
+        /* Outputs are ignored: log_sigmoid_forward returns a buffer too. */
+        o_tensor(&c, F, "2,4");
+        o_tensor(&c, F, "0");
+        CHECK_EXACT(table[i].name, c, 8 * table[i].cost);
+    }
+
+    /* elu(self, alpha, scale, input_scale): (6 + [scale != 1] +
+     * [input_scale != 1]) * 8 = 48 (contract pin), 56, 64. */
+    c = call_new();
+    a_tensor(&c, F, "2,4");
+    o_tensor(&c, F, "2,4");
+    CHECK_EXACT("aten.elu", c, 48);
+    a_real(&c, 1.5);
+    a_real(&c, 1.0507);
+    CHECK_EXACT("aten.elu", c, 56);
+    a_real(&c, 2.0);
+    CHECK_EXACT("aten.elu_", c, 64);
+    c.args[3].kind = TS_ARG_INT;
+    c.args[3].i = 1;
+    CHECK_EXACT("aten.elu_", c, 56);
+
+    /* rrelu_with_noise(self, noise, lower, upper, training): eval 4*8 = 32
+     * (contract pin), training unsupported. */
+    c = call_new();
+    a_tensor(&c, F, "2,4");
+    a_tensor(&c, F, "2,4");
+    a_real(&c, 0.125);
+    a_real(&c, 1.0 / 3.0);
+    a_bool(&c, false);
+    o_tensor(&c, F, "2,4");
+    CHECK_EXACT("aten.rrelu_with_noise", c, 32);
+    CHECK_EXACT("aten.rrelu_with_noise_", c, 32);
+    c.args[4].i = 1;
+    CHECK_UNSUPPORTED("aten.rrelu_with_noise", c, "evaluation calls only");
+    c.nargs = 2; /* training defaults to False */
+    CHECK_EXACT("aten.rrelu_with_noise", c, 32);
+}
+
+/* ==== supplemental: reductions =============================================
+ */
+
+static ts_op_call
+reduce_call(const char *x, const char *y)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, F, x);
+    o_tensor(&c, F, y);
+    return c;
+}
+
+static void
+test_reductions(void)
+{
+    ts_op_call c;
+
+    /* sum (2,3,4) over dim 1 -> (2,4): 24 - 8 = 16; over all: 24 - 1. */
+    c = reduce_call("2,3,4", "2,4");
+    a_ints(&c, "1");
+    CHECK_EXACT("aten.sum", c, 16);
+    c = reduce_call("2,3,4", "");
+    CHECK_EXACT("aten.sum", c, 23);
+    /* Empty input into 3 outputs: max(0, 0 - 3) = 0. */
+    c = reduce_call("0,3", "3");
+    CHECK_EXACT("aten.sum", c, 0);
+    /* The output dtype decides (dtype=, then out=, then input). */
+    c = reduce_call("2,3,4", "");
+    c.args[0].tensor.dtype = I;
+    c.outs[0].dtype = I;
+    CHECK_EXACT("aten.sum", c, 0);
+    c.outs[0].dtype = F; /* sum(int, dtype=float) */
+    CHECK_EXACT("aten.sum", c, 23);
+    c.args[0].tensor.dtype = F;
+    c.outs[0].dtype = I; /* sum(float, dtype=int64) */
+    CHECK_EXACT("aten.sum", c, 0);
+    c.outs[0].dtype = CX;
+    CHECK_UNSUPPORTED("aten.sum", c, REAL_ONLY);
+
+    /* mean: sum + out: 16 + 8 = 24; 23 + 1 = 24. */
+    c = reduce_call("2,3,4", "2,4");
+    a_ints(&c, "1");
+    CHECK_EXACT("aten.mean", c, 24);
+    c = reduce_call("2,3,4", "");
+    CHECK_EXACT("aten.mean", c, 24);
+    c = reduce_call("0,3", "3");
+    CHECK_UNSUPPORTED("aten.mean", c, "nonempty reduction rows");
+    c = reduce_call("0,3", "0");
+    CHECK_EXACT("aten.mean", c, 0);
+
+    /* cumsum (3,4): dim 1 (width 4): 12 - 3 = 9; dim 0 (width 3):
+     * 12 - 4 = 8; dim -1 as dim 1. */
+    c = reduce_call("3,4", "3,4");
+    a_int(&c, 1);
+    CHECK_EXACT("aten.cumsum", c, 9);
+    c.args[1].i = -1;
+    CHECK_EXACT("aten.cumsum_", c, 9);
+    c.args[1].i = 0;
+    CHECK_EXACT("aten.cumsum", c, 8);
+    c.args[1].i = 2;
+    CHECK_UNSUPPORTED("aten.cumsum", c, "out of range");
+    c.args[1].kind = TS_ARG_STR;
+    c.args[1].str = "N";
+    CHECK_UNSUPPORTED("aten.cumsum", c, "named");
+    /* 0-D input: width 1, 1 - 1 = 0. Empty dim: 0. */
+    c = reduce_call("", "");
+    a_int(&c, 0);
+    CHECK_EXACT("aten.cumsum", c, 0);
+    c = reduce_call("3,0", "3,0");
+    a_int(&c, 1);
+    CHECK_EXACT("aten.cumsum", c, 0);
+    /* cumsum(int, dtype=float): the float output stands for dtype=. */
+    c = reduce_call("3,4", "3,4");
+    a_int(&c, 1);
+    c.args[0].tensor.dtype = I;
+    CHECK_EXACT("aten.cumsum", c, 9);
+    c.outs[0].dtype = I;
+    CHECK_EXACT("aten.cumsum", c, 0);
+}
+
+static void
+test_extremum(void)
+{
+    static const char *const names[] = {"aten.max", "aten.min"};
+    ts_op_call c;
+
+    for (int i = 0; i < 2; i++) {
+        /* max.dim(self (3,4), 1) -> values (3), indices (3): 12 - 3 = 9 */
+        c = reduce_call("3,4", "3");
+        a_int(&c, 1);
+        o_tensor(&c, I, "3");
+        CHECK_EXACT(names[i], c, 9);
+        /* max(self): 12 - 1 = 11 */
+        c = reduce_call("3,4", "");
+        CHECK_EXACT(names[i], c, 11);
+        /* max.other(self, other): elementwise, 12 */
+        c = reduce_call("3,4", "3,4");
+        a_tensor(&c, F, "3,4");
+        CHECK_EXACT(names[i], c, 12);
+        /* ... also with a 0-D other broadcast to (3,4). */
+        c.args[1].tensor = shape(F, "");
+        CHECK_EXACT(names[i], c, 12);
+        /* max.unary_out(self, *, out): a reduction, 11, told apart by the
+         * overload name or, without it, by the 0-D result. */
+        c = reduce_call("3,4", "");
+        a_tensor(&c, F, "");
+        CHECK_EXACT(names[i], c, 11);
+        c.overload = "unary_out";
+        CHECK_EXACT(names[i], c, 11);
+        /* All 0-D: other(self, other) is 1 comparison. */
+        c = reduce_call("", "");
+        a_tensor(&c, F, "");
+        c.overload = "other";
+        CHECK_EXACT(names[i], c, 1);
+        c.overload = NULL;
+        CHECK_EXACT(names[i], c, 1);
+        c.overload = "unary_out";
+        CHECK_EXACT(names[i], c, 0);
+    }
+}
+
+static void
+test_norms(void)
+{
+    static const char *const names[] = {"aten.norm",
+                                        "aten.linalg_vector_norm"};
+    ts_op_call c;
+
+    for (int i = 0; i < 2; i++) {
+        /* order 2 (default, None, 2, 2.0) over (3,4): 2*12 = 24 */
+        c = reduce_call("3,4", "");
+        CHECK_EXACT(names[i], c, 24);
+        a_none(&c);
+        CHECK_EXACT(names[i], c, 24);
+        c.args[1].kind = TS_ARG_INT;
+        c.args[1].i = 2;
+        CHECK_EXACT(names[i], c, 24);
+        c.args[1].kind = TS_ARG_REAL;
+        c.args[1].r = 2.0;
+        CHECK_EXACT(names[i], c, 24);
+        /* order inf over all: 24 - 1 = 23; -inf the same */
+        c.args[1].r = INFINITY;
+        CHECK_EXACT(names[i], c, 23);
+        c.args[1].r = -INFINITY;
+        CHECK_EXACT(names[i], c, 23);
+        c.args[1].r = 3.0;
+        CHECK_UNSUPPORTED(names[i], c, "orders 1, 2");
+        c.args[1].kind = TS_ARG_STR;
+        c.args[1].str = "fro";
+        CHECK_UNSUPPORTED(names[i], c, "orders 1, 2");
+        /* order 1 over dim 1 -> (3): 24 - 3 = 21 */
+        c = reduce_call("3,4", "3");
+        a_int(&c, 1);
+        a_ints(&c, "1");
+        CHECK_EXACT(names[i], c, 21);
+    }
+    /* norm(int, dtype=float): the float output stands for dtype=. */
+    c = reduce_call("3,4", "");
+    c.args[0].tensor.dtype = I;
+    CHECK_EXACT("aten.norm", c, 24);
+}
+
+static void
+test_products(void)
+{
+    ts_op_call c;
+
+    /* dot (5)x(5): 2*5 = 10; mv (3,4)x(4): 2*12 = 24 */
+    c = call_new();
+    a_tensor(&c, F, "5");
+    a_tensor(&c, F, "5");
+    o_tensor(&c, F, "");
+    CHECK_EXACT("aten.dot", c, 10);
+    CHECK_EXACT("aten.vdot", c, 10);
+    c = call_new();
+    a_tensor(&c, F, "3,4");
+    a_tensor(&c, F, "4");
+    o_tensor(&c, F, "3");
+    CHECK_EXACT("aten.mv", c, 24);
+    c.args[0].tensor.dtype = CX;
+    CHECK_UNSUPPORTED("aten.mv", c, REAL_ONLY);
+
+    /* _grouped_mm (6,4) rows x (2,4,5) experts: 2*24*5 = 240 */
+    c = call_new();
+    a_tensor(&c, F, "6,4");
+    a_tensor(&c, F, "2,4,5");
+    a_tensor(&c, I, "2");
+    o_tensor(&c, F, "6,5");
+    CHECK_EXACT("aten._grouped_mm", c, 240);
+    c.args[1].tensor = shape(F, "2,5,5");
+    CHECK_UNSUPPORTED("aten._grouped_mm", c, "equal-width expert");
+    c.args[0].tensor = shape(F, "2,6,4");
+    c.args[1].tensor = shape(F, "2,4,5");
+    CHECK_UNSUPPORTED("aten._grouped_mm", c, "equal-width expert");
+}
+
+/* ==== supplemental: softmax and norms ======================================
+ */
+
+static void
+test_softmax(void)
+{
+    ts_op_call c;
+
+    /* (2,4), dim -1: N = 8, R = 2: softmax 5*8 - 2*2 = 36, log-softmax
+     * 4*8 - 2 = 30 (contract pins), safe softmax 36 + 2*8 = 52. */
+    c = reduce_call("2,4", "2,4");
+    a_int(&c, -1);
+    a_bool(&c, false);
+    CHECK_EXACT("aten._softmax", c, 36);
+    CHECK_EXACT("aten._log_softmax", c, 30);
+    c.args[2].kind = TS_ARG_NONE; /* _safe_softmax's dtype */
+    CHECK_EXACT("aten._safe_softmax", c, 52);
+    /* Softmax2d on (2,4,2,2), dim -3: N = 32, R = 8: 160 - 16 = 144
+     * (contract pin). */
+    c = reduce_call("2,4,2,2", "2,4,2,2");
+    a_int(&c, -3);
+    a_bool(&c, false);
+    CHECK_EXACT("aten._softmax", c, 144);
+    /* Empty rows or batches count 0. */
+    c = reduce_call("0,4", "0,4");
+    a_int(&c, 1);
+    a_bool(&c, false);
+    CHECK_EXACT("aten._softmax", c, 0);
+    c = reduce_call("3,0", "3,0");
+    a_int(&c, 1);
+    a_bool(&c, false);
+    CHECK_EXACT("aten._softmax", c, 0);
+    /* 0-D: a row of width 1: 5 - 2 = 3. */
+    c = reduce_call("", "");
+    a_int(&c, 0);
+    a_bool(&c, false);
+    CHECK_EXACT("aten._softmax", c, 3);
+}
+
+static void
+test_layer_group_rms_norm(void)
+{
+    ts_op_call c;
+
+    /* native_layer_norm(input (2,3,4), [4], weight, bias, eps): N = 24,
+     * R = 6: 6*24 + 2*6 + 2*24 = 204; weight only 180; none 156. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    a_ints(&c, "4");
+    a_tensor(&c, F, "4");
+    a_tensor(&c, F, "4");
+    a_real(&c, 1e-5);
+    o_tensor(&c, F, "2,3,4");
+    o_tensor(&c, F, "2,3,1");
+    o_tensor(&c, F, "2,3,1");
+    CHECK_EXACT("aten.native_layer_norm", c, 204);
+    c.args[3].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.native_layer_norm", c, 180);
+    c.args[2].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.native_layer_norm", c, 156);
+    /* normalized_shape [3,4]: R = 2: 144 + 4 = 148 */
+    c.args[1].nints = 2;
+    c.args[1].ints[0] = 3;
+    c.args[1].ints[1] = 4;
+    CHECK_EXACT("aten.native_layer_norm", c, 148);
+    c.args[1].ints[1] = 0;
+    CHECK_UNSUPPORTED("aten.native_layer_norm", c, "nonempty normalized row");
+
+    /* native_group_norm(input (2,6,4), weight, bias, N=2, C=6, HxW=4,
+     * group=3, eps): N = 48: 6*48 + 2*2*3 + 2*48 = 396. */
+    c = call_new();
+    a_tensor(&c, F, "2,6,4");
+    a_tensor(&c, F, "6");
+    a_tensor(&c, F, "6");
+    a_int(&c, 2);
+    a_int(&c, 6);
+    a_int(&c, 4);
+    a_int(&c, 3);
+    a_real(&c, 1e-5);
+    o_tensor(&c, F, "2,6,4");
+    CHECK_EXACT("aten.native_group_norm", c, 396);
+    c.args[1].kind = TS_ARG_NONE;
+    c.args[2].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.native_group_norm", c, 300); /* 288 + 12 */
+    c.args[0].tensor = shape(F, "2,6,0");
+    CHECK_UNSUPPORTED("aten.native_group_norm", c, "nonempty normalized");
+    c.args[0].tensor = shape(F, "2,6,4");
+    c.args[6].kind = TS_ARG_NONE;
+    CHECK_UNSUPPORTED("aten.native_group_norm", c, "group");
+
+    /* rms_norm(input (2,3,4), [4], weight (4), eps): (3+1)*24 + 2*6 = 108;
+     * without weight 3*24 + 12 = 84; [3,4] no weight: 72 + 2*2 = 76. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    a_ints(&c, "4");
+    a_tensor(&c, F, "4");
+    a_none(&c);
+    o_tensor(&c, F, "2,3,4");
+    CHECK_EXACT("aten.rms_norm", c, 108);
+    CHECK_EXACT("aten._fused_rms_norm", c, 108);
+    c.args[2].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.rms_norm", c, 84);
+    c.nargs = 2;
+    CHECK_EXACT("aten.rms_norm", c, 84);
+    c.args[1].nints = 2;
+    c.args[1].ints[0] = 3;
+    c.args[1].ints[1] = 4;
+    CHECK_EXACT("aten.rms_norm", c, 76);
+    c.args[1].ints[0] = 2; /* trailing dims are (3,4) */
+    CHECK_UNSUPPORTED("aten.rms_norm", c, "matching nonempty");
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    a_ints(&c, "4");
+    a_tensor(&c, F, "2,2");
+    o_tensor(&c, F, "2,3,4");
+    CHECK_UNSUPPORTED("aten.rms_norm", c, "matching weight");
+    c.args[1].nints = 0;
+    CHECK_UNSUPPORTED("aten.rms_norm", c, "matching nonempty");
+}
+
+/* (input, weight, bias, running_mean, running_var, training, ...) */
+static ts_op_call
+batch_norm_call(bool training)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, F, "2,3,4,4");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_bool(&c, training);
+    a_real(&c, 0.1);
+    a_real(&c, 1e-5);
+    o_tensor(&c, F, "2,3,4,4");
+    o_tensor(&c, F, "3");
+    o_tensor(&c, F, "3");
+    return c;
+}
+
+static void
+test_batch_norm(void)
+{
+    ts_op_call c;
+
+    /* Input (2,3,4,4): N = 96, C = 3.
+     * eval, affine: 2*96 + 2*3 + 2*96 = 390;
+     * training with both running stats: 390 + 4*96 + 3*(3 + 5) = 798;
+     * training with running_var only: 390 + 384 + 3*5 = 789;
+     * training without running stats: 390 + 384 = 774. */
+    c = batch_norm_call(false);
+    CHECK_EXACT("aten.native_batch_norm", c, 390);
+    CHECK_EXACT("aten._native_batch_norm_legit", c, 390);
+    c = batch_norm_call(true);
+    CHECK_EXACT("aten.native_batch_norm", c, 798);
+    CHECK_EXACT("aten._native_batch_norm_legit", c, 798);
+    c.args[3].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.native_batch_norm", c, 789);
+    c.args[4].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.native_batch_norm", c, 774);
+    /* Without affine, eval: 2*96 + 6 = 198. */
+    c = batch_norm_call(false);
+    c.args[1].kind = TS_ARG_NONE;
+    c.args[2].kind = TS_ARG_NONE;
+    CHECK_EXACT("aten.native_batch_norm", c, 198);
+
+    /* _native_batch_norm_legit.no_stats(input, weight, bias, training,
+     * momentum, eps): 774 in training, 390 in eval. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4,4");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_bool(&c, true);
+    a_real(&c, 0.1);
+    a_real(&c, 1e-5);
+    o_tensor(&c, F, "2,3,4,4");
+    CHECK_EXACT("aten._native_batch_norm_legit", c, 774);
+    c.args[3].i = 0;
+    CHECK_EXACT("aten._native_batch_norm_legit", c, 390);
+    c.args[3].i = 1;
+    c.overload = "no_stats";
+    CHECK_EXACT("aten._native_batch_norm_legit", c, 774);
+
+    /* _native_batch_norm_legit_no_training(input, weight, bias,
+     * running_mean, running_var, momentum, eps): eval, 390. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4,4");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_real(&c, 0.1);
+    a_real(&c, 1e-5);
+    o_tensor(&c, F, "2,3,4,4");
+    CHECK_EXACT("aten._native_batch_norm_legit_no_training", c, 390);
+
+    c = batch_norm_call(true);
+    c.args[0].tensor = shape(F, "0,3,4,4");
+    CHECK_UNSUPPORTED("aten.native_batch_norm", c, "Empty native BatchNorm");
+    c.args[0].tensor = shape(F, "3");
+    CHECK_UNSUPPORTED("aten.native_batch_norm", c, "channel");
+}
+
+/* ==== supplemental: pooling ================================================
+ */
+
+static void
+test_pooling(void)
+{
+    ts_op_call c;
+
+    /* max_pool2d_with_indices(self (1,2,4,4), [2,2]) -> (1,2,2,2) values
+     * and indices: O = 8, K = 4: 8*3 = 24. A single kernel value stands
+     * for k^2 (the contract's unbatched MaxPool2d((2,)) pin is 24). */
+    c = call_new();
+    a_tensor(&c, F, "1,2,4,4");
+    a_ints(&c, "2,2");
+    o_tensor(&c, F, "1,2,2,2");
+    o_tensor(&c, I, "1,2,2,2");
+    CHECK_EXACT("aten.max_pool2d_with_indices", c, 24);
+    c.args[1].nints = 1;
+    CHECK_EXACT("aten.max_pool2d_with_indices", c, 24);
+    c.args[0].tensor = shape(F, "2,4,4"); /* unbatched */
+    c.outs[0] = shape(F, "2,2,2");
+    CHECK_EXACT("aten.max_pool2d_with_indices", c, 24);
+    /* kernel [3,2] with a (1,2,2,3) output: O = 12, K = 6: 12*5 = 60 */
+    c = call_new();
+    a_tensor(&c, F, "1,2,4,4");
+    a_ints(&c, "3,2");
+    o_tensor(&c, F, "1,2,2,3");
+    CHECK_EXACT("aten.max_pool2d_with_indices", c, 60);
+    c.args[1].kind = TS_ARG_OTHER;
+    CHECK_UNSUPPORTED("aten.max_pool2d_with_indices", c, "kernel_size");
+
+    /* avg_pool2d(self (1,2,4,4), [2,2]) -> (1,2,2,2): O*K = 8*4 = 32 */
+    c = call_new();
+    a_tensor(&c, F, "1,2,4,4");
+    a_ints(&c, "2,2");
+    o_tensor(&c, F, "1,2,2,2");
+    CHECK_EXACT("aten.avg_pool2d", c, 32);
+
+    /* 3-D, kernel [2] -> K = 2^3 = 8, (1,1,4,4,4) -> (1,1,2,2,2), O = 8:
+     * max 8*7 = 56, avg 8*8 = 64. */
+    c = call_new();
+    a_tensor(&c, F, "1,1,4,4,4");
+    a_ints(&c, "2");
+    o_tensor(&c, F, "1,1,2,2,2");
+    o_tensor(&c, I, "1,1,2,2,2");
+    CHECK_EXACT("aten.max_pool3d_with_indices", c, 56);
+    CHECK_EXACT("aten.avg_pool3d", c, 64);
+    c.args[1].kind = TS_ARG_INT; /* a bare int kernel is a cube too */
+    c.args[1].i = 2;
+    CHECK_EXACT("aten.avg_pool3d", c, 64);
+
+    /* Adaptive (1,1,5,7) -> (1,1,2,3): per axis L + O - gcd(L, O):
+     * 5 + 2 - 1 = 6 (windows [0,3) and [2,5)), 7 + 3 - 1 = 9 (three windows
+     * of 3): visits 54; avg 54, max 54 - 6 = 48. */
+    c = call_new();
+    a_tensor(&c, F, "1,1,5,7");
+    a_ints(&c, "2,3");
+    o_tensor(&c, F, "1,1,2,3");
+    o_tensor(&c, I, "1,1,2,3");
+    CHECK_EXACT("aten._adaptive_avg_pool2d", c, 54);
+    CHECK_EXACT("aten.adaptive_max_pool2d", c, 48);
+    /* (2,1,4,4,4) -> (2,1,2,2,2): 4 + 2 - 2 = 4 per axis, 2 * 4^3 = 128
+     * visits; avg 128, max 128 - 16 = 112. */
+    c = call_new();
+    a_tensor(&c, F, "2,1,4,4,4");
+    a_ints(&c, "2,2,2");
+    o_tensor(&c, F, "2,1,2,2,2");
+    o_tensor(&c, I, "2,1,2,2,2");
+    CHECK_EXACT("aten._adaptive_avg_pool3d", c, 128);
+    CHECK_EXACT("aten.adaptive_max_pool3d", c, 112);
+    /* Global pooling (1,3,7,7) -> (1,3,1,1): 7 + 1 - 1 = 7 per axis,
+     * 3 * 49 = 147 visits: avg 147, max 147 - 3 = 144. */
+    c = call_new();
+    a_tensor(&c, F, "1,3,7,7");
+    a_ints(&c, "1,1");
+    o_tensor(&c, F, "1,3,1,1");
+    o_tensor(&c, I, "1,3,1,1");
+    CHECK_EXACT("aten._adaptive_avg_pool2d", c, 147);
+    CHECK_EXACT("aten.adaptive_max_pool2d", c, 144);
+    /* Empty input: L = 0 gives 0 + O - O = 0 visits. */
+    c = call_new();
+    a_tensor(&c, F, "1,3,0,7");
+    a_ints(&c, "2,2");
+    o_tensor(&c, F, "1,3,2,2");
+    CHECK_EXACT("aten._adaptive_avg_pool2d", c, 0);
+    c = call_new();
+    a_tensor(&c, F, "7");
+    a_ints(&c, "2,2");
+    o_tensor(&c, F, "2,2");
+    CHECK_UNSUPPORTED("aten._adaptive_avg_pool2d", c, "pooled dimensions");
+}
+
+/* ==== supplemental: attention ==============================================
+ */
+
+static void
+test_cpu_attention(void)
+{
+    const char *name = "aten._scaled_dot_product_flash_attention_for_cpu";
+    ts_op_call c;
+
+    /* q (1,2,3,4), k (1,1,5,4), v (1,1,5,6) (GQA 2:1): rows = 1*2*3 = 6,
+     * scores = 6*5 = 30: 2*30*(4+6) + 30 + 5*30 - 2*6 = 600 + 30 + 150 -
+     * 12 = 768; causal + 30 = 798; and a mask + 30 = 828. */
+    c = call_new();
+    a_tensor(&c, F, "1,2,3,4");
+    a_tensor(&c, F, "1,1,5,4");
+    a_tensor(&c, F, "1,1,5,6");
+    o_tensor(&c, F, "1,2,3,6");
+    o_tensor(&c, F, "1,2,3");
+    CHECK_EXACT(name, c, 768);
+    /* Supplemental and not a matrix-core count: no incomplete flag. */
+    CHECK(ts_op_lookup(name)->flags == 0);
+    a_real(&c, 0.0);
+    a_bool(&c, true);
+    CHECK_EXACT(name, c, 798);
+    a_tensor(&c, B, "3,5");
+    CHECK_EXACT(name, c, 828);
+    c.args[4].i = 0;
+    CHECK_EXACT(name, c, 798);
+    c.args[3].r = 0.1;
+    CHECK_UNSUPPORTED(name, c, "dropout");
+
+    /* Empty rows or keys: 0. */
+    c = call_new();
+    a_tensor(&c, F, "1,2,0,4");
+    a_tensor(&c, F, "1,1,5,4");
+    a_tensor(&c, F, "1,1,5,6");
+    CHECK_EXACT(name, c, 0);
+    c.args[0].tensor.dims[2] = 3;
+    c.args[1].tensor.dims[2] = 0;
+    c.args[2].tensor.dims[2] = 0;
+    CHECK_EXACT(name, c, 0);
+
+    /* Shape rules. */
+    c = call_new();
+    a_tensor(&c, F, "1,3,3,4");
+    a_tensor(&c, F, "1,2,5,4");
+    a_tensor(&c, F, "1,2,5,6");
+    CHECK_UNSUPPORTED(name, c, "divisible query/KV heads");
+    c.args[0].tensor.dims[1] = 4;
+    c.args[2].tensor.dims[2] = 6;
+    CHECK_UNSUPPORTED(name, c, "K/V lengths");
+    c.args[2].tensor.dims[2] = 5;
+    c.args[1].tensor.dims[3] = 8;
+    CHECK_UNSUPPORTED(name, c, "Q/K widths");
+    c.args[1].tensor.dims[3] = 4;
+    c.args[0].tensor.dense = false;
+    CHECK_UNSUPPORTED(name, c, LAYOUT);
+}
+
+/* _native_multi_head_attention(query, key, value, embed_dim, num_head,
+ * qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
+ * average_attn_weights, mask_type) */
+static void
+test_native_mha(void)
+{
+    ts_op_call c = call_new();
+
+    /* B = 1, L = 3, E = 4, H = 2: 8*1*3*16 = 384; BLE = 12;
+     * 4*1*9*4 = 144; rows = 6, scores = 18: 5*18 - 2*6 = 78;
+     * averaged weights (defaults) + 18: 384 + 12 + 144 + 78 + 18 = 636;
+     * without returned weights 618; with a mask too 654. */
+    a_tensor(&c, F, "1,3,4");
+    a_tensor(&c, F, "1,3,4");
+    a_tensor(&c, F, "1,3,4");
+    a_int(&c, 4);
+    a_int(&c, 2);
+    a_tensor(&c, F, "12,4");
+    a_tensor(&c, F, "12");
+    a_tensor(&c, F, "4,4");
+    a_tensor(&c, F, "4");
+    o_tensor(&c, F, "1,3,4");
+    o_tensor(&c, F, "1,3,3");
+    CHECK_EXACT("aten._native_multi_head_attention", c, 636);
+    a_none(&c);
+    a_bool(&c, false);
+    CHECK_EXACT("aten._native_multi_head_attention", c, 618);
+    c.args[10].i = 1;
+    a_bool(&c, false); /* per-head weights: no averaging */
+    CHECK_EXACT("aten._native_multi_head_attention", c, 618);
+    c.args[11].i = 1;
+    c.args[9].kind = TS_ARG_TENSOR;
+    c.args[9].tensor = shape(B, "3,3");
+    CHECK_EXACT("aten._native_multi_head_attention", c, 654);
+
+    /* Cross-attention or mismatched widths have no convention. */
+    c.args[1].tensor.dims[1] = 5;
+    c.args[2].tensor.dims[1] = 5;
+    CHECK_UNSUPPORTED(
+        "aten._native_multi_head_attention", c, "self-attention");
+    c.args[1].tensor.dims[1] = 3;
+    c.args[2].tensor.dims[1] = 3;
+    c.args[3].i = 8;
+    CHECK_UNSUPPORTED(
+        "aten._native_multi_head_attention", c, "self-attention");
+    c.args[3].i = 4;
+    c.args[4].kind = TS_ARG_NONE;
+    CHECK_UNSUPPORTED("aten._native_multi_head_attention", c, "num_head");
+}
+
+/* _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight,
+ * qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps,
+ * norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+ * ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type) */
+static ts_op_call
+encoder_call(bool use_gelu)
+{
+    ts_op_call c = call_new();
+    a_tensor(&c, F, "1,3,4");
+    a_int(&c, 4);
+    a_int(&c, 2);
+    a_tensor(&c, F, "12,4");
+    a_tensor(&c, F, "12");
+    a_tensor(&c, F, "4,4");
+    a_tensor(&c, F, "4");
+    a_bool(&c, use_gelu);
+    a_bool(&c, false);
+    a_real(&c, 1e-5);
+    for (int i = 0; i < 4; i++) {
+        a_tensor(&c, F, "4");
+    }
+    a_tensor(&c, F, "8,4");
+    a_tensor(&c, F, "8");
+    a_tensor(&c, F, "4,8");
+    a_tensor(&c, F, "4");
+    o_tensor(&c, F, "1,3,4");
+    return c;
+}
+
+static void
+test_encoder_layer(void)
+{
+    const char *name = "aten._transformer_encoder_layer_fwd";
+    ts_op_call c = encoder_call(false);
+
+#if TS_OP_MAX_ARGS >= 20
+    /* src (1,3,4), E = 4, H = 2, ffn_weight_1 (8,4): attention without
+     * weights 618 (test_native_mha); rows = 3, hidden = 3*8 = 24:
+     * 4*24*4 = 384; ReLU 24; 18*12 = 216; 4*3 = 12:
+     * 618 + 384 + 24 + 216 + 12 = 1254. GELU: 5*24 = 120 instead of 24:
+     * 1350. A mask adds one per score (18): 1272. */
+    CHECK_EXACT(name, c, 1254);
+    c = encoder_call(true);
+    CHECK_EXACT(name, c, 1350);
+    c = encoder_call(false);
+    a_tensor(&c, B, "3,3");
+    a_int(&c, 0);
+    CHECK_EXACT(name, c, 1272);
+    c.args[18].kind = TS_ARG_NONE;
+    CHECK_EXACT(name, c, 1254);
+#else
+    /* The mask is argument 18, past what the call struct can hold. */
+    CHECK_UNSUPPORTED(name, c, "TS_OP_MAX_ARGS");
+#endif
+    c = encoder_call(false);
+    c.nargs = 17;
+    CHECK_UNSUPPORTED(name, c, "first 18 arguments");
+}
+
+int
+main(void)
+{
+    test_table();
+    test_ignored();
+    test_matmul();
+    test_convolution();
+    test_convolution_backward();
+    test_sdpa();
+    test_sdpa_backward();
+    test_raw_attention_kernels();
+    test_guards();
+    test_add_div();
+    test_unit_ops();
+    test_clamp_addc();
+    test_activations();
+    test_per_input_table();
+    test_reductions();
+    test_extremum();
+    test_norms();
+    test_products();
+    test_softmax();
+    test_layer_group_rms_norm();
+    test_batch_norm();
+    test_pooling();
+    test_cpu_attention();
+    test_native_mha();
+    test_encoder_layer();
+    return ts_test_report();
+}
