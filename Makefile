@@ -33,13 +33,13 @@ $(BUILT): $(STAMP) $(CSRC) $(PYSRC)
 ctest: $(STAMP)
 	test -d build-c || $(MESON) setup build-c -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug
 	$(MESON) compile -C build-c
-	@set -e; for t in build-c/test_*; do echo "== $$t"; $$t; done
+	@set -e; for t in build-c/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== $$t"; $$t; done
 
 # The same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: $(STAMP)
 	test -d build-asan || $(MESON) setup build-asan -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 	$(MESON) compile -C build-asan
-	@set -e; for t in build-asan/test_*; do echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
+	@set -e; for t in build-asan/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
 
 pytest: build
 	$(PY) -m pytest tests/python -q

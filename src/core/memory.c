@@ -20,7 +20,9 @@ int
 ts_memory_peak(ts_mem_event *events, size_t n, int64_t *peak)
 {
     int64_t live = 0, best = 0;
-    qsort(events, n, sizeof *events, compare_events);
+    if (n > 1) {
+        qsort(events, n, sizeof *events, compare_events);
+    }
     for (size_t i = 0; i < n; i++) {
         if (!ts_add(live, events[i].bytes, &live)) {
             return TS_EOVERFLOW;
