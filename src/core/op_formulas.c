@@ -132,6 +132,7 @@ scalar_not_one(const ts_op_arg *a,
                ts_error *err)
 {
     bool equal = true;
+    *not_one = false;
     if (given(a) && !scalar_equals(a, 1, &equal)) {
         return ts_error_set(err,
                             TS_EUNSUPPORTED,
@@ -1081,7 +1082,7 @@ f_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
     calc c = {false};
     const ts_shape *y;
-    bool count, scaled;
+    bool count, scaled = false;
     int rc = supp_begin(call, DT_LEAVES, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
@@ -1181,7 +1182,7 @@ f_addc(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
     calc c = {false};
     const ts_shape *y;
-    bool count, scaled;
+    bool count, scaled = false;
     int rc = supp_begin(call, DT_TENSOR_OPERANDS, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
@@ -1304,7 +1305,7 @@ f_in10(const ts_op_call *call, ts_op_result *out, ts_error *err)
 static int
 f_elu(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
-    bool count, scale, input_scale;
+    bool count, scale = false, input_scale = false;
     int rc = supp_begin(call, DT_LEAVES, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
