@@ -122,9 +122,15 @@ int ts_session_end_call(ts_session *session,
                         bool failed,
                         const ts_module_call *call);
 
-/* Adds operator flops to a layer record (the layer's own calls only). */
-void ts_session_add_layer_op_flops(ts_session *session, int layer,
-                                   int64_t flops);
+/* The method string of operator FLOPs. */
+#define TS_OPERATOR_METHOD "torchscan_dispatch_counter"
+
+/* Attributes one operator call to a layer record (the call's own work, its
+ * child module calls excluded): `flops` are added; `complete` false marks
+ * the layer's operator FLOPs as a lower bound (an uncounted or refused
+ * operator ran in it). Ignored when layer < 0. */
+void ts_session_add_layer_op(ts_session *session, int layer, int64_t flops,
+                             bool complete);
 
 /* Model-level facts gathered by the binding after the forward. */
 typedef struct ts_model_totals {

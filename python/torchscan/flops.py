@@ -13,7 +13,7 @@ from .report import Diagnostic, MetricResult
 
 __all__ = ["FlopReport", "measure_flops"]
 
-METHOD = "torchscan_dispatch_counter"
+METHOD: str = _engine.OPERATOR_METHOD
 
 
 class FlopReport(TypedDict):

@@ -346,6 +346,7 @@ typedef struct layer_record {
     json_t *metrics;
     ts_attribution attribution;
     int64_t op_flops;
+    bool op_incomplete;
 } layer_record;
 
 struct ts_session {
@@ -500,13 +501,16 @@ ts_session_current_layer(const ts_session *session)
 }
 
 void
-ts_session_add_layer_op_flops(ts_session *session, int layer, int64_t flops)
+ts_session_add_layer_op(ts_session *session, int layer, int64_t flops,
+                        bool complete)
 {
     if (layer >= 0 && (size_t)layer < session->nlayers) {
         layer_record *l = &session->layers[layer];
         if (!ts_add(l->op_flops, flops, &l->op_flops)) {
             l->op_flops = INT64_MAX;
+            l->op_incomplete = true;
         }
+        l->op_incomplete |= !complete;
     }
 }
 
@@ -771,6 +775,18 @@ done:
 static json_t *
 layer_json(const ts_session *session, const layer_record *layer)
 {
+    if (session->full && json_object_get(layer->metrics, "operator_flops")
+                             == NULL) {
+        /* The operators this call ran itself; the rows sum to the total. */
+        json_t *ops = ts_metric_new(
+            layer->op_incomplete ? TS_PARTIAL : TS_COMPLETE,
+            ts_int(layer->op_flops), "FLOPs", "module_call_self",
+            TS_OPERATOR_METHOD);
+        if (ops == NULL
+            || json_object_set_new(layer->metrics, "operator_flops", ops)) {
+            return NULL;
+        }
+    }
     const module_record *m = &session->modules[layer->module];
     const char *dot = strrchr(m->path, '.');
     const char *name = dot ? dot + 1 : m->path;

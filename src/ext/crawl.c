@@ -1095,7 +1095,13 @@ add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root,
             (*nmemo)++;
         }
     }
-    if (tsx_module_desc(c->st, module, native, native_type, &desc) < 0) {
+    if (!c->full) {
+        /* structure mode runs no formula: no hyperparameters to read */
+        memset(&desc, 0, sizeof desc);
+        desc.kind = native ? native->kind : TS_MOD_UNKNOWN;
+    }
+    else if (tsx_module_desc(c->st, module, native, native_type, &desc)
+             < 0) {
         return -1;
     }
     children = has_children(module);

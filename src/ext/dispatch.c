@@ -569,9 +569,11 @@ count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
         PyErr_SetString(PyExc_OverflowError, "operator FLOPs overflow");
         return -1;
     }
-    if (kind == TS_OPCALL_COUNTED && c->session != NULL) {
-        ts_session_add_layer_op_flops(
-            c->session, ts_session_current_layer(c->session), res.flops);
+    if (c->session != NULL && kind != TS_OPCALL_IGNORED) {
+        ts_session_add_layer_op(
+            c->session, ts_session_current_layer(c->session),
+            kind == TS_OPCALL_COUNTED ? res.flops : 0,
+            kind == TS_OPCALL_COUNTED && !res.incomplete);
     }
     return 0;
 }

@@ -331,7 +331,10 @@ engine_exec(PyObject *module)
     if (st->crawl_type == NULL || st->hook_type == NULL
         || st->counter_type == NULL
         || PyModule_AddType(module, st->crawl_type) < 0
-        || PyModule_AddType(module, st->counter_type) < 0) {
+        || PyModule_AddType(module, st->counter_type) < 0
+        || PyModule_AddStringConstant(module, "OPERATOR_METHOD",
+                                      TS_OPERATOR_METHOD)
+               < 0) {
         return -1;
     }
     return 0;

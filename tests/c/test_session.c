@@ -57,7 +57,7 @@ test_crawl_report(void)
     layer = ts_session_begin_call(s, l0, call_meta(tensor_meta(2, 4)), &attr);
     CHECK_EQ_INT(layer, 1);
     CHECK_EQ_INT(ts_session_current_layer(s), 1);
-    ts_session_add_layer_op_flops(s, layer, 16);
+    ts_session_add_layer_op(s, layer, 16, true);
     call.type_name = "Linear";
     call.has_input = call.has_output = true;
     call.input = shape2(2, 4);
@@ -96,6 +96,18 @@ test_crawl_report(void)
         json_object_get(json_array_get(layers, 1), "metrics"),
         "module_flops");
     CHECK_EQ_INT(json_integer_value(json_object_get(mf, "value")), 32);
+    /* the 16 operator FLOPs recorded inside the Linear call, and none in
+     * the root's own work */
+    json_t *of = json_object_get(
+        json_object_get(json_array_get(layers, 1), "metrics"),
+        "operator_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(of, "value")), 16);
+    CHECK_EQ_STR(json_string_value(json_object_get(of, "scope")),
+                 "module_call_self");
+    of = json_object_get(
+        json_object_get(json_array_get(layers, 0), "metrics"),
+        "operator_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(of, "value")), 0);
     tot = json_object_get(report, "totals");
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_object_get(tot, "module_flops"), "status")),
