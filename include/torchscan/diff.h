@@ -11,13 +11,15 @@ extern "C" {
 /* Diffs two {name: MetricResult} maps over the sorted union of names.
  * Returns a new {name: {status, delta, before, after}} object, or NULL with
  * err (TS_EINVAL "metric 'x' has incompatible unit" ...). */
-json_t *ts_diff_metrics(const json_t *before, const json_t *after,
+json_t *ts_diff_metrics(const json_t *before,
+                        const json_t *after,
                         ts_error *err);
 
 /* compare_reports: a new ReportDiff, or NULL with err set (TS_EINVAL for
  * schema mismatch, duplicate layer calls, incompatible metrics). The inputs
  * are not modified. */
-json_t *ts_compare_reports(const json_t *before, const json_t *after,
+json_t *ts_compare_reports(const json_t *before,
+                           const json_t *after,
                            ts_error *err);
 
 #ifdef __cplusplus

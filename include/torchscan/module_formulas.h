@@ -27,16 +27,16 @@ typedef enum {
     TS_MOD_RELU6,
     TS_MOD_TANH,
     TS_MOD_SIGMOID,
-    TS_MOD_CONV,           /* Conv1d/2d/3d (rank 1-3) */
-    TS_MOD_CONVTRANSPOSE,  /* ConvTranspose1d/2d/3d */
-    TS_MOD_BATCHNORM,      /* BatchNorm1d/2d/3d, SyncBatchNorm, lazy */
-    TS_MOD_MAXPOOL,        /* MaxPool1d/2d/3d */
-    TS_MOD_AVGPOOL,        /* AvgPool1d/2d/3d */
+    TS_MOD_CONV,          /* Conv1d/2d/3d (rank 1-3) */
+    TS_MOD_CONVTRANSPOSE, /* ConvTranspose1d/2d/3d */
+    TS_MOD_BATCHNORM,     /* BatchNorm1d/2d/3d, SyncBatchNorm, lazy */
+    TS_MOD_MAXPOOL,       /* MaxPool1d/2d/3d */
+    TS_MOD_AVGPOOL,       /* AvgPool1d/2d/3d */
     TS_MOD_ADAPTIVE_MAXPOOL,
     TS_MOD_ADAPTIVE_AVGPOOL,
-    TS_MOD_DROPOUT,        /* exact nn.Dropout */
+    TS_MOD_DROPOUT, /* exact nn.Dropout */
     TS_MOD_LAYERNORM,
-    TS_MOD_MHA,            /* nn.MultiheadAttention */
+    TS_MOD_MHA, /* nn.MultiheadAttention */
     TS_MOD_KIND_COUNT
 } ts_module_kind;
 
@@ -44,11 +44,11 @@ typedef enum {
  * family does not use are zero. Spatial tuples hold `rank` entries. */
 typedef struct ts_module_desc {
     ts_module_kind kind;
-    int rank;            /* spatial rank of conv/pool families (1-3) */
-    bool training;       /* module.training during the call (crawl: false) */
-    bool inplace;        /* activations, dropout */
-    bool has_weight;     /* linear/conv/norm affine weight present */
-    bool has_bias;       /* linear/conv/norm bias present */
+    int rank;        /* spatial rank of conv/pool families (1-3) */
+    bool training;   /* module.training during the call (crawl: false) */
+    bool inplace;    /* activations, dropout */
+    bool has_weight; /* linear/conv/norm affine weight present */
+    bool has_bias;   /* linear/conv/norm bias present */
     /* Linear */
     int64_t in_features, out_features;
     /* Conv / ConvTranspose */

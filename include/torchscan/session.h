@@ -28,10 +28,10 @@ int ts_opstats_intern(ts_opstats *stats, const char *packet_name);
 
 /* How an observed call was handled. */
 typedef enum {
-    TS_OPCALL_COUNTED = 0,  /* flops counted (may be 0) */
-    TS_OPCALL_IGNORED,      /* on the ignore list (reason from the table) */
-    TS_OPCALL_UNCOUNTED,    /* no formula: uncounted_operator */
-    TS_OPCALL_UNSUPPORTED,  /* formula refused: unsupported_operator_formula */
+    TS_OPCALL_COUNTED = 0, /* flops counted (may be 0) */
+    TS_OPCALL_IGNORED,     /* on the ignore list (reason from the table) */
+    TS_OPCALL_UNCOUNTED,   /* no formula: uncounted_operator */
+    TS_OPCALL_UNSUPPORTED, /* formula refused: unsupported_operator_formula */
 } ts_opcall_kind;
 
 /* Records one call of operator `id`. For COUNTED, `flops` is added to the
@@ -85,7 +85,8 @@ bool ts_session_module_is_leaf(const ts_session *session, int module);
 
 /* Updates a module's parameter count (lazy modules materialize them in
  * their first call). */
-void ts_session_set_param_numel(ts_session *session, int module,
+void ts_session_set_param_numel(ts_session *session,
+                                int module,
                                 int64_t numel);
 
 /* Parameter/buffer attribution of one call (counted by the binding: tensors
@@ -129,7 +130,9 @@ int ts_session_end_call(ts_session *session,
  * child module calls excluded): `flops` are added; `complete` false marks
  * the layer's operator FLOPs as a lower bound (an uncounted or refused
  * operator ran in it). Ignored when layer < 0. */
-void ts_session_add_layer_op(ts_session *session, int layer, int64_t flops,
+void ts_session_add_layer_op(ts_session *session,
+                             int layer,
+                             int64_t flops,
                              bool complete);
 
 /* Model-level facts gathered by the binding after the forward. */

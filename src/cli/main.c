@@ -15,10 +15,11 @@
 static int
 usage(void)
 {
-    fputs("usage: torchscan table REPORT.json [--max-depth N] "
-          "[--wrap mid|end|none] [--receptive-field]\n"
-          "       torchscan compare BEFORE.json AFTER.json\n",
-          stderr);
+    fputs(
+        "usage: torchscan table REPORT.json [--max-depth N] "
+        "[--wrap mid|end|none] [--receptive-field]\n"
+        "       torchscan compare BEFORE.json AFTER.json\n",
+        stderr);
     return 2;
 }
 
@@ -28,8 +29,8 @@ load(const char *path)
     json_error_t error;
     json_t *report = json_load_file(path, JSON_REJECT_DUPLICATES, &error);
     if (report == NULL) {
-        fprintf(stderr, "torchscan: %s:%d: %s\n", path, error.line,
-                error.text);
+        fprintf(
+            stderr, "torchscan: %s:%d: %s\n", path, error.line, error.text);
     }
     return report;
 }

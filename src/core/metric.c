@@ -4,8 +4,8 @@
 
 #include "torchscan/core.h"
 
-static const char *const status_names[] = {"complete", "partial",
-                                           "unavailable"};
+static const char *const status_names[] = {
+    "complete", "partial", "unavailable"};
 
 const char *
 ts_status_name(ts_status status)
@@ -61,8 +61,7 @@ ts_metric_new(ts_status status,
         }
         value = status == TS_COMPLETE ? json_incref(known_value) : json_null();
     }
-    if (json_object_set_new(obj, "status",
-                            json_string(ts_status_name(status)))
+    if (json_object_set_new(obj, "status", json_string(ts_status_name(status)))
         || json_object_set_new(obj, "value", value)
         || json_object_set_new(obj, "known_value", known_value)
         || json_object_set_new(obj, "unit", json_string(unit))

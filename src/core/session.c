@@ -52,8 +52,13 @@ add_diagnostic(json_t *list,
                const char *op,
                const char *message)
 {
-    json_t *d = json_pack("{s:s, s:s, s:s}", "code", code, "severity",
-                          "warning", "metric", metric);
+    json_t *d = json_pack("{s:s, s:s, s:s}",
+                          "code",
+                          code,
+                          "severity",
+                          "warning",
+                          "metric",
+                          metric);
     if (d == NULL) {
         return TS_ENOMEM;
     }
@@ -126,7 +131,9 @@ ts_opstats_intern(ts_opstats *stats, const char *packet_name)
         }
     }
     if (stats->nops >= INT32_MAX
-        || grow((void **)&stats->ops, &stats->cap, stats->nops + 1,
+        || grow((void **)&stats->ops,
+                &stats->cap,
+                stats->nops + 1,
                 sizeof(op_record))) {
         return TS_ENOMEM;
     }
@@ -177,8 +184,10 @@ ts_opstats_record(ts_opstats *stats,
                     return TS_OK;
                 }
             }
-            if (grow((void **)&stats->notes, &stats->notes_cap,
-                     stats->nnotes + 1, sizeof(unsupported_note))) {
+            if (grow((void **)&stats->notes,
+                     &stats->notes_cap,
+                     stats->nnotes + 1,
+                     sizeof(unsupported_note))) {
                 return TS_ENOMEM;
             }
             stats->notes[stats->nnotes].id = id;
@@ -241,15 +250,18 @@ ts_opstats_report(const ts_opstats *stats,
     for (size_t i = 0; i < stats->nops; i++) {
         const op_record *rec = sorted[i];
         if (rec->counted_calls > 0
-            && json_object_set_new(by_op, rec->name,
-                                   json_integer(rec->flops))) {
+            && json_object_set_new(
+                by_op, rec->name, json_integer(rec->flops))) {
             goto error;
         }
         if (rec->ignored_calls > 0
             && json_object_set_new(
-                ignored, rec->name,
-                json_pack("{s:I, s:s}", "calls",
-                          (json_int_t)rec->ignored_calls, "reason",
+                ignored,
+                rec->name,
+                json_pack("{s:I, s:s}",
+                          "calls",
+                          (json_int_t)rec->ignored_calls,
+                          "reason",
                           rec->ignore_reason ? rec->ignore_reason : ""))) {
             goto error;
         }
@@ -259,48 +271,80 @@ ts_opstats_report(const ts_opstats *stats,
     for (size_t i = 0; i < stats->nops; i++) {
         const op_record *rec = sorted[i];
         if (rec->uncounted_calls > 0 && !rec->unsupported) {
-            snprintf(message, sizeof message,
+            snprintf(message,
+                     sizeof message,
                      "%s was observed %lld time(s), but no FLOP formula is "
                      "registered.",
-                     rec->name, (long long)rec->uncounted_calls);
-            if (add_diagnostic(diags, "uncounted_operator", "flops", NULL,
-                               rec->name, message)) {
+                     rec->name,
+                     (long long)rec->uncounted_calls);
+            if (add_diagnostic(diags,
+                               "uncounted_operator",
+                               "flops",
+                               NULL,
+                               rec->name,
+                               message)) {
                 goto error;
             }
         }
     }
     for (size_t i = 0; i < stats->nnotes; i++) {
         const op_record *rec = &stats->ops[stats->notes[i].id];
-        if (add_diagnostic(diags, "unsupported_operator_formula", "flops",
-                           NULL, rec->name, stats->notes[i].message)) {
+        if (add_diagnostic(diags,
+                           "unsupported_operator_formula",
+                           "flops",
+                           NULL,
+                           rec->name,
+                           stats->notes[i].message)) {
             goto error;
         }
     }
     for (size_t i = 0; i < stats->nops; i++) {
         const op_record *rec = sorted[i];
         if (rec->incomplete) {
-            snprintf(message, sizeof message,
+            snprintf(message,
+                     sizeof message,
                      "%s was counted with a formula that leaves work out "
                      "(complex arithmetic or the softmax and scaling of "
                      "fused attention); the count is a lower bound.",
                      rec->name);
-            if (add_diagnostic(diags, "incomplete_operator_formula", "flops",
-                               NULL, rec->name, message)) {
+            if (add_diagnostic(diags,
+                               "incomplete_operator_formula",
+                               "flops",
+                               NULL,
+                               rec->name,
+                               message)) {
                 goto error;
             }
         }
     }
     total = ts_metric_new(json_array_size(diags) ? TS_PARTIAL : TS_COMPLETE,
-                          ts_int(stats->total), "FLOPs", "workload", method);
+                          ts_int(stats->total),
+                          "FLOPs",
+                          "workload",
+                          method);
     if (total == NULL) {
         goto error;
     }
     report = json_pack("{s:i, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:o, s:o}",
-                       "schema_version", 1, "context", "torch_version",
-                       torch_version, "method", method, "counting_convention",
-                       "torchscan_flops_v1", "total", total, "by_module",
-                       by_module, "by_operator", by_op, "ignored_operators",
-                       ignored, "diagnostics", diags);
+                       "schema_version",
+                       1,
+                       "context",
+                       "torch_version",
+                       torch_version,
+                       "method",
+                       method,
+                       "counting_convention",
+                       "torchscan_flops_v1",
+                       "total",
+                       total,
+                       "by_module",
+                       by_module,
+                       "by_operator",
+                       by_op,
+                       "ignored_operators",
+                       ignored,
+                       "diagnostics",
+                       diags);
     free(sorted);
     return report; /* json_pack's "o" stole every reference, also on error */
 error:
@@ -316,15 +360,24 @@ error:
 json_t *
 ts_flop_report_not_requested(const char *torch_version)
 {
-    json_t *total = ts_metric_new(TS_UNAVAILABLE, ts_int(0), "FLOPs",
-                                  "workload", "not_requested");
+    json_t *total = ts_metric_new(
+        TS_UNAVAILABLE, ts_int(0), "FLOPs", "workload", "not_requested");
     if (total == NULL) {
         return NULL;
     }
     return json_pack("{s:i, s:{s:s, s:s}, s:o, s:{}, s:{}, s:{}, s:[]}",
-                     "schema_version", 1, "context", "torch_version",
-                     torch_version, "method", "not_requested", "total", total,
-                     "by_module", "by_operator", "ignored_operators",
+                     "schema_version",
+                     1,
+                     "context",
+                     "torch_version",
+                     torch_version,
+                     "method",
+                     "not_requested",
+                     "total",
+                     total,
+                     "by_module",
+                     "by_operator",
+                     "ignored_operators",
                      "diagnostics");
 }
 
@@ -407,8 +460,10 @@ ts_session_add_module(ts_session *session,
 {
     module_record *m;
     if (session->nmodules >= INT32_MAX
-        || grow((void **)&session->modules, &session->modules_cap,
-                session->nmodules + 1, sizeof(module_record))) {
+        || grow((void **)&session->modules,
+                &session->modules_cap,
+                session->nmodules + 1,
+                sizeof(module_record))) {
         return TS_ENOMEM;
     }
     m = &session->modules[session->nmodules];
@@ -466,10 +521,14 @@ ts_session_begin_call(ts_session *session,
         return TS_EINVAL;
     }
     if (session->nlayers >= INT32_MAX
-        || grow((void **)&session->layers, &session->layers_cap,
-                session->nlayers + 1, sizeof(layer_record))
-        || grow((void **)&session->stack, &session->stack_cap,
-                session->depth + 1, sizeof(int))) {
+        || grow((void **)&session->layers,
+                &session->layers_cap,
+                session->nlayers + 1,
+                sizeof(layer_record))
+        || grow((void **)&session->stack,
+                &session->stack_cap,
+                session->depth + 1,
+                sizeof(int))) {
         json_decref(input);
         return TS_ENOMEM;
     }
@@ -480,8 +539,8 @@ ts_session_begin_call(ts_session *session,
     layer->input = input;
     layer->output = json_pack("{s:s}", "kind", "pending");
     layer->metrics = json_object();
-    calls = ts_metric_new(TS_COMPLETE, ts_int(1), "calls", "module_call",
-                          "pytorch_hook");
+    calls = ts_metric_new(
+        TS_COMPLETE, ts_int(1), "calls", "module_call", "pytorch_hook");
     if (attribution != NULL) {
         layer->attribution = *attribution;
     }
@@ -501,7 +560,9 @@ ts_session_current_layer(const ts_session *session)
 }
 
 void
-ts_session_add_layer_op(ts_session *session, int layer, int64_t flops,
+ts_session_add_layer_op(ts_session *session,
+                        int layer,
+                        int64_t flops,
                         bool complete)
 {
     if (layer >= 0 && (size_t)layer < session->nlayers) {
@@ -514,12 +575,14 @@ ts_session_add_layer_op(ts_session *session, int layer, int64_t flops,
     }
 }
 
-static const char *const estimate_names[6] = {
-    "module_flops", "macs", "dmas", "receptive_field", "effective_stride",
-    "effective_padding"};
-static const char *const estimate_units[6] = {"FLOPs",    "MACs",
-                                              "DMAs",     "elements",
-                                              "elements", "elements"};
+static const char *const estimate_names[6] = {"module_flops",
+                                              "macs",
+                                              "dmas",
+                                              "receptive_field",
+                                              "effective_stride",
+                                              "effective_padding"};
+static const char *const estimate_units[6] = {
+    "FLOPs", "MACs", "DMAs", "elements", "elements", "elements"};
 
 /* Stores one estimate into the layer's metrics, with its diagnostic. */
 static int
@@ -534,8 +597,10 @@ store_estimate(ts_session *session,
     const char *code = NULL;
     switch (est->kind) {
         case TS_EST_COMPLETE:
-            metric = ts_metric_new(TS_COMPLETE, est->value,
-                                   estimate_units[which], "module_call",
+            metric = ts_metric_new(TS_COMPLETE,
+                                   est->value,
+                                   estimate_units[which],
+                                   "module_call",
                                    MODULE_METHOD);
             break;
         case TS_EST_UNSUPPORTED:
@@ -543,19 +608,25 @@ store_estimate(ts_session *session,
              * lower bound: partial, never a silent zero. The receptive
              * field has no lower bound, so it becomes unavailable. */
             metric = ts_metric_new(which < 3 ? TS_PARTIAL : TS_UNAVAILABLE,
-                                   ts_int(0), estimate_units[which],
-                                   "module_call", MODULE_METHOD);
+                                   ts_int(0),
+                                   estimate_units[which],
+                                   "module_call",
+                                   MODULE_METHOD);
             code = "unsupported_module_metric";
             break;
         case TS_EST_NOT_APPLICABLE:
-            metric = ts_metric_new(TS_UNAVAILABLE, ts_int(0),
-                                   estimate_units[which], "module_call",
+            metric = ts_metric_new(TS_UNAVAILABLE,
+                                   ts_int(0),
+                                   estimate_units[which],
+                                   "module_call",
                                    MODULE_METHOD ":not_applicable");
             break;
         case TS_EST_ERROR:
         default:
-            metric = ts_metric_new(TS_UNAVAILABLE, ts_int(0),
-                                   estimate_units[which], "module_call",
+            metric = ts_metric_new(TS_UNAVAILABLE,
+                                   ts_int(0),
+                                   estimate_units[which],
+                                   "module_call",
                                    MODULE_METHOD);
             code = "module_metric_error";
             break;
@@ -565,8 +636,11 @@ store_estimate(ts_session *session,
         return TS_ENOMEM;
     }
     if (code != NULL && emit_diagnostic) {
-        return add_diagnostic(session->diagnostics, code,
-                              estimate_names[which], path, NULL,
+        return add_diagnostic(session->diagnostics,
+                              code,
+                              estimate_names[which],
+                              path,
+                              NULL,
                               est->message);
     }
     return TS_OK;
@@ -582,9 +656,11 @@ estimate_layer(ts_session *session,
     json_t *metrics = layer->metrics;
     if (failed) {
         for (int i = 0; i < 6; i++) {
-            json_t *metric =
-                ts_metric_new(TS_UNAVAILABLE, ts_int(0), estimate_units[i],
-                              "module_call", "forward_failed");
+            json_t *metric = ts_metric_new(TS_UNAVAILABLE,
+                                           ts_int(0),
+                                           estimate_units[i],
+                                           "module_call",
+                                           "forward_failed");
             if (metric == NULL
                 || json_object_set_new(metrics, estimate_names[i], metric)) {
                 return TS_ENOMEM;
@@ -594,14 +670,18 @@ estimate_layer(ts_session *session,
     }
     if (call == NULL || !call->has_input || !call->has_output) {
         for (int i = 0; i < 3; i++) {
-            json_t *metric =
-                ts_metric_new(TS_UNAVAILABLE, ts_int(0), estimate_units[i],
-                              "module_call", MODULE_METHOD);
+            json_t *metric = ts_metric_new(TS_UNAVAILABLE,
+                                           ts_int(0),
+                                           estimate_units[i],
+                                           "module_call",
+                                           MODULE_METHOD);
             if (metric == NULL
                 || json_object_set_new(metrics, estimate_names[i], metric)
                 || add_diagnostic(session->diagnostics,
-                                  "missing_metric_tensor", estimate_names[i],
-                                  m->path, NULL,
+                                  "missing_metric_tensor",
+                                  estimate_names[i],
+                                  m->path,
+                                  NULL,
                                   "The module call did not expose both an "
                                   "input and output tensor.")) {
                 return TS_ENOMEM;
@@ -614,8 +694,8 @@ estimate_layer(ts_session *session,
     if (rc != TS_OK) {
         return rc;
     }
-    const ts_estimate *all[6] = {&est.flops, &est.macs,   &est.dmas,
-                                 &est.rf,    &est.stride, &est.padding};
+    const ts_estimate *all[6] = {
+        &est.flops, &est.macs, &est.dmas, &est.rf, &est.stride, &est.padding};
     for (int i = 0; i < 6; i++) {
         /* The receptive-field trio reports one diagnostic, on its first
          * metric. */
@@ -657,8 +737,11 @@ ts_session_end_call(ts_session *session,
         json_decref(output);
         layer->output = json_pack("{s:s}", "kind", "failed");
         if (layer->output == NULL
-            || add_diagnostic(session->diagnostics, "module_forward_error",
-                              "calls", m->path, NULL,
+            || add_diagnostic(session->diagnostics,
+                              "module_forward_error",
+                              "calls",
+                              m->path,
+                              NULL,
                               "The module forward raised an exception that "
                               "a parent module caught.")) {
             return TS_ENOMEM;
@@ -747,8 +830,11 @@ aggregate(const ts_session *session, const char *name, const char *unit)
         }
         len = (size_t)snprintf(method, sizeof method, "sum_module_estimates[");
         for (size_t j = 0; j < n && len < sizeof method; j++) {
-            len += (size_t)snprintf(method + len, sizeof method - len, "%s%s",
-                                    j ? ", " : "", names[j]);
+            len += (size_t)snprintf(method + len,
+                                    sizeof method - len,
+                                    "%s%s",
+                                    j ? ", " : "",
+                                    names[j]);
         }
         if (len < sizeof method) {
             snprintf(method + len, sizeof method - len, "]");
@@ -756,16 +842,19 @@ aggregate(const ts_session *session, const char *name, const char *unit)
         free(names);
     }
     if (rows == 0 || overflow) {
-        result = ts_metric_new(TS_UNAVAILABLE, ts_int(0), unit, "forward",
-                               method);
+        result =
+            ts_metric_new(TS_UNAVAILABLE, ts_int(0), unit, "forward", method);
     }
     else if (all_complete) {
-        result = ts_metric_new(TS_COMPLETE, ts_int(known), unit, "forward",
-                               method);
+        result =
+            ts_metric_new(TS_COMPLETE, ts_int(known), unit, "forward", method);
     }
     else {
         result = ts_metric_new(known_rows ? TS_PARTIAL : TS_UNAVAILABLE,
-                               ts_int(known), unit, "forward", method);
+                               ts_int(known),
+                               unit,
+                               "forward",
+                               method);
     }
 done:
     json_decref(methods);
@@ -775,13 +864,15 @@ done:
 static json_t *
 layer_json(const ts_session *session, const layer_record *layer)
 {
-    if (session->full && json_object_get(layer->metrics, "operator_flops")
-                             == NULL) {
+    if (session->full
+        && json_object_get(layer->metrics, "operator_flops") == NULL) {
         /* The operators this call ran itself; the rows sum to the total. */
-        json_t *ops = ts_metric_new(
-            layer->op_incomplete ? TS_PARTIAL : TS_COMPLETE,
-            ts_int(layer->op_flops), "FLOPs", "module_call_self",
-            TS_OPERATOR_METHOD);
+        json_t *ops =
+            ts_metric_new(layer->op_incomplete ? TS_PARTIAL : TS_COMPLETE,
+                          ts_int(layer->op_flops),
+                          "FLOPs",
+                          "module_call_self",
+                          TS_OPERATOR_METHOD);
         if (ops == NULL
             || json_object_set_new(layer->metrics, "operator_flops", ops)) {
             return NULL;
@@ -811,21 +902,49 @@ layer_json(const ts_session *session, const layer_record *layer)
     return json_pack(
         "{s:s, s:i, s:s, s:i, s:s, s:O, s:O, s:{s:I, s:I, s:I, s:b}, "
         "s:{s:I, s:I, s:b}, s:O}",
-        "path", m->path, "call_index", (int)layer->call_index, "name", name,
-        "depth", depth, "type", m->type_name, "input", layer->input, "output",
-        layer->output, "parameters", "trainable", (json_int_t)a->trainable,
-        "frozen", (json_int_t)a->frozen, "bytes", (json_int_t)a->param_bytes,
-        "shared", (int)a->param_shared, "buffers", "elements",
-        (json_int_t)a->buffer_elements, "bytes", (json_int_t)a->buffer_bytes,
-        "shared", (int)a->buffer_shared, "metrics", layer->metrics);
+        "path",
+        m->path,
+        "call_index",
+        (int)layer->call_index,
+        "name",
+        name,
+        "depth",
+        depth,
+        "type",
+        m->type_name,
+        "input",
+        layer->input,
+        "output",
+        layer->output,
+        "parameters",
+        "trainable",
+        (json_int_t)a->trainable,
+        "frozen",
+        (json_int_t)a->frozen,
+        "bytes",
+        (json_int_t)a->param_bytes,
+        "shared",
+        (int)a->param_shared,
+        "buffers",
+        "elements",
+        (json_int_t)a->buffer_elements,
+        "bytes",
+        (json_int_t)a->buffer_bytes,
+        "shared",
+        (int)a->buffer_shared,
+        "metrics",
+        layer->metrics);
 }
 
 static int
-set_model_metric(json_t *totals, const char *name, int64_t value,
+set_model_metric(json_t *totals,
+                 const char *name,
+                 int64_t value,
                  const char *unit)
 {
     return json_object_set_new(
-        totals, name,
+        totals,
+        name,
         ts_metric_new(TS_COMPLETE, ts_int(value), unit, "model", "pytorch"));
 }
 
@@ -852,8 +971,8 @@ ts_session_report(ts_session *session,
         }
     }
     if (!session->full
-        && json_object_set_new(context, "analysis_mode",
-                               json_string("structure"))) {
+        && json_object_set_new(
+            context, "analysis_mode", json_string("structure"))) {
         goto nomem;
     }
     layers = json_array();
@@ -868,42 +987,57 @@ ts_session_report(ts_session *session,
             goto nomem;
         }
     }
-    if (set_model_metric(tot, "parameters",
-                         totals->trainable + totals->frozen, "elements")
-        || set_model_metric(tot, "trainable_parameters", totals->trainable,
-                            "elements")
-        || set_model_metric(tot, "frozen_parameters", totals->frozen,
-                            "elements")
-        || set_model_metric(tot, "parameter_bytes", totals->param_bytes,
-                            "bytes")
-        || set_model_metric(tot, "buffer_elements", totals->buffer_elements,
-                            "elements")
-        || set_model_metric(tot, "buffer_bytes", totals->buffer_bytes,
-                            "bytes")) {
+    if (set_model_metric(
+            tot, "parameters", totals->trainable + totals->frozen, "elements")
+        || set_model_metric(
+            tot, "trainable_parameters", totals->trainable, "elements")
+        || set_model_metric(
+            tot, "frozen_parameters", totals->frozen, "elements")
+        || set_model_metric(
+            tot, "parameter_bytes", totals->param_bytes, "bytes")
+        || set_model_metric(
+            tot, "buffer_elements", totals->buffer_elements, "elements")
+        || set_model_metric(
+            tot, "buffer_bytes", totals->buffer_bytes, "bytes")) {
         goto nomem;
     }
     for (int i = 0; i < 3; i++) {
-        json_t *metric =
-            session->full
-                ? aggregate(session, compute[i], compute_units[i])
-                : ts_metric_new(TS_UNAVAILABLE, ts_int(0), compute_units[i],
-                                "forward", "not_requested");
+        json_t *metric = session->full
+                             ? aggregate(session, compute[i], compute_units[i])
+                             : ts_metric_new(TS_UNAVAILABLE,
+                                             ts_int(0),
+                                             compute_units[i],
+                                             "forward",
+                                             "not_requested");
         if (metric == NULL || json_object_set_new(tot, compute[i], metric)) {
             goto nomem;
         }
         if (i == 0
-            && json_object_set(tot, "operator_flops",
+            && json_object_set(tot,
+                               "operator_flops",
                                json_object_get(flop_report, "total"))) {
             goto nomem;
         }
     }
-    if (json_array_extend(diags, json_object_get(flop_report, "diagnostics"))) {
+    if (json_array_extend(diags,
+                          json_object_get(flop_report, "diagnostics"))) {
         goto nomem;
     }
     report = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}",
-                       "schema_version", 1, "context", context, "inputs",
-                       inputs, "layers", layers, "operator_flops", flop_report,
-                       "totals", tot, "diagnostics", diags);
+                       "schema_version",
+                       1,
+                       "context",
+                       context,
+                       "inputs",
+                       inputs,
+                       "layers",
+                       layers,
+                       "operator_flops",
+                       flop_report,
+                       "totals",
+                       tot,
+                       "diagnostics",
+                       diags);
     if (report == NULL) {
         ts_error_set(err, TS_ENOMEM, "out of memory building the report");
     }
@@ -971,8 +1105,8 @@ ts_report_incomplete(const json_t *report, char **message)
             if (i > 0 && strcmp(names[i], names[i - 1]) == 0) {
                 continue;
             }
-            len += (size_t)snprintf(text + len, size - len, "%s%s",
-                                    shown++ ? ", " : "", names[i]);
+            len += (size_t)snprintf(
+                text + len, size - len, "%s%s", shown++ ? ", " : "", names[i]);
         }
         snprintf(text + len, size - len, "%s.", n ? "" : "unknown metrics");
     }

@@ -35,7 +35,7 @@ from_json(const json_t *value)
             {
                 PyObject *v = from_json(item);
                 PyObject *k = v ? PyUnicode_DecodeUTF8(
-                                      key, (Py_ssize_t)key_len, "strict")
+                                  key, (Py_ssize_t)key_len, "strict")
                                 : NULL;
                 int rc = (k && v) ? PyDict_SetItem(result, k, v) : -1;
                 Py_XDECREF(k);
@@ -86,8 +86,8 @@ to_json(PyObject *obj, const char *what, int depth)
 {
     json_t *result = NULL;
     if (depth > 200) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s is nested too deeply (or is cyclic)", what);
+        PyErr_Format(
+            PyExc_ValueError, "%s is nested too deeply (or is cyclic)", what);
         return NULL;
     }
     if (obj == Py_None) {
@@ -104,7 +104,8 @@ to_json(PyObject *obj, const char *what, int depth)
         }
         if (overflow) {
             PyErr_Format(PyExc_ValueError,
-                         "%s holds an integer outside the 64-bit range", what);
+                         "%s holds an integer outside the 64-bit range",
+                         what);
             return NULL;
         }
         return json_integer(v);
@@ -144,7 +145,8 @@ to_json(PyObject *obj, const char *what, int depth)
             json_t *v;
             if (!PyUnicode_Check(key)) {
                 PyErr_Format(PyExc_ValueError,
-                             "%s has a non-string key (%.100s)", what,
+                             "%s has a non-string key (%.100s)",
+                             what,
                              Py_TYPE(key)->tp_name);
                 json_decref(result);
                 return NULL;
@@ -171,8 +173,8 @@ to_json(PyObject *obj, const char *what, int depth)
         n = PySequence_Fast_GET_SIZE(seq);
         result = json_array();
         for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-            json_t *v = to_json(PySequence_Fast_GET_ITEM(seq, i), what,
-                                depth + 1);
+            json_t *v =
+                to_json(PySequence_Fast_GET_ITEM(seq, i), what, depth + 1);
             if (v == NULL || json_array_append_new(result, v)) {
                 if (v != NULL && !PyErr_Occurred()) {
                     PyErr_NoMemory();
@@ -187,8 +189,10 @@ to_json(PyObject *obj, const char *what, int depth)
         }
         return result;
     }
-    PyErr_Format(PyExc_ValueError, "%s holds a non-JSON value of type %.100s",
-                 what, Py_TYPE(obj)->tp_name);
+    PyErr_Format(PyExc_ValueError,
+                 "%s holds a non-JSON value of type %.100s",
+                 what,
+                 Py_TYPE(obj)->tp_name);
     return NULL;
 }
 

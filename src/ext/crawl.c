@@ -293,8 +293,12 @@ attr_present(PyObject *obj, const char *name)
 
 /* Reads an int or a tuple of `rank` ints into out[]. */
 static int
-attr_tuple(PyObject *obj, const char *name, int rank, int64_t *out,
-           bool *is_int, bool *is_string)
+attr_tuple(PyObject *obj,
+           const char *name,
+           int rank,
+           int64_t *out,
+           bool *is_int,
+           bool *is_string)
 {
     PyObject *v = PyObject_GetAttrString(obj, name);
     int rc = -1;
@@ -343,18 +347,20 @@ attr_tuple(PyObject *obj, const char *name, int rank, int64_t *out,
         }
     }
     else {
-        PyErr_Format(PyExc_TypeError, "unexpected %s of type %.100s", name,
+        PyErr_Format(PyExc_TypeError,
+                     "unexpected %s of type %.100s",
+                     name,
                      Py_TYPE(v)->tp_name);
     }
     Py_DECREF(v);
     return rc;
 }
 
-#define TRY(expr)                                                          \
-    do {                                                                   \
-        if ((expr) < 0) {                                                  \
-            goto error;                                                    \
-        }                                                                  \
+#define TRY(expr)         \
+    do {                  \
+        if ((expr) < 0) { \
+            goto error;   \
+        }                 \
     } while (0)
 
 /* Elements of every parameter (recursively); -1 while a lazy module's
@@ -387,8 +393,11 @@ param_numel(tsx_state *st, PyObject *module)
 }
 
 static int
-tsx_module_desc(tsx_state *st, PyObject *module, const native_class *native,
-                PyObject *native_type, ts_module_desc *d)
+tsx_module_desc(tsx_state *st,
+                PyObject *module,
+                const native_class *native,
+                PyObject *native_type,
+                ts_module_desc *d)
 {
     int t;
     memset(d, 0, sizeof *d);
@@ -424,19 +433,23 @@ tsx_module_desc(tsx_state *st, PyObject *module, const native_class *native,
             if (d->rank == 0) {
                 d->rank = 2;
             }
-            TRY(attr_tuple(module, "kernel_size", d->rank, d->kernel, NULL,
-                           NULL));
+            TRY(attr_tuple(
+                module, "kernel_size", d->rank, d->kernel, NULL, NULL));
             TRY(attr_tuple(module, "stride", d->rank, d->stride, NULL, NULL));
-            TRY(attr_tuple(module, "padding", d->rank, d->padding, NULL,
+            TRY(attr_tuple(module,
+                           "padding",
+                           d->rank,
+                           d->padding,
+                           NULL,
                            &d->padding_is_string));
-            TRY(attr_tuple(module, "dilation", d->rank, d->dilation, NULL,
-                           NULL));
+            TRY(attr_tuple(
+                module, "dilation", d->rank, d->dilation, NULL, NULL));
             if (d->padding_is_string) {
                 /* padding='same' pads d*(k-1)/2 on the left; 'valid' none */
                 PyObject *pad = PyObject_GetAttrString(module, "padding");
-                int same = pad && PyUnicode_Check(pad)
-                           && PyUnicode_CompareWithASCIIString(pad, "same")
-                                  == 0;
+                int same =
+                    pad && PyUnicode_Check(pad)
+                    && PyUnicode_CompareWithASCIIString(pad, "same") == 0;
                 Py_XDECREF(pad);
                 for (int i = 0; i < d->rank; i++) {
                     d->padding[i] =
@@ -446,16 +459,20 @@ tsx_module_desc(tsx_state *st, PyObject *module, const native_class *native,
             break;
         case TS_MOD_MAXPOOL:
         case TS_MOD_AVGPOOL:
-            TRY(attr_tuple(module, "kernel_size", d->rank, d->kernel,
-                           &d->kernel_is_int, NULL));
-            TRY(attr_tuple(module, "stride", d->rank, d->stride, NULL, NULL));
-            TRY(attr_tuple(module, "padding", d->rank, d->padding, NULL,
+            TRY(attr_tuple(module,
+                           "kernel_size",
+                           d->rank,
+                           d->kernel,
+                           &d->kernel_is_int,
                            NULL));
+            TRY(attr_tuple(module, "stride", d->rank, d->stride, NULL, NULL));
+            TRY(attr_tuple(
+                module, "padding", d->rank, d->padding, NULL, NULL));
             TRY(t = attr_true(module, "ceil_mode"));
             d->ceil_mode = t;
             if (d->kind == TS_MOD_MAXPOOL) {
-                TRY(attr_tuple(module, "dilation", d->rank, d->dilation, NULL,
-                               NULL));
+                TRY(attr_tuple(
+                    module, "dilation", d->rank, d->dilation, NULL, NULL));
                 TRY(t = attr_true(module, "return_indices"));
                 d->return_indices = t;
                 d->has_dilation = true;
@@ -504,13 +521,13 @@ tsx_module_desc(tsx_state *st, PyObject *module, const native_class *native,
                 }
                 goto error;
             }
-            TRY(attr_tuple(module, "normalized_shape", (int)n, shape, NULL,
-                           NULL));
+            TRY(attr_tuple(
+                module, "normalized_shape", (int)n, shape, NULL, NULL));
             d->normalized_ndim = (int)n;
             d->normalized_numel = 1;
             for (Py_ssize_t i = 0; i < n; i++) {
-                if (!ts_mul(d->normalized_numel, shape[i],
-                            &d->normalized_numel)) {
+                if (!ts_mul(
+                        d->normalized_numel, shape[i], &d->normalized_numel)) {
                     PyErr_SetString(PyExc_OverflowError,
                                     "normalized_shape is too large");
                     goto error;
@@ -567,9 +584,9 @@ typedef struct tsx_hook {
 } tsx_hook;
 
 typedef struct module_entry {
-    PyObject *module;  /* strong */
-    PyObject *params;  /* module._parameters (strong) or NULL: recurse */
-    PyObject *buffers; /* module._buffers (strong) or NULL: recurse */
+    PyObject *module;        /* strong */
+    PyObject *params;        /* module._parameters (strong) or NULL: recurse */
+    PyObject *buffers;       /* module._buffers (strong) or NULL: recurse */
     PyObject *hook_dicts[5]; /* the dicts our hooks were inserted into */
     PyObject *hook_ids[2];   /* pre and post hook ids */
 } module_entry;
@@ -599,7 +616,9 @@ tsx_crawl_session(tsx_crawl *crawl)
 
 /* Adds the tensors of one mapping (or iterable) to the attribution. */
 static int
-attribute_tensors(tsx_crawl *c, PyObject *tensors, bool params,
+attribute_tensors(tsx_crawl *c,
+                  PyObject *tensors,
+                  bool params,
                   ts_attribution *a)
 {
     tsx_state *st = c->st;
@@ -642,8 +661,8 @@ attribute_tensors(tsx_crawl *c, PyObject *tensors, bool params,
         numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
         dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
         info = dtype ? tsx_dtype_info(st, dtype) : NULL;
-        rg = (info && params) ? PyObject_GetAttr(t, st->s_requires_grad)
-                              : NULL;
+        rg =
+            (info && params) ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
         numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
         Py_XDECREF(numel_obj);
         Py_XDECREF(dtype);
@@ -690,7 +709,8 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
         }
     }
     else {
-        PyObject *ps = PyObject_CallMethodNoArgs(e->module, c->st->s_parameters);
+        PyObject *ps =
+            PyObject_CallMethodNoArgs(e->module, c->st->s_parameters);
         int rc = ps ? attribute_tensors(c, ps, true, &a) : -1;
         Py_XDECREF(ps);
         if (rc < 0) {
@@ -743,8 +763,11 @@ call_arg(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const char *name)
 }
 
 static int
-fill_mha_call(tsx_state *st, PyObject *args, PyObject *kwargs,
-              PyObject *output, ts_module_call *call)
+fill_mha_call(tsx_state *st,
+              PyObject *args,
+              PyObject *kwargs,
+              PyObject *output,
+              ts_module_call *call)
 {
     PyObject *key = call_arg(args, kwargs, 1, "key");
     PyObject *value = call_arg(args, kwargs, 2, "value");
@@ -763,8 +786,8 @@ fill_mha_call(tsx_state *st, PyObject *args, PyObject *kwargs,
     call->has_attn_mask = mask != NULL && mask != Py_None;
     for (int k = 0; k < 2; k++) {
         PyObject *m = k ? mask : kpm;
-        int64_t *out = k ? &call->attn_mask_numel
-                         : &call->key_padding_mask_numel;
+        int64_t *out =
+            k ? &call->attn_mask_numel : &call->key_padding_mask_numel;
         ts_shape ms;
         *out = 0;
         if (m != NULL && tsx_is_tensor(st, m)) {
@@ -820,7 +843,8 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
         if (desc->param_numel < 0) {
             /* a lazy module materialized its parameters in this call */
             ts_session_set_param_numel(
-                c->session, h->module,
+                c->session,
+                h->module,
                 param_numel(st, c->modules[h->module].module));
         }
         /* The first tensor of the ordered inputs: positional arguments,
@@ -847,18 +871,19 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
             && fill_mha_call(st, args, kwargs, output, &call) < 0) {
             goto error;
         }
-        PyObject *tname = PyType_GetName(Py_TYPE(c->modules[h->module].module));
+        PyObject *tname =
+            PyType_GetName(Py_TYPE(c->modules[h->module].module));
         if (tname == NULL) {
             goto error;
         }
         call.type_name = PyUnicode_AsUTF8(tname);
-        rc = ts_session_end_call(c->session, h->module, out_meta, failed,
-                                 &call);
+        rc = ts_session_end_call(
+            c->session, h->module, out_meta, failed, &call);
         Py_DECREF(tname);
     }
     else {
-        rc = ts_session_end_call(c->session, h->module, out_meta, failed,
-                                 NULL);
+        rc =
+            ts_session_end_call(c->session, h->module, out_meta, failed, NULL);
     }
     if (rc == TS_ENOMEM) {
         return PyErr_NoMemory();
@@ -872,7 +897,9 @@ error:
 }
 
 static PyObject *
-hook_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+hook_vectorcall(PyObject *self,
+                PyObject *const *args,
+                size_t nargsf,
                 PyObject *kwnames)
 {
     tsx_hook *h = (tsx_hook *)self;
@@ -916,8 +943,11 @@ hook_dealloc(tsx_hook *self)
 }
 
 static PyMemberDef hook_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(tsx_hook, vectorcall),
-     READONLY, NULL},
+    {"__vectorcalloffset__",
+     T_PYSSIZET,
+     offsetof(tsx_hook, vectorcall),
+     READONLY,
+     NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -960,9 +990,9 @@ static int
 is_named(PyObject *obj, const char *qualname)
 {
     PyObject *q = PyType_GetQualName(Py_TYPE(obj));
-    PyObject *m = q ? PyObject_GetAttrString((PyObject *)Py_TYPE(obj),
-                                             "__module__")
-                    : NULL;
+    PyObject *m =
+        q ? PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__module__")
+          : NULL;
     int yes = 0;
     if (m != NULL && PyUnicode_Check(q) && PyUnicode_Check(m)) {
         yes = PyUnicode_CompareWithASCIIString(q, qualname) == 0
@@ -1013,8 +1043,8 @@ has_children(PyObject *module)
 /* named_modules() in C: pre-order, each module once (first path wins),
  * None children skipped. Appends (path, module) pairs to `out`. */
 static int
-walk_modules(PyObject *module, PyObject *prefix, ptrset *memo, PyObject *out,
-             int depth)
+walk_modules(
+    PyObject *module, PyObject *prefix, ptrset *memo, PyObject *out, int depth)
 {
     PyObject *children, *key, *value, *pair;
     Py_ssize_t pos = 0;
@@ -1063,8 +1093,12 @@ typedef struct type_memo {
 } type_memo;
 
 static int
-add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root,
-           type_memo *memo, size_t *nmemo)
+add_module(tsx_crawl *c,
+           PyObject *path,
+           PyObject *module,
+           bool atomic_root,
+           type_memo *memo,
+           size_t *nmemo)
 {
     ts_module_desc desc;
     PyObject *tname = NULL;
@@ -1100,8 +1134,7 @@ add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root,
         memset(&desc, 0, sizeof desc);
         desc.kind = native ? native->kind : TS_MOD_UNKNOWN;
     }
-    else if (tsx_module_desc(c->st, module, native, native_type, &desc)
-             < 0) {
+    else if (tsx_module_desc(c->st, module, native, native_type, &desc) < 0) {
         return -1;
     }
     children = has_children(module);
@@ -1113,8 +1146,8 @@ add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root,
      * root. */
     recurse = desc.kind == TS_MOD_MHA || atomic_root;
     leaf = !children || recurse;
-    index = ts_session_add_module(c->session, p, PyUnicode_AsUTF8(tname),
-                                  &desc, leaf);
+    index = ts_session_add_module(
+        c->session, p, PyUnicode_AsUTF8(tname), &desc, leaf);
     Py_DECREF(tname);
     if (index < 0) {
         PyErr_NoMemory();
@@ -1124,8 +1157,8 @@ add_module(tsx_crawl *c, PyObject *path, PyObject *module, bool atomic_root,
     e->module = Py_NewRef(module);
     if (!recurse) {
         e->params = PyObject_GetAttrString(module, "_parameters");
-        e->buffers = e->params ? PyObject_GetAttrString(module, "_buffers")
-                               : NULL;
+        e->buffers =
+            e->params ? PyObject_GetAttrString(module, "_buffers") : NULL;
         if (e->buffers == NULL) {
             return -1;
         }
@@ -1145,8 +1178,8 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type);
     if (st == NULL
-        || !PyArg_ParseTupleAndKeywords(args, kwds, "O|p:Crawl", kwlist,
-                                        &root, &full)) {
+        || !PyArg_ParseTupleAndKeywords(
+            args, kwds, "O|p:Crawl", kwlist, &root, &full)) {
         return NULL;
     }
     c = (tsx_crawl *)type->tp_alloc(type, 0);
@@ -1187,8 +1220,12 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         c->nmodules = (size_t)PyList_GET_SIZE(c->all);
         for (size_t i = 0; i < c->nmodules; i++) {
             PyObject *pair = PyList_GET_ITEM(c->all, (Py_ssize_t)i);
-            if (add_module(c, PyTuple_GET_ITEM(pair, 0),
-                           PyTuple_GET_ITEM(pair, 1), false, types, &ntypes)
+            if (add_module(c,
+                           PyTuple_GET_ITEM(pair, 0),
+                           PyTuple_GET_ITEM(pair, 1),
+                           false,
+                           types,
+                           &ntypes)
                 < 0) {
                 goto error;
             }
@@ -1218,14 +1255,14 @@ uninstall(tsx_crawl *c)
     PyObject *exc = tsx_fetch();
     PyObject *first = NULL;
     Py_ssize_t n;
-#define KEEP_FIRST()                                                       \
-    do {                                                                   \
-        if (PyErr_Occurred()) {                                            \
-            if (first == NULL) {                                           \
-                first = tsx_fetch();                                       \
-            }                                                              \
-            PyErr_Clear();                                                 \
-        }                                                                  \
+#define KEEP_FIRST()                 \
+    do {                             \
+        if (PyErr_Occurred()) {      \
+            if (first == NULL) {     \
+                first = tsx_fetch(); \
+            }                        \
+            PyErr_Clear();           \
+        }                            \
     } while (0)
     for (size_t i = 0; i < c->nmodules; i++) {
         module_entry *e = &c->modules[i];
@@ -1274,8 +1311,7 @@ uninstall(tsx_crawl *c)
         Py_XDECREF(c->handled[--c->open]);
     }
     if (c->counter != NULL) {
-        PyObject *r = PyObject_CallMethod(c->counter, "_attach", "O",
-                                          Py_None);
+        PyObject *r = PyObject_CallMethod(c->counter, "_attach", "O", Py_None);
         Py_XDECREF(r);
         KEEP_FIRST();
         Py_CLEAR(c->counter);
@@ -1295,8 +1331,11 @@ uninstall(tsx_crawl *c)
 }
 
 static const char *const hook_dict_names[5] = {
-    "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
-    "_forward_hooks_with_kwargs", "_forward_hooks_always_called"};
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called"};
 
 /* Inserts the hooks straight into the module's hook dicts, as
  * register_forward_(pre_)hook does, with ids reserved from
@@ -1310,8 +1349,7 @@ install_fast(tsx_crawl *c)
     for (size_t i = 0; i < c->nmodules; i++) {
         for (int k = 0; k < 5; k++) {
             PyObject *d;
-            if (tsx_optional_attr(c->modules[i].module, hook_dict_names[k],
-                                  &d)
+            if (tsx_optional_attr(c->modules[i].module, hook_dict_names[k], &d)
                 < 0) {
                 return -1;
             }
@@ -1351,11 +1389,13 @@ install_fast(tsx_crawl *c)
         for (int k = 0; rc == 0 && k < 5; k++) {
             e->hook_dicts[k] =
                 PyObject_GetAttrString(e->module, hook_dict_names[k]);
-            if (e->hook_dicts[k] == NULL || e->hook_ids[k < 2 ? 0 : 1] == NULL) {
+            if (e->hook_dicts[k] == NULL
+                || e->hook_ids[k < 2 ? 0 : 1] == NULL) {
                 rc = -1;
                 break;
             }
-            rc = PyObject_SetItem(e->hook_dicts[k], e->hook_ids[k < 2 ? 0 : 1],
+            rc = PyObject_SetItem(e->hook_dicts[k],
+                                  e->hook_ids[k < 2 ? 0 : 1],
                                   k == 0   ? pre
                                   : k == 2 ? post
                                            : Py_True);
@@ -1381,10 +1421,9 @@ install_public(tsx_crawl *c)
         }
         for (size_t i = 0; rc == 0 && i < c->nmodules; i++) {
             PyObject *hook = hook_new(c, (int)i, post);
-            PyObject *meth = hook ? PyObject_GetAttr(
-                                        c->modules[i].module,
-                                        post ? st->s_register_post
-                                             : st->s_register_pre)
+            PyObject *meth = hook ? PyObject_GetAttr(c->modules[i].module,
+                                                     post ? st->s_register_post
+                                                          : st->s_register_pre)
                                   : NULL;
             PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
             PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
@@ -1440,8 +1479,8 @@ crawl_install(tsx_crawl *c, PyObject *counter)
         goto error;
     }
     if (counter != Py_None) {
-        PyObject *r = PyObject_CallMethod(counter, "_attach", "O",
-                                          (PyObject *)c);
+        PyObject *r =
+            PyObject_CallMethod(counter, "_attach", "O", (PyObject *)c);
         if (r == NULL) {
             goto error;
         }
@@ -1486,7 +1525,9 @@ sorted_list(PyObject *set)
 /* Model totals over unique parameters and buffers, and the sorted devices
  * and dtypes they live on. */
 static int
-model_totals(tsx_crawl *c, ts_model_totals *t, PyObject *devices,
+model_totals(tsx_crawl *c,
+             ts_model_totals *t,
+             PyObject *devices,
              PyObject *dtypes)
 {
     tsx_state *st = c->st;
@@ -1561,8 +1602,13 @@ crawl_report(tsx_crawl *c, PyObject *args)
     json_t *jctx = NULL, *jin = NULL, *jflops = NULL, *report = NULL;
     ts_model_totals totals;
     ts_error err;
-    if (!PyArg_ParseTuple(args, "O!O!OU:report", &PyDict_Type, &context,
-                          &PyDict_Type, &inputs, &flop_report,
+    if (!PyArg_ParseTuple(args,
+                          "O!O!OU:report",
+                          &PyDict_Type,
+                          &context,
+                          &PyDict_Type,
+                          &inputs,
+                          &flop_report,
                           &torch_version)) {
         return NULL;
     }
@@ -1590,8 +1636,13 @@ crawl_report(tsx_crawl *c, PyObject *args)
         }
     }
     ts_error_clear(&err);
-    report = ts_session_report(c->session, jctx, jin, &totals, jflops,
-                               PyUnicode_AsUTF8(torch_version), &err);
+    report = ts_session_report(c->session,
+                               jctx,
+                               jin,
+                               &totals,
+                               jflops,
+                               PyUnicode_AsUTF8(torch_version),
+                               &err);
     jctx = jin = jflops = NULL; /* stolen */
     if (report == NULL) {
         tsx_raise(&err);
@@ -1669,11 +1720,17 @@ crawl_dealloc(tsx_crawl *c)
 }
 
 static PyMethodDef crawl_methods[] = {
-    {"install", (PyCFunction)crawl_install, METH_O,
+    {"install",
+     (PyCFunction)crawl_install,
+     METH_O,
      "install(counter): save training flags, switch to eval, add hooks."},
-    {"uninstall", (PyCFunction)crawl_uninstall, METH_NOARGS,
+    {"uninstall",
+     (PyCFunction)crawl_uninstall,
+     METH_NOARGS,
      "uninstall(): remove hooks and restore every training flag."},
-    {"report", (PyCFunction)crawl_report, METH_VARARGS,
+    {"report",
+     (PyCFunction)crawl_report,
+     METH_VARARGS,
      "report(context, inputs, flop_report, torch_version) -> dict"},
     {NULL, NULL, 0, NULL},
 };

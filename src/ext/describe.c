@@ -192,9 +192,14 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
         goto done;
     }
     if (nested == Py_True) {
-        meta = json_pack("{s:s, s:s, s:s, s:b}", "kind", "nested_tensor",
-                         "dtype", PyUnicode_AsUTF8(info->name), "device",
-                         PyUnicode_AsUTF8(devstr), "requires_grad",
+        meta = json_pack("{s:s, s:s, s:s, s:b}",
+                         "kind",
+                         "nested_tensor",
+                         "dtype",
+                         PyUnicode_AsUTF8(info->name),
+                         "device",
+                         PyUnicode_AsUTF8(devstr),
+                         "requires_grad",
                          rg == Py_True);
         if (meta == NULL) {
             PyErr_NoMemory();
@@ -260,9 +265,17 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
         *first = shape;
         *found = true;
     }
-    meta = json_pack("{s:s, s:o, s:s, s:s, s:b}", "kind", "tensor", "shape",
-                     dims, "dtype", PyUnicode_AsUTF8(info->name), "device",
-                     PyUnicode_AsUTF8(devstr), "requires_grad", rg == Py_True);
+    meta = json_pack("{s:s, s:o, s:s, s:s, s:b}",
+                     "kind",
+                     "tensor",
+                     "shape",
+                     dims,
+                     "dtype",
+                     PyUnicode_AsUTF8(info->name),
+                     "device",
+                     PyUnicode_AsUTF8(devstr),
+                     "requires_grad",
+                     rg == Py_True);
     dims = NULL; /* stolen */
     if (meta == NULL) {
         PyErr_NoMemory();
@@ -278,12 +291,16 @@ done:
     return meta;
 }
 
-static json_t *describe(tsx_state *st, PyObject *value, ts_shape *first,
-                        bool *found, int depth);
+static json_t *describe(
+    tsx_state *st, PyObject *value, ts_shape *first, bool *found, int depth);
 
 static json_t *
-describe_items(tsx_state *st, PyObject *seq, const char *kind,
-               ts_shape *first, bool *found, int depth)
+describe_items(tsx_state *st,
+               PyObject *seq,
+               const char *kind,
+               ts_shape *first,
+               bool *found,
+               int depth)
 {
     json_t *items = json_array();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -291,8 +308,8 @@ describe_items(tsx_state *st, PyObject *seq, const char *kind,
         return (json_t *)PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        json_t *m = describe(st, PySequence_Fast_GET_ITEM(seq, i), first,
-                             found, depth + 1);
+        json_t *m = describe(
+            st, PySequence_Fast_GET_ITEM(seq, i), first, found, depth + 1);
         if (m == NULL || json_array_append_new(items, m)) {
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
@@ -317,8 +334,8 @@ type_meta(const char *kind, PyObject *value, bool qualified)
     if (name == NULL) {
         return NULL;
     }
-    meta = json_pack("{s:s, s:s}", "kind", kind, "type",
-                     PyUnicode_AsUTF8(name));
+    meta =
+        json_pack("{s:s, s:s}", "kind", kind, "type", PyUnicode_AsUTF8(name));
     Py_DECREF(name);
     if (meta == NULL) {
         PyErr_NoMemory();
@@ -327,8 +344,8 @@ type_meta(const char *kind, PyObject *value, bool qualified)
 }
 
 static json_t *
-describe_mapping(tsx_state *st, PyObject *value, ts_shape *first,
-                 bool *found, int depth)
+describe_mapping(
+    tsx_state *st, PyObject *value, ts_shape *first, bool *found, int depth)
 {
     json_t *meta = NULL, *items = NULL;
     PyObject *pairs = NULL, *seq = NULL;
@@ -374,12 +391,12 @@ describe_mapping(tsx_state *st, PyObject *value, ts_shape *first,
         }
         else if (entry != NULL && PyUnicode_Check(key)
                  && PyUnicode_IsIdentifier(key) == 1) {
-            json_object_set_new(entry, "key",
-                                json_string(PyUnicode_AsUTF8(key)));
+            json_object_set_new(
+                entry, "key", json_string(PyUnicode_AsUTF8(key)));
         }
         if (entry != NULL) {
-            json_object_set_new(entry, "key_type",
-                                json_string(PyUnicode_AsUTF8(key_type)));
+            json_object_set_new(
+                entry, "key_type", json_string(PyUnicode_AsUTF8(key_type)));
         }
         Py_DECREF(key_type);
         vm = entry ? describe(st, item, first, found, depth + 1) : NULL;
@@ -398,8 +415,13 @@ describe_mapping(tsx_state *st, PyObject *value, ts_shape *first,
     if (tname == NULL) {
         goto done;
     }
-    meta = json_pack("{s:s, s:s, s:O}", "kind", "mapping", "type",
-                     PyUnicode_AsUTF8(tname), "items", items);
+    meta = json_pack("{s:s, s:s, s:O}",
+                     "kind",
+                     "mapping",
+                     "type",
+                     PyUnicode_AsUTF8(tname),
+                     "items",
+                     items);
     Py_DECREF(tname);
     if (meta == NULL) {
         PyErr_NoMemory();
@@ -412,8 +434,8 @@ done:
 }
 
 static json_t *
-describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found,
-         int depth)
+describe(
+    tsx_state *st, PyObject *value, ts_shape *first, bool *found, int depth)
 {
     int is;
     if (depth > DESCRIBE_MAX_DEPTH) {
@@ -433,8 +455,12 @@ describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found,
         if (seq == NULL) {
             return NULL;
         }
-        m = describe_items(st, seq, PyTuple_Check(value) ? "tuple" : "list",
-                           first, found, depth);
+        m = describe_items(st,
+                           seq,
+                           PyTuple_Check(value) ? "tuple" : "list",
+                           first,
+                           found,
+                           depth);
         Py_DECREF(seq);
         return m;
     }
@@ -462,8 +488,11 @@ tsx_describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found)
 }
 
 json_t *
-tsx_describe_call(tsx_state *st, PyObject *args, PyObject *kwargs,
-                  ts_shape *first, bool *found)
+tsx_describe_call(tsx_state *st,
+                  PyObject *args,
+                  PyObject *kwargs,
+                  ts_shape *first,
+                  bool *found)
 {
     json_t *arr = json_array(), *kw = json_object(), *meta;
     if (arr == NULL || kw == NULL) {
@@ -472,8 +501,8 @@ tsx_describe_call(tsx_state *st, PyObject *args, PyObject *kwargs,
     }
     if (args != NULL) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-            json_t *m = describe(st, PyTuple_GET_ITEM(args, i), first, found,
-                                 1);
+            json_t *m =
+                describe(st, PyTuple_GET_ITEM(args, i), first, found, 1);
             if (m == NULL || json_array_append_new(arr, m)) {
                 goto error_set;
             }
@@ -483,8 +512,8 @@ tsx_describe_call(tsx_state *st, PyObject *args, PyObject *kwargs,
         PyObject *key, *value;
         Py_ssize_t pos = 0;
         while (PyDict_Next(kwargs, &pos, &key, &value)) {
-            const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key)
-                                                    : NULL;
+            const char *name =
+                PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
             json_t *m;
             if (name == NULL) {
                 if (!PyErr_Occurred()) {

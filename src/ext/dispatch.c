@@ -7,16 +7,16 @@
 #include "tsx.h"
 
 enum {
-    ACTION_RUN = 0,    /* call the operator, then count */
-    ACTION_SKIP,       /* size/stride queries: NotImplemented */
-    ACTION_DECOMPOSE,  /* no formula, CompositeImplicit: decompose first */
+    ACTION_RUN = 0,   /* call the operator, then count */
+    ACTION_SKIP,      /* size/stride queries: NotImplemented */
+    ACTION_DECOMPOSE, /* no formula, CompositeImplicit: decompose first */
 };
 
 typedef struct op_slot {
-    PyObject *func;   /* OpOverload (strong); NULL = empty slot */
-    PyObject *op;     /* func._op: the builtin that runs the kernel */
-    PyObject *custom; /* caller formula or NULL */
-    PyObject *names;  /* tuple of schema argument names */
+    PyObject *func;     /* OpOverload (strong); NULL = empty slot */
+    PyObject *op;       /* func._op: the builtin that runs the kernel */
+    PyObject *custom;   /* caller formula or NULL */
+    PyObject *names;    /* tuple of schema argument names */
     PyObject *overload; /* overload name ("Tensor", "default") */
     const ts_op_entry *entry;
     int id;
@@ -30,8 +30,8 @@ typedef struct tsx_counter {
     ts_opstats *stats;
     op_slot *slots;
     size_t cap, size;
-    PyObject *custom;   /* {packet: formula} snapshot or NULL */
-    PyObject *crawl;    /* attached crawl (strong) or NULL */
+    PyObject *custom; /* {packet: formula} snapshot or NULL */
+    PyObject *crawl;  /* attached crawl (strong) or NULL */
     ts_session *session;
 } tsx_counter;
 
@@ -126,7 +126,8 @@ resolve(tsx_counter *c, PyObject *func)
     s.func = Py_NewRef(func);
     s.action = ACTION_RUN;
     for (size_t i = 0;
-         i < sizeof skipped_overloads / sizeof skipped_overloads[0]; i++) {
+         i < sizeof skipped_overloads / sizeof skipped_overloads[0];
+         i++) {
         if (strcmp(full, skipped_overloads[i]) == 0) {
             s.action = ACTION_SKIP;
         }
@@ -154,15 +155,16 @@ resolve(tsx_counter *c, PyObject *func)
          * CompositeImplicitAutograd kernel is decomposed and its parts are
          * counted. */
         PyObject *opname = PyObject_CallMethod(func, "name", NULL);
-        PyObject *has = opname ? PyObject_CallFunction(
-                                     st->has_kernel, "Os", opname,
-                                     "CompositeImplicitAutograd")
-                               : NULL;
+        PyObject *has =
+            opname ? PyObject_CallFunction(
+                st->has_kernel, "Os", opname, "CompositeImplicitAutograd")
+                   : NULL;
         Py_XDECREF(opname);
         if (has == NULL) {
             goto error;
         }
-        if (has == Py_True && (s.entry == NULL || s.entry->ignore_reason == NULL)) {
+        if (has == Py_True
+            && (s.entry == NULL || s.entry->ignore_reason == NULL)) {
             s.action = ACTION_DECOMPOSE;
         }
         Py_DECREF(has);
@@ -343,8 +345,12 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
 }
 
 static int
-fill_call(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
-          PyObject *out, ts_op_call *call)
+fill_call(tsx_state *st,
+          const op_slot *s,
+          PyObject *args,
+          PyObject *kwargs,
+          PyObject *out,
+          ts_op_call *call)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     call->nargs = 0;
@@ -369,8 +375,8 @@ fill_call(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
                 int eq = PyUnicode_Compare(key, PyTuple_GET_ITEM(s->names, k));
                 if (eq == 0) {
                     while (call->nargs <= k) {
-                        memset(&call->args[call->nargs], 0,
-                               sizeof call->args[0]);
+                        memset(
+                            &call->args[call->nargs], 0, sizeof call->args[0]);
                         call->nargs++;
                     }
                     if (classify(st, value, &call->args[k]) < 0) {
@@ -437,8 +443,14 @@ shapes_of(tsx_state *st, PyObject *v)
 /* Runs a caller formula. Returns 0 and *flops, or 1 with *message set when
  * the formula failed (a diagnostic, not a crash), or -1. */
 static int
-run_custom(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
-           PyObject *out, int64_t *flops, char *message, size_t size)
+run_custom(tsx_state *st,
+           const op_slot *s,
+           PyObject *args,
+           PyObject *kwargs,
+           PyObject *out,
+           int64_t *flops,
+           char *message,
+           size_t size)
 {
     PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value;
     int rc = -1;
@@ -461,8 +473,8 @@ run_custom(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
     }
     value = s->custom_raw ? Py_NewRef(out) : shapes_of(st, out);
     if (value == NULL
-        || PyDict_SetItemString(ckw, s->custom_raw ? "out_val" : "out_shape",
-                                value)
+        || PyDict_SetItemString(
+               ckw, s->custom_raw ? "out_val" : "out_shape", value)
                < 0) {
         Py_XDECREF(value);
         goto done;
@@ -488,7 +500,8 @@ run_custom(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
             rc = 0;
             goto done;
         }
-        snprintf(message, size,
+        snprintf(message,
+                 size,
                  "the custom formula returned %.80s, not a non-negative "
                  "finite number",
                  Py_TYPE(result)->tp_name);
@@ -499,14 +512,18 @@ run_custom(tsx_state *st, const op_slot *s, PyObject *args, PyObject *kwargs,
         PyObject *exc = tsx_fetch();
         PyObject *text = exc ? PyObject_Str(exc) : NULL;
         const char *t = text ? PyUnicode_AsUTF8(text) : NULL;
-        if (exc != NULL && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt)) {
+        if (exc != NULL
+            && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt)) {
             Py_XDECREF(text);
             tsx_restore(exc);
             goto done;
         }
         PyErr_Clear();
-        snprintf(message, size, "the custom formula raised %.80s: %.300s",
-                 exc ? Py_TYPE(exc)->tp_name : "an exception", t ? t : "");
+        snprintf(message,
+                 size,
+                 "the custom formula raised %.80s: %.300s",
+                 exc ? Py_TYPE(exc)->tp_name : "an exception",
+                 t ? t : "");
         Py_XDECREF(text);
         Py_XDECREF(exc);
         rc = 1;
@@ -519,7 +536,10 @@ done:
 }
 
 static int
-count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
+count(tsx_counter *c,
+      const op_slot *s,
+      PyObject *args,
+      PyObject *kwargs,
       PyObject *out)
 {
     ts_opcall_kind kind;
@@ -531,8 +551,8 @@ count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
     memset(&res, 0, sizeof res);
     message[0] = '\0';
     if (s->custom != NULL) {
-        rc = run_custom(c->st, s, args, kwargs, out, &res.flops, message,
-                        sizeof message);
+        rc = run_custom(
+            c->st, s, args, kwargs, out, &res.flops, message, sizeof message);
         if (rc < 0) {
             return -1;
         }
@@ -551,7 +571,9 @@ count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
         }
         else {
             kind = TS_OPCALL_UNSUPPORTED;
-            snprintf(message, sizeof message, "%s",
+            snprintf(message,
+                     sizeof message,
+                     "%s",
                      err.message[0] ? err.message
                                     : "the formula cannot count this call");
         }
@@ -562,7 +584,11 @@ count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
     else {
         kind = TS_OPCALL_UNCOUNTED;
     }
-    rc = ts_opstats_record(c->stats, s->id, kind, res.flops, res.incomplete,
+    rc = ts_opstats_record(c->stats,
+                           s->id,
+                           kind,
+                           res.flops,
+                           res.incomplete,
                            message,
                            s->entry ? s->entry->ignore_reason : NULL);
     if (rc != TS_OK) {
@@ -570,10 +596,10 @@ count(tsx_counter *c, const op_slot *s, PyObject *args, PyObject *kwargs,
         return -1;
     }
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {
-        ts_session_add_layer_op(
-            c->session, ts_session_current_layer(c->session),
-            kind == TS_OPCALL_COUNTED ? res.flops : 0,
-            kind == TS_OPCALL_COUNTED && !res.incomplete);
+        ts_session_add_layer_op(c->session,
+                                ts_session_current_layer(c->session),
+                                kind == TS_OPCALL_COUNTED ? res.flops : 0,
+                                kind == TS_OPCALL_COUNTED && !res.incomplete);
     }
     return 0;
 }
@@ -593,8 +619,8 @@ decompose(tsx_counter *c, PyObject *func, PyObject *args, PyObject *kwargs)
     r = meth ? PyObject_Call(meth, args, kwargs) : NULL;
     Py_XDECREF(meth);
     exc = tsx_fetch();
-    exit_r = PyObject_CallMethod(self, "__exit__", "OOO", Py_None, Py_None,
-                                 Py_None);
+    exit_r = PyObject_CallMethod(
+        self, "__exit__", "OOO", Py_None, Py_None, Py_None);
     if (exit_r == NULL) {
         Py_XDECREF(r);
         Py_XDECREF(exc);
@@ -608,7 +634,9 @@ decompose(tsx_counter *c, PyObject *func, PyObject *args, PyObject *kwargs)
 }
 
 static PyObject *
-counter_dispatch(tsx_counter *c, PyObject *const *argv, Py_ssize_t nargs,
+counter_dispatch(tsx_counter *c,
+                 PyObject *const *argv,
+                 Py_ssize_t nargs,
                  PyObject *kwnames)
 {
     PyObject *func, *args = NULL, *kwargs = NULL, *out;
@@ -738,8 +766,8 @@ counter_report(tsx_counter *c, PyObject *args)
     const char *torch_version, *method;
     PyObject *by_module = Py_None, *result;
     json_t *jbm = NULL, *report;
-    if (!PyArg_ParseTuple(args, "ss|O:_report", &torch_version, &method,
-                          &by_module)) {
+    if (!PyArg_ParseTuple(
+            args, "ss|O:_report", &torch_version, &method, &by_module)) {
         return NULL;
     }
     if (by_module != Py_None) {
@@ -799,14 +827,21 @@ counter_dealloc(tsx_counter *c)
 }
 
 static PyMethodDef counter_methods[] = {
-    {"__torch_dispatch__", (PyCFunction)(void (*)(void))counter_dispatch,
+    {"__torch_dispatch__",
+     (PyCFunction)(void (*)(void))counter_dispatch,
      METH_FASTCALL | METH_KEYWORDS,
      "Runs one aten operator and counts its FLOPs."},
-    {"_configure", (PyCFunction)counter_configure, METH_O,
+    {"_configure",
+     (PyCFunction)counter_configure,
+     METH_O,
      "_configure(custom_mapping or None)"},
-    {"_attach", (PyCFunction)counter_attach, METH_O,
+    {"_attach",
+     (PyCFunction)counter_attach,
+     METH_O,
      "_attach(crawl or None): attribute operators to its layer calls"},
-    {"_report", (PyCFunction)counter_report, METH_VARARGS,
+    {"_report",
+     (PyCFunction)counter_report,
+     METH_VARARGS,
      "_report(torch_version, method, by_module=None) -> FlopReport"},
     {NULL, NULL, 0, NULL},
 };

@@ -74,16 +74,26 @@ done:
 static PyObject *
 engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"report", "wrap_mode", "receptive_field",
-                             "effective_rf_stats", "max_depth", NULL};
+    static char *kwlist[] = {"report",
+                             "wrap_mode",
+                             "receptive_field",
+                             "effective_rf_stats",
+                             "max_depth",
+                             NULL};
     PyObject *report, *wrap = Py_None, *result = NULL;
     int rf = 0, stats = 0, max_depth = -1;
     ts_table_options opt;
     json_t *j = NULL;
     char *text;
     ts_error err;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Oppi:format_summary",
-                                     kwlist, &report, &wrap, &rf, &stats,
+    if (!PyArg_ParseTupleAndKeywords(args,
+                                     kwds,
+                                     "O|Oppi:format_summary",
+                                     kwlist,
+                                     &report,
+                                     &wrap,
+                                     &rf,
+                                     &stats,
                                      &max_depth)) {
         return NULL;
     }
@@ -221,12 +231,16 @@ engine_describe_call(PyObject *module, PyObject *args)
 {
     PyObject *call_args, *call_kwargs, *result;
     json_t *meta;
-    if (!PyArg_ParseTuple(args, "O!O!:describe_call", &PyTuple_Type,
-                          &call_args, &PyDict_Type, &call_kwargs)) {
+    if (!PyArg_ParseTuple(args,
+                          "O!O!:describe_call",
+                          &PyTuple_Type,
+                          &call_args,
+                          &PyDict_Type,
+                          &call_kwargs)) {
         return NULL;
     }
-    meta = tsx_describe_call(tsx_get_state(module), call_args, call_kwargs,
-                             NULL, NULL);
+    meta = tsx_describe_call(
+        tsx_get_state(module), call_args, call_kwargs, NULL, NULL);
     if (meta == NULL) {
         return NULL;
     }
@@ -236,31 +250,42 @@ engine_describe_call(PyObject *module, PyObject *args)
 }
 
 static PyMethodDef engine_methods[] = {
-    {"describe_call", engine_describe_call, METH_VARARGS,
+    {"describe_call",
+     engine_describe_call,
+     METH_VARARGS,
      "describe_call(args, kwargs) -> {'args': [...], 'kwargs': {...}}"},
-    {"compare_reports", engine_compare_reports, METH_VARARGS,
+    {"compare_reports",
+     engine_compare_reports,
+     METH_VARARGS,
      "compare_reports(before, after) -> ReportDiff (validated in C)."},
-    {"diff_metrics", engine_diff_metrics, METH_VARARGS,
+    {"diff_metrics",
+     engine_diff_metrics,
+     METH_VARARGS,
      "diff_metrics(before, after) -> {name: metric diff}."},
-    {"format_summary", (PyCFunction)(void (*)(void))engine_format_summary,
+    {"format_summary",
+     (PyCFunction)(void (*)(void))engine_format_summary,
      METH_VARARGS | METH_KEYWORDS,
      "format_summary(report, wrap_mode='mid', receptive_field=False, "
      "effective_rf_stats=False, max_depth=-1) -> str"},
-    {"incomplete", engine_incomplete, METH_O,
+    {"incomplete",
+     engine_incomplete,
+     METH_O,
      "incomplete(report) -> (bool, message) for strict mode."},
-    {"memory_peak", engine_memory_peak, METH_VARARGS,
+    {"memory_peak",
+     engine_memory_peak,
+     METH_VARARGS,
      "memory_peak(profiler_events, cpu_device_type) -> int | None"},
     {NULL, NULL, 0, NULL},
 };
 
 /* ---- state -------------------------------------------------------------- */
 
-#define INTERN(field, text)                                                \
-    do {                                                                   \
-        st->field = PyUnicode_InternFromString(text);                      \
-        if (st->field == NULL) {                                           \
-            return -1;                                                     \
-        }                                                                  \
+#define INTERN(field, text)                           \
+    do {                                              \
+        st->field = PyUnicode_InternFromString(text); \
+        if (st->field == NULL) {                      \
+            return -1;                                \
+        }                                             \
     } while (0)
 
 static PyObject *
@@ -284,8 +309,8 @@ engine_exec(PyObject *module)
                == NULL
         || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
                == NULL
-        || (st->has_kernel =
-                import_attr("torch._C", "_dispatch_has_kernel_for_dispatch_key"))
+        || (st->has_kernel = import_attr(
+                "torch._C", "_dispatch_has_kernel_for_dispatch_key"))
                == NULL) {
         return -1;
     }
@@ -324,16 +349,16 @@ engine_exec(PyObject *module)
     INTERN(s_out_shape, "out_shape");
     st->crawl_type = (PyTypeObject *)PyType_FromModuleAndSpec(
         module, &tsx_crawl_spec, NULL);
-    st->hook_type = (PyTypeObject *)PyType_FromModuleAndSpec(
-        module, &tsx_hook_spec, NULL);
+    st->hook_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &tsx_hook_spec, NULL);
     st->counter_type = (PyTypeObject *)PyType_FromModuleAndSpec(
         module, &tsx_counter_spec, NULL);
     if (st->crawl_type == NULL || st->hook_type == NULL
         || st->counter_type == NULL
         || PyModule_AddType(module, st->crawl_type) < 0
         || PyModule_AddType(module, st->counter_type) < 0
-        || PyModule_AddStringConstant(module, "OPERATOR_METHOD",
-                                      TS_OPERATOR_METHOD)
+        || PyModule_AddStringConstant(
+               module, "OPERATOR_METHOD", TS_OPERATOR_METHOD)
                < 0) {
         return -1;
     }
@@ -365,23 +390,17 @@ engine_clear(PyObject *module)
 {
     tsx_state *st = tsx_get_state(module);
     PyObject **strings[] = {
-        &st->s_shape,        &st->s_dtype,
-        &st->s_device,       &st->s_requires_grad,
-        &st->s_is_nested,    &st->s_layout,
-        &st->s_numel,        &st->s_training,
-        &st->s_op,           &st->s_overloadpacket,
-        &st->s_schema,       &st->s_arguments,
-        &st->s_name,         &st->s_kwarg_only,
-        &st->s_decompose,    &st->s_enter,
-        &st->s_exit,         &st->s_parameters,
-        &st->s_buffers,      &st->s_named_modules,
-        &st->s_eval,         &st->s_remove,
-        &st->s_register_pre, &st->s_register_post,
-        &st->s_with_kwargs,  &st->s_always_call,
-        &st->s_is_floating_point, &st->s_is_complex,
-        &st->s_itemsize,     &st->s_items,
-        &st->s_forward,      &st->s_get_raw,
-        &st->s_out_shape,
+        &st->s_shape,          &st->s_dtype,         &st->s_device,
+        &st->s_requires_grad,  &st->s_is_nested,     &st->s_layout,
+        &st->s_numel,          &st->s_training,      &st->s_op,
+        &st->s_overloadpacket, &st->s_schema,        &st->s_arguments,
+        &st->s_name,           &st->s_kwarg_only,    &st->s_decompose,
+        &st->s_enter,          &st->s_exit,          &st->s_parameters,
+        &st->s_buffers,        &st->s_named_modules, &st->s_eval,
+        &st->s_remove,         &st->s_register_pre,  &st->s_register_post,
+        &st->s_with_kwargs,    &st->s_always_call,   &st->s_is_floating_point,
+        &st->s_is_complex,     &st->s_itemsize,      &st->s_items,
+        &st->s_forward,        &st->s_get_raw,       &st->s_out_shape,
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         Py_CLEAR(*strings[i]);

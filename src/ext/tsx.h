@@ -22,23 +22,23 @@ typedef struct tsx_dtype {
 } tsx_dtype;
 
 typedef struct tsx_state {
-    PyObject *tensor_type;   /* torch.Tensor */
-    PyObject *strided;       /* torch.strided */
-    PyObject *mapping_abc;   /* collections.abc.Mapping */
-    PyObject *has_kernel;    /* torch._C._dispatch_has_kernel_for_dispatch_key */
-    PyObject *dtype_type;    /* torch.dtype */
+    PyObject *tensor_type; /* torch.Tensor */
+    PyObject *strided;     /* torch.strided */
+    PyObject *mapping_abc; /* collections.abc.Mapping */
+    PyObject *has_kernel;  /* torch._C._dispatch_has_kernel_for_dispatch_key */
+    PyObject *dtype_type;  /* torch.dtype */
     PyObject *removable_handle; /* torch.utils.hooks.RemovableHandle */
     PyTypeObject *crawl_type;
     PyTypeObject *hook_type;
     PyTypeObject *counter_type;
     /* interned attribute names */
     PyObject *s_shape, *s_dtype, *s_device, *s_requires_grad, *s_is_nested,
-        *s_layout, *s_numel, *s_training, *s_op, *s_overloadpacket,
-        *s_schema, *s_arguments, *s_name, *s_kwarg_only, *s_decompose,
-        *s_enter, *s_exit, *s_parameters, *s_buffers, *s_named_modules,
-        *s_eval, *s_remove, *s_register_pre, *s_register_post,
-        *s_with_kwargs, *s_always_call, *s_is_floating_point, *s_is_complex,
-        *s_itemsize, *s_items, *s_forward, *s_get_raw, *s_out_shape;
+        *s_layout, *s_numel, *s_training, *s_op, *s_overloadpacket, *s_schema,
+        *s_arguments, *s_name, *s_kwarg_only, *s_decompose, *s_enter, *s_exit,
+        *s_parameters, *s_buffers, *s_named_modules, *s_eval, *s_remove,
+        *s_register_pre, *s_register_post, *s_with_kwargs, *s_always_call,
+        *s_is_floating_point, *s_is_complex, *s_itemsize, *s_items, *s_forward,
+        *s_get_raw, *s_out_shape;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
 } tsx_state;
@@ -47,7 +47,7 @@ tsx_state *tsx_get_state(PyObject *module);
 tsx_state *tsx_state_of_type(PyTypeObject *type);
 
 /* convert.c: JSON trees <-> Python objects. */
-PyObject *tsx_from_json(const json_t *value);        /* new ref or NULL */
+PyObject *tsx_from_json(const json_t *value);         /* new ref or NULL */
 json_t *tsx_to_json(PyObject *obj, const char *what); /* new or NULL+exc */
 /* Raises the Python exception matching an engine status (ValueError for
  * TS_EINVAL/TS_EFORMAT, MemoryError, OverflowError, NotImplementedError);
@@ -59,11 +59,16 @@ const tsx_dtype *tsx_dtype_info(tsx_state *st, PyObject *dtype);
 int tsx_is_tensor(tsx_state *st, PyObject *obj);
 /* Metadata tree of a value (contract 1.1 privacy rules). When `first` is not
  * NULL and *found is false, the first tensor met fills *first. */
-json_t *tsx_describe(tsx_state *st, PyObject *value, ts_shape *first,
+json_t *tsx_describe(tsx_state *st,
+                     PyObject *value,
+                     ts_shape *first,
                      bool *found);
 /* {"args": [...], "kwargs": {...}}; kwargs may be NULL. */
-json_t *tsx_describe_call(tsx_state *st, PyObject *args, PyObject *kwargs,
-                          ts_shape *first, bool *found);
+json_t *tsx_describe_call(tsx_state *st,
+                          PyObject *args,
+                          PyObject *kwargs,
+                          ts_shape *first,
+                          bool *found);
 /* Shape, dtype class and density of a tensor; -1 with an exception on
  * failure; 0 with shape->ndim = -1 when a dimension is symbolic. */
 int tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape);

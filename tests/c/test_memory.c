@@ -7,8 +7,8 @@ main(void)
 {
     /* +100 @1, +50 @2, -100 @3, +80 @4, -50 @5, -80 @6: live bytes go
      * 100, 150, 50, 130, 80, 0 -> peak 150. Given out of order. */
-    ts_mem_event ev[] = {{4, 80}, {1, 100}, {6, -80},
-                         {2, 50}, {5, -50}, {3, -100}};
+    ts_mem_event ev[] = {
+        {4, 80}, {1, 100}, {6, -80}, {2, 50}, {5, -50}, {3, -100}};
     int64_t peak = -1;
     CHECK_EQ_INT(ts_memory_peak(ev, 6, &peak), TS_OK);
     CHECK_EQ_INT(peak, 150);

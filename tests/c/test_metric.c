@@ -5,11 +5,13 @@
 static void
 test_invariants(void)
 {
-    json_t *m = ts_metric_new(TS_COMPLETE, ts_int(42), "FLOPs", "forward",
+    json_t *m = ts_metric_new(TS_COMPLETE,
+                              ts_int(42),
+                              "FLOPs",
+                              "forward",
                               "torchscan_module_formula");
     CHECK(m != NULL);
-    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")),
-                 "complete");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")), "complete");
     CHECK_EQ_INT(json_integer_value(json_object_get(m, "value")), 42);
     CHECK_EQ_INT(json_integer_value(json_object_get(m, "known_value")), 42);
     CHECK_EQ_INT(ts_metric_status(m), TS_COMPLETE);
@@ -29,8 +31,8 @@ test_invariants(void)
     json_decref(m);
 
     /* reals stay reals; non-finite values are refused */
-    m = ts_metric_new(TS_COMPLETE, ts_real(0.5), "elements", "module_call",
-                      "x");
+    m = ts_metric_new(
+        TS_COMPLETE, ts_real(0.5), "elements", "module_call", "x");
     CHECK_EQ_REAL(json_real_value(json_object_get(m, "value")), 0.5);
     json_decref(m);
     CHECK(ts_metric_new(TS_COMPLETE, ts_real(INFINITY), "s", "x", "y")

@@ -6,9 +6,18 @@
 static json_t *
 tensor_meta(int64_t a, int64_t b)
 {
-    return json_pack("{s:s, s:[I,I], s:s, s:s, s:b}", "kind", "tensor",
-                     "shape", (json_int_t)a, (json_int_t)b, "dtype",
-                     "torch.float32", "device", "cpu", "requires_grad", 0);
+    return json_pack("{s:s, s:[I,I], s:s, s:s, s:b}",
+                     "kind",
+                     "tensor",
+                     "shape",
+                     (json_int_t)a,
+                     (json_int_t)b,
+                     "dtype",
+                     "torch.float32",
+                     "device",
+                     "cpu",
+                     "requires_grad",
+                     0);
 }
 
 static json_t *
@@ -49,9 +58,8 @@ test_crawl_report(void)
     CHECK_EQ_INT(root, 0);
     CHECK_EQ_INT(ts_session_module_count(s), 3);
 
-    CHECK_EQ_INT(ts_session_begin_call(s, root, call_meta(tensor_meta(2, 4)),
-                                       NULL),
-                 0);
+    CHECK_EQ_INT(
+        ts_session_begin_call(s, root, call_meta(tensor_meta(2, 4)), NULL), 0);
     attr.trainable = 10;
     attr.param_bytes = 40;
     layer = ts_session_begin_call(s, l0, call_meta(tensor_meta(2, 4)), &attr);
@@ -77,36 +85,43 @@ test_crawl_report(void)
     CHECK_EQ_INT(ts_session_end_call(s, root, tensor_meta(2, 2), false, NULL),
                  0);
 
-    ts_opstats_record(ops, ts_opstats_intern(ops, "aten.addmm"),
-                      TS_OPCALL_COUNTED, 16, false, NULL, NULL);
-    report = ts_session_report(
-        s, json_object(), json_pack("{s:s}", "source", "generated"), &totals,
-        ts_opstats_report(ops, "2.13.0", "m", NULL), "2.13.0", &err);
+    ts_opstats_record(ops,
+                      ts_opstats_intern(ops, "aten.addmm"),
+                      TS_OPCALL_COUNTED,
+                      16,
+                      false,
+                      NULL,
+                      NULL);
+    report = ts_session_report(s,
+                               json_object(),
+                               json_pack("{s:s}", "source", "generated"),
+                               &totals,
+                               ts_opstats_report(ops, "2.13.0", "m", NULL),
+                               "2.13.0",
+                               &err);
     CHECK(report != NULL);
     layers = json_object_get(report, "layers");
     CHECK_EQ_INT(json_array_size(layers), 3);
-    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(layers, 0),
-                                                   "name")),
-                 "sequential");
-    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(layers, 1),
-                                                    "depth")),
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(layers, 0), "name")),
+        "sequential");
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_array_get(layers, 1), "depth")),
                  1);
     /* Linear(4, 2) on (2, 4): O = 4 outputs, 4 * (2*4 - 1) + 4 = 32 */
     json_t *mf = json_object_get(
-        json_object_get(json_array_get(layers, 1), "metrics"),
-        "module_flops");
+        json_object_get(json_array_get(layers, 1), "metrics"), "module_flops");
     CHECK_EQ_INT(json_integer_value(json_object_get(mf, "value")), 32);
     /* the 16 operator FLOPs recorded inside the Linear call, and none in
      * the root's own work */
-    json_t *of = json_object_get(
-        json_object_get(json_array_get(layers, 1), "metrics"),
-        "operator_flops");
+    json_t *of =
+        json_object_get(json_object_get(json_array_get(layers, 1), "metrics"),
+                        "operator_flops");
     CHECK_EQ_INT(json_integer_value(json_object_get(of, "value")), 16);
     CHECK_EQ_STR(json_string_value(json_object_get(of, "scope")),
                  "module_call_self");
-    of = json_object_get(
-        json_object_get(json_array_get(layers, 0), "metrics"),
-        "operator_flops");
+    of = json_object_get(json_object_get(json_array_get(layers, 0), "metrics"),
+                         "operator_flops");
     CHECK_EQ_INT(json_integer_value(json_object_get(of, "value")), 0);
     tot = json_object_get(report, "totals");
     CHECK_EQ_STR(json_string_value(json_object_get(
@@ -123,17 +138,17 @@ test_crawl_report(void)
                  16);
     diags = json_object_get(report, "diagnostics");
     CHECK(json_array_size(diags) >= 3); /* flops, macs, dmas of Mystery */
-    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(diags, 0),
-                                                   "code")),
-                 "unsupported_module_metric");
-    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(diags, 0),
-                                                   "path")),
-                 "1");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 0), "code")),
+        "unsupported_module_metric");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 0), "path")),
+        "1");
 
     char *message = NULL;
     CHECK(ts_report_incomplete(report, &message));
-    CHECK(message != NULL && strstr(message, "Analysis is incomplete for: ")
-                                 == message);
+    CHECK(message != NULL
+          && strstr(message, "Analysis is incomplete for: ") == message);
     CHECK(message != NULL && strstr(message, "module_flops") != NULL);
     free(message);
 
@@ -149,24 +164,25 @@ test_failed_call_and_structure(void)
     ts_model_totals totals = {0};
     ts_error err;
     int m = ts_session_add_module(s, "", "Net", NULL, true);
-    ts_session_begin_call(s, m, call_meta(json_pack("{s:s}", "kind", "none")),
-                          NULL);
+    ts_session_begin_call(
+        s, m, call_meta(json_pack("{s:s}", "kind", "none")), NULL);
     CHECK_EQ_INT(ts_session_end_call(s, m, NULL, true, NULL), 0);
-    json_t *report = ts_session_report(s, json_object(), json_object(),
-                                       &totals, NULL, "2.13.0", &err);
+    json_t *report = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
     json_t *layer = json_array_get(json_object_get(report, "layers"), 0);
-    CHECK_EQ_STR(json_string_value(
-                     json_object_get(json_object_get(layer, "output"), "kind")),
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(layer, "output"), "kind")),
                  "failed");
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_array_get(json_object_get(report, "diagnostics"), 0),
                      "code")),
                  "module_forward_error");
     /* structure mode: compute totals not requested, analysis_mode set */
-    CHECK_EQ_STR(json_string_value(json_object_get(
-                     json_object_get(json_object_get(report, "totals"), "macs"),
-                     "method")),
-                 "not_requested");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(report, "totals"), "macs"),
+            "method")),
+        "not_requested");
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_object_get(report, "context"), "analysis_mode")),
                  "structure");
@@ -190,9 +206,13 @@ test_opstats(void)
     CHECK_EQ_INT(ts_opstats_intern(ops, "aten.sin"), sin_id);
     ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
     ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
-    ts_opstats_record(ops, sin_id, TS_OPCALL_UNCOUNTED, 0, false, NULL,
-                      NULL);
-    ts_opstats_record(ops, view, TS_OPCALL_IGNORED, 0, false, NULL,
+    ts_opstats_record(ops, sin_id, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
+    ts_opstats_record(ops,
+                      view,
+                      TS_OPCALL_IGNORED,
+                      0,
+                      false,
+                      NULL,
                       "Metadata-only tensor view.");
     CHECK_EQ_INT(ts_opstats_total(ops), 96);
     json_t *r = ts_opstats_report(ops, "2.13.0", "m", NULL);
@@ -201,12 +221,11 @@ test_opstats(void)
                  96);
     CHECK(json_object_get(json_object_get(r, "by_operator"), "aten.sin")
           == NULL);
-    CHECK_EQ_INT(
-        json_integer_value(json_object_get(
-            json_object_get(json_object_get(r, "ignored_operators"),
-                            "aten.view"),
-            "calls")),
-        1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(r, "ignored_operators"),
+                                     "aten.view"),
+                     "calls")),
+                 1);
     json_t *d = json_array_get(json_object_get(r, "diagnostics"), 0);
     CHECK_EQ_STR(json_string_value(json_object_get(d, "code")),
                  "uncounted_operator");
@@ -224,18 +243,16 @@ test_opstats(void)
 
     /* repeated refusals of one operator give one diagnostic */
     int pw = ts_opstats_intern(ops, "aten.pow");
-    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3",
-                      NULL);
-    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3",
-                      NULL);
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3", NULL);
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3", NULL);
     r = ts_opstats_report(ops, "2.13.0", "m", NULL);
     CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 2);
     json_decref(r);
     ts_opstats_free(ops);
 
     r = ts_flop_report_not_requested("2.13.0");
-    CHECK_EQ_STR(json_string_value(json_object_get(
-                     json_object_get(r, "total"), "method")),
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(r, "total"), "method")),
                  "not_requested");
     json_decref(r);
 }

@@ -1,0 +1,788 @@
+"""crawl_module / summary contract (contract 1.1-1.3, 5.1)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+import torch
+from torch import nn
+
+import torchscan
+from torchscan import IncompleteAnalysisError, crawl_module, measure_flops, summary
+from torchscan.process import measure_peak_memory
+
+from conftest import CountingModule, UnsupportedLeaf, assert_nothing_left, json_roundtrip, training_flags
+
+X = torch.rand(1, 4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Input validation: raised before the model runs
+# ---------------------------------------------------------------------------------------------------------------
+
+BAD_CRAWL_CALLS = [
+    pytest.param(dict(input_shape=(4,), args=(X,)), ValueError, "Exactly one", id="both-sources"),
+    pytest.param(dict(input_shape=(4,), kwargs={"x": X}), ValueError, "Exactly one", id="shape-and-kwargs"),
+    pytest.param(dict(), ValueError, "Exactly one", id="no-source"),
+    pytest.param(dict(args=(X,), dtype=torch.float64), ValueError, None, id="dtype-with-args"),
+    pytest.param(dict(args=(X,), device="cpu"), ValueError, None, id="device-with-args"),
+    pytest.param(dict(kwargs={"x": X}, device="cpu"), ValueError, None, id="device-with-kwargs"),
+    pytest.param(dict(args=[X]), TypeError, None, id="args-list"),
+    pytest.param(dict(args=X), TypeError, None, id="args-tensor"),
+    pytest.param(dict(args=(X,), kwargs={1: X}), TypeError, None, id="kwargs-int-key"),
+    pytest.param(dict(args=(X,), kwargs=[("x", X)]), TypeError, None, id="kwargs-not-mapping"),
+    pytest.param(dict(input_shape=[[4]]), TypeError, None, id="shape-list-of-lists"),
+    pytest.param(dict(input_shape=[4]), TypeError, None, id="shape-list-of-ints"),
+    pytest.param(dict(input_shape=[]), TypeError, None, id="shape-empty-list"),
+    pytest.param(dict(input_shape=(4.0,)), TypeError, None, id="shape-float-dim"),
+    pytest.param(dict(input_shape=("4",)), TypeError, None, id="shape-str-dim"),
+    pytest.param(dict(input_shape=[(4,), (4,)], dtype=[torch.float32]), ValueError, None, id="dtype-too-short"),
+    pytest.param(dict(input_shape=(4,), dtype=[torch.float32, torch.float32]), ValueError, None, id="dtype-too-long"),
+    pytest.param(dict(input_shape=(4,), dtype=["float32"]), TypeError, None, id="dtype-entry-str"),
+    pytest.param(dict(input_shape=(4,), dtype="float32"), TypeError, None, id="dtype-str"),
+    pytest.param(dict(input_shape=(4,), mode="fast"), ValueError, None, id="unknown-mode"),
+    pytest.param(
+        dict(input_shape=(4,), custom_mapping={torch.ops.aten.addmm.default: lambda *a, **k: 0}),
+        TypeError,
+        "operator packets",
+        id="overload-key",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), BAD_CRAWL_CALLS)
+def test_crawl_module_rejects_bad_arguments_before_running(kwargs, error, match):
+    model = CountingModule()
+    flags = training_flags(model)
+    with pytest.raises(error, match=match):
+        crawl_module(model, **kwargs)
+    assert model.calls == 0
+    assert training_flags(model) == flags
+    assert_nothing_left(model)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), BAD_CRAWL_CALLS[:6])
+def test_summary_rejects_bad_arguments_before_running(kwargs, error, match, capsys):
+    model = CountingModule()
+    with pytest.raises(error, match=match):
+        summary(model, **kwargs)
+    assert model.calls == 0
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        pytest.param(dict(max_depth=-1), ValueError, id="negative-max-depth"),
+        pytest.param(dict(wrap_mode="start"), ValueError, id="bad-wrap-mode"),
+        pytest.param(dict(wrap_mode="MID"), ValueError, id="wrap-mode-case"),
+    ],
+)
+def test_summary_rejects_display_arguments_before_running(kwargs, error, capsys):
+    model = CountingModule()
+    with pytest.raises(error):
+        summary(model, (4,), **kwargs)
+    assert model.calls == 0
+    assert capsys.readouterr().out == ""
+    assert_nothing_left(model)
+
+
+@pytest.mark.parametrize("wrap_mode", ["mid", "end", None])
+def test_summary_accepts_documented_wrap_modes(wrap_mode, capsys):
+    model = CountingModule()
+    summary(model, (4,), wrap_mode=wrap_mode)
+    assert model.calls == 1
+    assert "Total params: 10" in capsys.readouterr().out  # Linear(4, 2): 8 + 2
+
+
+def test_measure_flops_rejects_overload_keys_before_running():
+    calls = []
+    with pytest.raises(TypeError, match="operator packets"):
+        measure_flops(lambda: calls.append(1), custom_mapping={torch.ops.aten.sin.default: lambda *a, **k: 0})
+    assert calls == []
+
+
+@pytest.mark.parametrize("workload", [None, 42, "torch.sin", torch.ones(2)])
+def test_non_callable_workloads_are_rejected(workload):
+    with pytest.raises(TypeError):
+        measure_flops(workload)
+    with pytest.raises(TypeError):
+        measure_peak_memory(workload, device="cpu")
+
+
+def test_peak_memory_rejects_unsupported_device_before_running():
+    calls = []
+    with pytest.raises(NotImplementedError):
+        measure_peak_memory(lambda: calls.append(1), device="meta")
+    assert calls == []
+
+
+def test_non_module_is_rejected():
+    with pytest.raises(TypeError):
+        crawl_module(lambda x: x, args=(X,))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs: caller values forwarded unchanged, generated inputs as documented
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Recorder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list = []
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, *, mask=None, extra=None):
+        self.seen.append((x, mask, extra, torch.is_grad_enabled(), [m.training for m in self.modules()]))
+        return self.lin(x)
+
+
+def test_caller_args_are_forwarded_unchanged():
+    model = Recorder()
+    x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)  # float64 into a float32 model: no cast allowed
+    model.lin.double()
+    mask = torch.tensor([True, False, True])
+    extra = {"k": [1, 2]}
+    crawl_module(model, args=(x,), kwargs={"mask": mask, "extra": extra})
+    ((seen_x, seen_mask, seen_extra, grad_enabled, flags),) = model.seen
+    assert seen_x is x and seen_mask is mask and seen_extra is extra
+    assert seen_x.dtype == torch.float64 and seen_x.shape == (3, 4) and seen_x.requires_grad
+    assert extra == {"k": [1, 2]}
+    assert grad_enabled is False  # the forward runs under no_grad
+    assert flags == [False, False]  # every module in eval during the forward
+    assert model.training and model.lin.training  # and restored afterwards
+
+
+def test_keyword_only_call():
+    model = Recorder()
+    x = torch.rand(2, 4)
+    report = crawl_module(model, kwargs={"x": x})
+    assert model.seen[0][0] is x
+    assert report["inputs"]["args"] == []
+    assert report["inputs"]["kwargs"]["x"]["shape"] == [2, 4]
+    assert report["layers"][0]["input"]["kwargs"]["x"]["shape"] == [2, 4]
+
+
+class TwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = []
+
+    def forward(self, a, b):
+        self.seen.append((a, b))
+        return a.float().sum() + b.float().sum()
+
+
+def test_generated_inputs_batch_dtype_and_values():
+    model = TwoInputs()
+    report = crawl_module(model, [(2, 3), (5,)], dtype=[torch.bool, torch.int64])
+    ((a, b),) = model.seen
+    assert a.shape == (1, 2, 3) and a.dtype == torch.bool and bool(a.all())  # bool -> ones
+    assert b.shape == (1, 5) and b.dtype == torch.int64 and not bool(b.any())  # integer -> zeros
+    assert report["inputs"]["source"] == "generated"
+    assert [m["shape"] for m in report["inputs"]["args"]] == [[1, 2, 3], [1, 5]]
+    assert [m["dtype"] for m in report["inputs"]["args"]] == ["torch.bool", "torch.int64"]
+
+
+def test_generated_inputs_follow_model_dtype_and_device_override():
+    model = nn.Linear(4, 2).double()
+    report = crawl_module(model, (4,))
+    assert report["inputs"]["args"][0]["dtype"] == "torch.float64"
+    assert report["context"]["dtypes"] == ["torch.float64"]
+    model = TwoInputs()  # parameterless: cpu / float32 defaults
+    crawl_module(model, [(2,), (2,)], device="cpu")
+    a, b = model.seen[0]
+    assert a.dtype == torch.float32 and a.device.type == "cpu"
+    assert float(a.min()) >= 0.0 and float(a.max()) < 1.0  # torch.rand
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Restoration: flags, hooks, dispatch modes, exceptions, BatchNorm stats
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Mixed(nn.Module):
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+        self.error = RuntimeError("forward failed on purpose")
+
+    def forward(self, x):
+        y = self.drop(self.bn(self.conv(x)))
+        if self.fail:
+            raise self.error
+        return self.head(y)
+
+
+def _mixed(fail: bool = False) -> Mixed:
+    model = Mixed(fail)
+    model.train()
+    model.drop.eval()
+    model.head[1].eval()
+    with torch.no_grad():  # non-trivial running statistics
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    return model
+
+
+def test_training_flags_hooks_and_modes_restored_after_success():
+    model = _mixed()
+    flags = training_flags(model)
+    stats = copy.deepcopy(model.bn.state_dict())
+    report = crawl_module(model, (3, 8, 8))
+    assert training_flags(model) == flags
+    assert report["context"]["training_before"] is True
+    assert_nothing_left(model)
+    for key, value in model.bn.state_dict().items():
+        assert torch.equal(value, stats[key]), key  # eval mode: running stats untouched
+    assert [layer["path"] for layer in report["layers"]] == ["", "conv", "bn", "drop", "head", "head.0", "head.1"]
+
+
+def test_training_before_reports_root_flag():
+    model = _mixed().eval()
+    report = crawl_module(model, (3, 8, 8))
+    assert report["context"]["training_before"] is False
+    assert not any(training_flags(model).values())
+
+
+@pytest.mark.parametrize("mode", ["full", "structure"])
+def test_forward_exception_propagates_and_everything_is_restored(mode):
+    model = _mixed(fail=True)
+    flags = training_flags(model)
+    stats = copy.deepcopy(model.bn.state_dict())
+    with pytest.raises(RuntimeError) as info:
+        crawl_module(model, (3, 8, 8), mode=mode)
+    assert info.value is model.error
+    assert training_flags(model) == flags
+    assert_nothing_left(model)
+    for key, value in model.bn.state_dict().items():
+        assert torch.equal(value, stats[key]), key
+    # the model is still usable and the crawl works again
+    model.fail = False
+    report = crawl_module(model, (3, 8, 8), mode=mode)
+    assert len(report["layers"]) == 7
+    assert_nothing_left(model)
+
+
+def test_keyboard_interrupt_restores_everything():
+    class Interrupting(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            self.lin(x)
+            raise KeyboardInterrupt
+
+    model = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        crawl_module(model, (4,))
+    assert model.training and model.lin.training
+    assert_nothing_left(model)
+
+
+def test_strict_failure_restores_everything():
+    model = nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf())
+    model[0].eval()
+    flags = training_flags(model)
+    with pytest.raises(IncompleteAnalysisError):
+        crawl_module(model, (4,), strict=True)
+    assert training_flags(model) == flags
+    assert_nothing_left(model)
+
+
+def test_preexisting_user_hooks_survive():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    calls = []
+    handle = model[0].register_forward_hook(lambda m, i, o: calls.append("post"))
+    pre = model.register_forward_pre_hook(lambda m, i: calls.append("pre"))
+    crawl_module(model, (4,))
+    assert calls == ["pre", "post"]
+    assert len(model[0]._forward_hooks) == 1 and len(model._forward_pre_hooks) == 1
+    handle.remove()
+    pre.remove()
+    assert_nothing_left(model)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A child whose exception the parent catches
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Boom(nn.Module):
+    def forward(self, x):
+        raise ValueError("boom")
+
+
+class Catching(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.boom = Boom()
+        self.lin = nn.Linear(4, 2)
+
+    def forward(self, x):
+        try:
+            self.boom(x)
+        except ValueError:
+            pass
+        return self.lin(x)
+
+
+def test_caught_child_failure_is_reported():
+    model = Catching()
+    report = crawl_module(model, (4,))
+    rows = {layer["path"]: layer for layer in report["layers"]}
+    assert list(rows) == ["", "boom", "lin"]
+    assert rows["boom"]["output"] == {"kind": "failed"}
+    assert rows["boom"]["metrics"]["calls"]["value"] == 1
+    (diag,) = [d for d in report["diagnostics"] if d["code"] == "module_forward_error"]
+    assert diag["metric"] == "calls" and diag["path"] == "boom" and diag["severity"] == "warning"
+    # a metric leaf that failed: its estimates are unavailable with method forward_failed
+    flops = rows["boom"]["metrics"]["module_flops"]
+    assert flops["status"] == "unavailable" and flops["value"] is None and flops["method"] == "forward_failed"
+    # totals: the failed row is unknown, lin is known: Linear(4, 2) on (1, 4) = 2*(2*4-1) + 2 = 16
+    total = report["totals"]["module_flops"]
+    assert total["status"] == "partial" and total["known_value"] == 16 and total["value"] is None
+    assert rows["lin"]["output"]["shape"] == [1, 2]
+    with pytest.raises(IncompleteAnalysisError) as info:
+        crawl_module(model, (4,), strict=True)
+    assert "calls" in str(info.value)
+    assert_nothing_left(model)
+
+
+def test_caught_child_failure_in_structure_mode():
+    model = Catching()
+    report = crawl_module(model, (4,), mode="structure")
+    boom = report["layers"][1]
+    assert boom["output"] == {"kind": "failed"}
+    assert set(boom["metrics"]) == {"calls"}
+    assert [d["code"] for d in report["diagnostics"]] == ["module_forward_error"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Layer records and parameter attribution
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class SharedBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = nn.Linear(4, 4)
+        self.stage = nn.Sequential(nn.ReLU(), nn.Linear(4, 2))
+        self.register_buffer("scale", torch.ones(3))
+        self.unused = nn.Linear(7, 7)  # never called: only in model totals
+
+    def forward(self, x):
+        return self.stage(self.block(self.block(x)))
+
+
+def test_layer_records_and_shared_attribution():
+    model = SharedBlock()
+    report = crawl_module(model, (4,))
+    keys = [(layer["path"], layer["call_index"]) for layer in report["layers"]]
+    assert keys == [("", 0), ("block", 0), ("block", 1), ("stage", 0), ("stage.0", 0), ("stage.1", 0)]
+    names = [layer["name"] for layer in report["layers"]]
+    assert names == ["sharedblock", "block", "block", "stage", "0", "1"]
+    assert [layer["depth"] for layer in report["layers"]] == [0, 1, 1, 1, 2, 2]
+    assert [layer["type"] for layer in report["layers"]] == [
+        "SharedBlock",
+        "Linear",
+        "Linear",
+        "Sequential",
+        "ReLU",
+        "Linear",
+    ]
+    rows = report["layers"]
+    # the root owns only its direct buffer (3 float32 elements = 12 bytes), no direct parameters
+    assert rows[0]["parameters"] == {"trainable": 0, "frozen": 0, "bytes": 0, "shared": False}
+    assert rows[0]["buffers"] == {"elements": 3, "bytes": 12, "shared": False}
+    # first call of block: 16 + 4 parameters = 20, 80 bytes
+    assert rows[1]["parameters"] == {"trainable": 20, "frozen": 0, "bytes": 80, "shared": False}
+    # second call of the same instance adds nothing and is marked shared
+    assert rows[2]["parameters"] == {"trainable": 0, "frozen": 0, "bytes": 0, "shared": True}
+    assert rows[3]["parameters"]["trainable"] == 0  # Sequential has no direct parameters
+    assert rows[5]["parameters"] == {"trainable": 10, "frozen": 0, "bytes": 40, "shared": False}
+    # totals count unique tensors of the whole model, including the uncalled module (7*7 + 7 = 56)
+    totals = report["totals"]
+    assert totals["parameters"]["value"] == 20 + 10 + 56
+    assert totals["parameters"]["value"] == sum(p.numel() for p in model.parameters())
+    assert totals["buffer_elements"]["value"] == 3 and totals["buffer_bytes"]["value"] == 12
+    assert totals["parameter_bytes"]["value"] == 86 * 4
+    # each call has its own metrics: Linear(4, 4) on (1, 4): 4*(2*4-1) + 4 = 32 FLOPs, per call
+    assert rows[1]["metrics"]["module_flops"]["value"] == 32
+    assert rows[2]["metrics"]["module_flops"]["value"] == 32
+    for row in rows:
+        assert row["metrics"]["calls"] == {
+            "status": "complete",
+            "value": 1,
+            "known_value": 1,
+            "unit": "calls",
+            "scope": "module_call",
+            "method": "pytorch_hook",
+        }
+
+
+def test_shared_tensor_across_modules_and_frozen_parameters():
+    first = nn.Linear(4, 4)
+    second = nn.Linear(4, 4)
+    second.weight = first.weight  # tied weight
+    second.bias.requires_grad_(False)
+    model = nn.Sequential(first, second)
+    report = crawl_module(model, (4,))
+    rows = report["layers"]
+    assert rows[1]["parameters"] == {"trainable": 20, "frozen": 0, "bytes": 80, "shared": False}
+    # the tied weight was already seen: only the frozen bias (4) is new
+    assert rows[2]["parameters"] == {"trainable": 0, "frozen": 4, "bytes": 16, "shared": True}
+    totals = report["totals"]
+    assert totals["parameters"]["value"] == 24  # 16 + 4 + 4, the tied weight once
+    assert totals["trainable_parameters"]["value"] == 20
+    assert totals["frozen_parameters"]["value"] == 4
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Structure mode
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_structure_mode():
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+    report = crawl_module(model, (3, 32, 32), mode="structure")
+    assert report["context"]["analysis_mode"] == "structure"
+    for layer in report["layers"]:
+        assert set(layer["metrics"]) == {"calls"}
+    assert report["layers"][1]["output"]["shape"] == [1, 8, 30, 30]
+    totals = report["totals"]
+    assert totals["parameters"]["value"] == 224
+    for name in ("module_flops", "macs", "dmas", "operator_flops"):
+        assert totals[name]["status"] == "unavailable", name
+        assert totals[name]["value"] is None and totals[name]["known_value"] is None
+        assert totals[name]["method"] == "not_requested", name
+    flop = report["operator_flops"]
+    assert flop["context"]["method"] == "not_requested"
+    assert flop["by_operator"] == {} and flop["by_module"] == {}
+    assert flop["ignored_operators"] == {} and flop["diagnostics"] == []
+    assert flop["total"]["status"] == "unavailable" and flop["total"]["method"] == "not_requested"
+    assert report["diagnostics"] == []
+    # strict passes: not-requested totals are not incomplete
+    assert crawl_module(model, (3, 32, 32), mode="structure", strict=True) == report
+    # and full mode has no analysis_mode key
+    assert "analysis_mode" not in crawl_module(model, (3, 32, 32))["context"]
+
+
+def test_structure_mode_strict_passes_even_with_unsupported_leaf():
+    model = nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf())
+    report = crawl_module(model, (4,), mode="structure", strict=True)
+    assert report["diagnostics"] == []
+    with pytest.raises(IncompleteAnalysisError):
+        crawl_module(model, (4,), strict=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Metadata and privacy
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Anything(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, options, *, flag=None, n=3, items=(), blob=None):
+        return self.lin(x), None, [x, (x, 7)]
+
+
+def test_metadata_kinds_and_privacy():
+    model = Anything()
+    x = torch.full((1, 4), 12345.25)
+    secret_path = "/home/user/secret.txt"
+    options = {"alpha": x, 3: 12345.25, secret_path: x}
+    report = crawl_module(
+        model,
+        args=(x, options),
+        kwargs={"flag": None, "n": 12345.25, "items": [x, (x, secret_path)], "blob": object()},
+    )
+    text = json.dumps(report, allow_nan=False)
+    assert "12345" not in text
+    assert "secret" not in text and "/home/user" not in text
+    assert "object at 0x" not in text
+
+    tensor = {"kind": "tensor", "shape": [1, 4], "dtype": "torch.float32", "device": "cpu", "requires_grad": False}
+    args = report["inputs"]["args"]
+    assert args[0] == tensor
+    mapping = args[1]
+    assert mapping["kind"] == "mapping" and mapping["type"] == "dict"
+    kept = [item["key"] for item in mapping["items"] if "key" in item]
+    assert kept == ["alpha", 3]  # identifier and int keys only, in order
+    assert [item["key_type"] for item in mapping["items"] if "key" in item] == ["str", "int"]
+    assert all(item.get("key") != secret_path for item in mapping["items"])
+    assert mapping["items"][0]["value"] == tensor
+    assert mapping["items"][1]["value"] == {"kind": "scalar", "type": "float"}
+    kwargs = report["inputs"]["kwargs"]
+    assert kwargs["flag"] == {"kind": "none"}
+    assert kwargs["n"] == {"kind": "scalar", "type": "float"}
+    assert kwargs["items"] == {
+        "kind": "list",
+        "items": [tensor, {"kind": "tuple", "items": [tensor, {"kind": "scalar", "type": "str"}]}],
+    }
+    assert kwargs["blob"]["kind"] == "object" and kwargs["blob"]["type"] == "object"
+    # the root row describes the same call, and the output tree
+    root = report["layers"][0]
+    assert root["input"] == {"args": args, "kwargs": kwargs}
+    assert root["output"] == {
+        "kind": "tuple",
+        "items": [
+            tensor,
+            {"kind": "none"},
+            {"kind": "list", "items": [tensor, {"kind": "tuple", "items": [tensor, {"kind": "scalar", "type": "int"}]}]},
+        ],
+    }
+    assert json_roundtrip(report) == report
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name"),
+    [(True, "bool"), (3, "int"), (2.5, "float"), (1 + 2j, "complex"), ("s", "str"), (b"b", "bytes")],
+)
+def test_scalar_metadata(value, type_name):
+    class Echo(nn.Module):
+        def forward(self, x, v):
+            return x
+
+    report = crawl_module(Echo(), args=(torch.ones(1), value))
+    assert report["inputs"]["args"][1] == {"kind": "scalar", "type": type_name}
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_nested_tensor_metadata_has_no_shape():
+    class Echo(nn.Module):
+        def forward(self, x):
+            return x
+
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    report = crawl_module(Echo(), args=(nested,), mode="structure")
+    assert report["inputs"]["args"][0] == {
+        "kind": "nested_tensor",
+        "dtype": "torch.float32",
+        "device": "cpu",
+        "requires_grad": False,
+    }
+
+
+def test_report_shape_and_json_roundtrip():
+    model = SharedBlock()
+    report = crawl_module(model, (4,))
+    assert set(report) == {"schema_version", "context", "inputs", "layers", "operator_flops", "totals", "diagnostics"}
+    context = report["context"]
+    assert context["torch_version"] == torch.__version__
+    assert context["torchscan_version"] == torchscan.__version__
+    assert context["model_type"] == f"{SharedBlock.__module__}.SharedBlock"
+    assert context["execution_mode"] == "evaluation_no_grad"
+    assert context["devices"] == ["cpu"] and context["dtypes"] == ["torch.float32"]
+    assert set(report["totals"]) == {
+        "parameters",
+        "trainable_parameters",
+        "frozen_parameters",
+        "parameter_bytes",
+        "buffer_elements",
+        "buffer_bytes",
+        "module_flops",
+        "operator_flops",
+        "macs",
+        "dmas",
+    }
+    for name in ("parameters", "trainable_parameters", "frozen_parameters", "buffer_elements"):
+        assert report["totals"][name]["unit"] == "elements" and report["totals"][name]["scope"] == "model"
+        assert report["totals"][name]["method"] == "pytorch"
+    for layer in report["layers"]:
+        assert set(layer) >= {"path", "call_index", "name", "depth", "type", "input", "output", "parameters",
+                              "buffers", "metrics"}
+    assert json_roundtrip(report) == report
+    assert report["totals"]["operator_flops"] == report["operator_flops"]["total"]
+
+
+def test_reports_are_deterministic():
+    torch.manual_seed(0)
+    model = SharedBlock()
+    assert crawl_module(model, (4,)) == crawl_module(model, (4,))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# summary
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Deep(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
+
+    def forward(self, x):
+        return self.head(self.pool(self.features(x)))
+
+
+def test_summary_returns_the_crawl_report(capsys):
+    model = Deep()
+    printed = summary(model, (3, 8, 8))
+    capsys.readouterr()
+    assert printed == crawl_module(model, (3, 8, 8))
+
+
+def _table_rows(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("=")) + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("="))
+    return lines[start:end]
+
+
+def test_summary_max_depth_limits_printed_rows(capsys):
+    model = Deep()
+    full = summary(model, (3, 8, 8))
+    rows = _table_rows(capsys.readouterr().out)
+    assert len(rows) == 8  # root, features, features.0, features.1, pool, head, head.0, head.1
+    assert [r.split()[0] for r in rows][:2] == ["deep", "├─features"]
+
+    limited = summary(model, (3, 8, 8), max_depth=1)
+    out = capsys.readouterr().out
+    rows = _table_rows(out)
+    assert [r.split()[0] for r in rows] == ["deep", "├─features", "├─pool", "├─head"]
+    assert "└─" not in out
+    assert len(limited["layers"]) == len(full["layers"]) == 8  # the returned report is complete
+    assert "Total params: 122" in out  # totals unchanged: conv 4*27+4 = 112, linear 4*2+2 = 10
+
+    summary(model, (3, 8, 8), max_depth=0)
+    assert [r.split()[0] for r in _table_rows(capsys.readouterr().out)] == ["deep"]
+
+
+def test_summary_depth_two_rows_use_nested_prefix(capsys):
+    summary(Deep(), (3, 8, 8), max_depth=2)
+    rows = _table_rows(capsys.readouterr().out)
+    assert [r.split()[0] for r in rows] == [
+        "deep",
+        "├─features",
+        "|",
+        "|",
+        "├─pool",
+        "├─head",
+        "|",
+        "|",
+    ]
+    assert rows[2].startswith("|    └─0")
+    assert rows[7].startswith("|    └─1")
+
+
+def test_summary_max_depth_deeper_than_model_raises(capsys):
+    model = Deep()
+    with pytest.raises(ValueError):
+        summary(model, (3, 8, 8), max_depth=3)
+    assert_nothing_left(model)
+
+
+def test_summary_structure_mode_prints_unavailable_compute(capsys):
+    summary(nn.Conv2d(3, 8, 3), (3, 32, 32), mode="structure")
+    out = capsys.readouterr().out
+    assert "Total params: 224" in out
+    assert "388.80" not in out
+
+
+def test_summary_receptive_field_columns(capsys):
+    summary(nn.Conv2d(3, 8, 3, stride=2, padding=1), (3, 32, 32), receptive_field=True, effective_rf_stats=True)
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("Layer"))
+    assert re.split(r"\s{2,}", header.strip())[-3:] == ["Receptive field", "Effective stride", "Effective padding"]
+    row = next(line for line in out.splitlines() if line.startswith("conv2d"))
+    # rf 3, stride 2, padding 1 for a single 3x3/2 conv with padding 1
+    assert row.split()[-3:] == ["3", "2", "1"]
+
+
+def test_summary_prints_diagnostic_count(capsys):
+    summary(nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf()), (4,))
+    out = capsys.readouterr().out
+    # unsupported_module_metric on module_flops, macs, dmas and one receptive-field diagnostic
+    assert "Diagnostics: 4 (inspect report['diagnostics'])" in out
+    assert "Module-formula forward FLOPs: known 32.00 FLOPs" in out  # Linear(4,4) on (1,4): 4*7 + 4
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Unsupported leaves and native-subclass detection
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_unknown_leaf_is_partial_never_zero():
+    model = nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf())
+    report = crawl_module(model, (4,))
+    leaf = report["layers"][2]
+    for name in ("module_flops", "macs", "dmas"):
+        metric = leaf["metrics"][name]
+        assert metric["status"] == "partial" and metric["value"] is None and metric["known_value"] == 0, name
+        assert metric["scope"] == "module_call" and metric["method"] == "torchscan_module_formula"
+    for name in ("receptive_field", "effective_stride", "effective_padding"):
+        assert leaf["metrics"][name]["status"] == "unavailable", name
+    diags = [d for d in report["diagnostics"] if d.get("path") == "1"]
+    assert {d["metric"] for d in diags} == {"module_flops", "macs", "dmas", "receptive_field"}
+    assert {d["code"] for d in diags} == {"unsupported_module_metric"}
+    assert all("Module type not supported" in d["message"] for d in diags)
+    total = report["totals"]["module_flops"]
+    # Linear(4,4) on (1,4): 4*(2*4-1) + 4 = 32 known; the leaf adds an unknown amount
+    assert total == {
+        "status": "partial",
+        "value": None,
+        "known_value": 32,
+        "unit": "FLOPs",
+        "scope": "forward",
+        "method": "torchscan_module_formula",
+    }
+    # the operator report still counts the leaf's multiply: 4 elements * 1 = 4, plus addmm 2*1*4*4 = 32
+    assert report["operator_flops"]["by_operator"] == {"aten.addmm": 32, "aten.mul": 4}
+
+
+class KeepsForward(nn.Linear):
+    """A subclass that only adds a method: still a Linear."""
+
+    def describe(self) -> str:
+        return "linear"
+
+
+class OverridesForward(nn.Linear):
+    """A subclass with its own forward: its work is no longer Linear's."""
+
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+def test_native_subclass_detection():
+    kept = crawl_module(KeepsForward(4, 4), (4,))
+    assert kept["layers"][0]["metrics"]["module_flops"]["status"] == "complete"
+    assert kept["layers"][0]["metrics"]["module_flops"]["value"] == 32  # 4*(2*4-1) + 4
+    assert kept["diagnostics"] == []
+
+    overridden = crawl_module(OverridesForward(4, 4), (4,))
+    metric = overridden["layers"][0]["metrics"]["module_flops"]
+    assert metric["status"] == "partial" and metric["known_value"] == 0
+    assert "unsupported_module_metric" in {d["code"] for d in overridden["diagnostics"]}
+
+
+def test_strict_passes_on_fully_supported_model():
+    report = crawl_module(Deep(), (3, 8, 8), strict=True)
+    assert report["diagnostics"] == []
+    for name in ("module_flops", "macs", "dmas", "operator_flops"):
+        assert report["totals"][name]["status"] == "complete", name
+
+
+def test_incomplete_analysis_error_is_exported_and_carries_report():
+    assert issubclass(torchscan.IncompleteAnalysisError, RuntimeError)
+    with pytest.raises(IncompleteAnalysisError) as info:
+        crawl_module(Catching(), (4,), strict=True)
+    report = info.value.report
+    assert [layer["path"] for layer in report["layers"]] == ["", "boom", "lin"]
+    # totals not complete: module_flops, macs, dmas (partial). Diagnostic metrics: calls.
+    assert str(info.value) == "Analysis is incomplete for: calls, dmas, macs, module_flops."
