@@ -8,12 +8,12 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: run test build deps ctest asan pytest bench lint format clean
+.PHONY: run test build deps ctest asan pytest bench lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
 
-test: ctest asan pytest
+test: format-check ctest asan pytest
 
 deps: $(STAMP)
 $(STAMP): requirements-dev.txt tools/install-system-deps.sh
@@ -47,8 +47,10 @@ pytest: build
 bench: build
 	$(PY) bench/run.py
 
-lint: $(STAMP)
+format-check: $(STAMP)
 	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
+
+lint: format-check
 	test -d build-c || $(MESON) setup build-c -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug
 	clang-tidy -p build-c --quiet src/core/*.c src/cli/*.c
 

@@ -15,13 +15,14 @@ ts_error_clear(ts_error *err)
 int
 ts_error_set(ts_error *err, int code, const char *fmt, ...)
 {
-    if (err != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
+    va_list ap;
+    if (err == NULL) {
+        return code;
     }
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
     return code;
 }
 

@@ -79,10 +79,15 @@ tensor_at(const ts_op_call *call, int i)
     return a->kind == TS_ARG_TENSOR ? &a->tensor : NULL;
 }
 
+/* An output with a concrete shape, or NULL. ndim < 0 is how the caller
+ * marks an output it could not describe: a None entry of a tuple result
+ * (convolution_backward under output_mask), symbolic sizes, or more than
+ * TS_MAX_DIMS dimensions. */
 static const ts_shape *
 out_at(const ts_op_call *call, int i)
 {
-    if (i < 0 || i >= clamp_count(call->nouts, TS_OP_MAX_OUTS)) {
+    if (i < 0 || i >= clamp_count(call->nouts, TS_OP_MAX_OUTS)
+        || call->outs[i].ndim < 0) {
         return NULL;
     }
     return &call->outs[i];
@@ -320,14 +325,24 @@ check_tensors(const ts_op_call *call, ts_error *err)
         if (!s->dense) {
             return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_LAYOUT);
         }
+        if (s->ndim < 0) {
+            return ts_error_set(err,
+                                TS_EUNSUPPORTED,
+                                "Argument %d has no concrete shape (symbolic "
+                                "sizes or more than %d dimensions).",
+                                i,
+                                TS_MAX_DIMS);
+        }
         if (!shape_valid(s)) {
             return ts_error_set(
                 err, TS_EUNSUPPORTED, "Argument %d has a malformed shape.", i);
         }
     }
+    /* Outputs without a concrete shape (ndim < 0) are absent, not
+     * malformed: formulas that need one say so through out_at. */
     n = clamp_count(call->nouts, TS_OP_MAX_OUTS);
     for (int i = 0; i < n; i++) {
-        if (!shape_valid(&call->outs[i])) {
+        if (call->outs[i].ndim >= 0 && !shape_valid(&call->outs[i])) {
             return ts_error_set(
                 err, TS_EUNSUPPORTED, "Output %d has a malformed shape.", i);
         }

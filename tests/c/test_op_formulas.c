@@ -592,7 +592,15 @@ test_convolution_backward(void)
     c = conv_bwd_call("2,6,6,6", "2,4,8,8", "6,2,3,3", false, 2, "1,1,0");
     CHECK_EXACT("aten.convolution_backward", c, 46656);
 
-    /* The count does not depend on how outputs are packed. */
+    /* The count does not depend on how outputs are packed: the binding
+     * marks None outputs (output_mask false) with ndim -1, and may give
+     * none at all. */
+    c.outs[2].ndim = -1;
+    c.outs[2].dense = false;
+    c.outs[2].dtype = TS_DTYPE_OTHER;
+    CHECK_EXACT("aten.convolution_backward", c, 46656);
+    c.outs[0].ndim = -1;
+    CHECK_EXACT("aten.convolution_backward", c, 46656);
     c.nouts = 0;
     CHECK_EXACT("aten.convolution_backward", c, 46656);
 
@@ -843,6 +851,18 @@ test_guards(void)
     c = binary_call(F, F, F);
     c.outs[0].ndim = TS_MAX_DIMS + 1;
     CHECK_UNSUPPORTED("aten.add", c, "malformed");
+    /* ndim -1: the binding could not read a concrete shape. */
+    c = binary_call(F, F, F);
+    c.args[1].tensor.ndim = -1;
+    CHECK_UNSUPPORTED("aten.add", c, "no concrete shape");
+    c = binary_call(F, F, F);
+    c.outs[0].ndim = -1;
+    CHECK_UNSUPPORTED("aten.add", c, "output shape");
+    /* Nested tensors arrive as ndim -1 and not dense: a layout issue. */
+    c = binary_call(F, F, F);
+    c.args[0].tensor.ndim = -1;
+    c.args[0].tensor.dense = false;
+    CHECK_UNSUPPORTED("aten.add", c, LAYOUT);
     c = binary_call(F, F, F);
     c.nouts = 0;
     CHECK_UNSUPPORTED("aten.add", c, "output shape");
