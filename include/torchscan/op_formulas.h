@@ -28,7 +28,7 @@ typedef enum {
     TS_ARG_OTHER
 } ts_arg_kind;
 
-#define TS_OP_MAX_ARGS 16
+#define TS_OP_MAX_ARGS 24
 #define TS_OP_MAX_OUTS 4
 
 typedef struct ts_op_arg {

@@ -1,0 +1,182 @@
+"""Repeated-call leak loops (DESIGN 5): live Python objects, references and RSS must not grow."""
+
+from __future__ import annotations
+
+import gc
+import os
+import weakref
+
+import pytest
+import torch
+from torch import nn
+
+from torchscan import IncompleteAnalysisError, compare_reports, crawl_module, measure_flops
+
+from conftest import UnsupportedLeaf
+
+ITERATIONS = 300
+OBJECT_BOUND = 100  # live gc-tracked objects allowed to appear over ITERATIONS calls
+RSS_BOUND = 20 * 1024 * 1024
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _live_objects() -> int:
+    gc.collect()
+    gc.collect()
+    return len(gc.get_objects())
+
+
+def _check_no_growth(call, iterations: int = ITERATIONS) -> None:
+    for _ in range(20):  # warm-up: caches, lazily imported modules, interned strings
+        call()
+    objects, rss = _live_objects(), _rss()
+    for _ in range(iterations):
+        call()
+    grown_objects = _live_objects() - objects
+    grown_rss = _rss() - rss
+    assert grown_objects < OBJECT_BOUND, f"{grown_objects} live objects appeared over {iterations} calls"
+    assert grown_rss < RSS_BOUND, f"RSS grew by {grown_rss / 2**20:.1f} MiB over {iterations} calls"
+
+
+class Small(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.act = nn.ReLU()
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 4 * 4, 3))
+
+    def forward(self, x, *, scale=1.0):
+        return self.head(self.act(self.bn(self.conv(x)))) * scale
+
+
+class Failing(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.lin(x)
+        raise ValueError("fails every time")
+
+
+def test_crawl_module_does_not_leak():
+    model = Small()
+    x = torch.rand(1, 3, 6, 6)
+    _check_no_growth(lambda: crawl_module(model, args=(x,), kwargs={"scale": 2.0, "unused_meta": None}
+                                          if False else {"scale": 2.0}))
+
+
+def test_crawl_module_generated_and_structure_do_not_leak():
+    model = Small()
+    _check_no_growth(lambda: (crawl_module(model, (3, 6, 6)), crawl_module(model, (3, 6, 6), mode="structure")))
+
+
+def test_failing_crawls_do_not_leak():
+    failing = Failing()
+    partial = nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf())
+
+    def call():
+        try:
+            crawl_module(failing, (4,))
+        except ValueError:
+            pass
+        try:
+            crawl_module(partial, (4,), strict=True)
+        except IncompleteAnalysisError:
+            pass
+        try:
+            crawl_module(partial, (4,), args=(torch.ones(1),))
+        except ValueError:
+            pass
+
+    _check_no_growth(call)
+
+
+def test_measure_flops_does_not_leak():
+    x, w = torch.rand(8, 8), torch.rand(8, 8)
+    lin = nn.Linear(8, 8)
+
+    def raising(*args, **kwargs):
+        raise RuntimeError("formula fails")
+
+    def call():
+        with torch.no_grad():
+            measure_flops(lambda: (x @ w, lin(x).relu().sum(), x.view(64)))
+            measure_flops(lambda: x @ w, custom_mapping={torch.ops.aten.mm: lambda *a, **k: 3})
+            measure_flops(lambda: x @ w, custom_mapping={torch.ops.aten.mm: raising})
+        try:
+            measure_flops(lambda: (_ for _ in ()).throw(KeyError("workload")))
+        except KeyError:
+            pass
+
+    _check_no_growth(call)
+
+
+def test_compare_reports_does_not_leak():
+    before = crawl_module(nn.Conv2d(3, 8, 3), (3, 16, 16))
+    after = crawl_module(nn.Sequential(nn.Conv2d(3, 12, 3), nn.ReLU()), (3, 16, 16))
+    broken = dict(after, schema_version=2)
+
+    def call():
+        compare_reports(before, after)
+        compare_reports(after, before)
+        try:
+            compare_reports(before, broken)
+        except ValueError:
+            pass
+
+    _check_no_growth(call)
+
+
+def test_crawl_releases_model_inputs_and_activations():
+    activations = []
+
+    class Keeper(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x, *, extra):
+            out = self.lin(x)
+            activations.append(weakref.ref(out))
+            return out
+
+    model = Keeper()
+    x = torch.rand(2, 4)
+    extra = torch.rand(3)
+    report = crawl_module(model, args=(x,), kwargs={"extra": extra})
+    refs = [weakref.ref(model), weakref.ref(x), weakref.ref(extra), weakref.ref(model.lin.weight)]
+    del model, x, extra
+    gc.collect()
+    assert all(ref() is None for ref in refs), "the crawl kept a model, input or parameter alive"
+    assert all(ref() is None for ref in activations), "the crawl kept an activation alive"
+    assert report["layers"][1]["output"]["shape"] == [2, 4]  # the report alone survives
+
+
+def test_failed_crawl_releases_the_exception_graph():
+    model = Failing()
+    x = torch.rand(1, 4)
+    refs = [weakref.ref(model), weakref.ref(x)]
+    with pytest.raises(ValueError):
+        crawl_module(model, args=(x,))
+    del model, x
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+
+
+def test_measure_flops_releases_workload_and_tensors():
+    x = torch.rand(4, 4)
+
+    def workload():
+        return x @ x
+
+    refs = [weakref.ref(x), weakref.ref(workload)]
+    measure_flops(workload, custom_mapping={torch.ops.aten.mm: lambda *a, **k: 1})
+    del x, workload
+    gc.collect()
+    assert all(ref() is None for ref in refs)
