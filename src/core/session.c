@@ -238,14 +238,18 @@ ts_opstats_report(const ts_opstats *stats,
         || diags == NULL) {
         goto error;
     }
-    sorted = malloc((stats->nops ? stats->nops : 1) * sizeof(const op_record *));
+    sorted =
+        malloc((stats->nops ? stats->nops : 1) * sizeof(const op_record *));
     if (sorted == NULL) {
         goto error;
     }
     for (size_t i = 0; i < stats->nops; i++) {
         sorted[i] = &stats->ops[i];
     }
-    qsort(sorted, stats->nops, sizeof(const op_record *), compare_records_by_name);
+    qsort(sorted,
+          stats->nops,
+          sizeof(const op_record *),
+          compare_records_by_name);
 
     for (size_t i = 0; i < stats->nops; i++) {
         const op_record *rec = sorted[i];

@@ -67,8 +67,7 @@ class Failing(nn.Module):
 def test_crawl_module_does_not_leak():
     model = Small()
     x = torch.rand(1, 3, 6, 6)
-    _check_no_growth(lambda: crawl_module(model, args=(x,), kwargs={"scale": 2.0, "unused_meta": None}
-                                          if False else {"scale": 2.0}))
+    _check_no_growth(lambda: crawl_module(model, args=(x,), kwargs={"scale": 2.0}))
 
 
 def test_crawl_module_generated_and_structure_do_not_leak():
