@@ -33,14 +33,14 @@ typedef enum {
 
 typedef struct ts_op_arg {
     ts_arg_kind kind;
-    ts_shape tensor;   /* TENSOR; TENSORS: the first tensor */
-    int64_t i;         /* INT, BOOL (0/1) */
-    double r;          /* REAL */
-    int nints;         /* INTS */
+    ts_shape tensor; /* TENSOR; TENSORS: the first tensor */
+    int64_t i;       /* INT, BOOL (0/1) */
+    double r;        /* REAL */
+    int nints;       /* INTS */
     int64_t ints[TS_MAX_DIMS];
-    int ntensors;        /* TENSORS: number of tensors */
-    int64_t numel_sum;   /* TENSORS: total elements */
-    const char *str;     /* STR (borrowed, valid during the call) */
+    int ntensors;      /* TENSORS: number of tensors */
+    int64_t numel_sum; /* TENSORS: total elements */
+    const char *str;   /* STR (borrowed, valid during the call) */
 } ts_op_arg;
 
 /* One operator call, arguments in schema order (keyword-only arguments are
@@ -83,8 +83,8 @@ typedef struct ts_op_entry {
     ts_op_formula formula;     /* NULL when ignored */
     const char *ignore_reason; /* non-NULL for excluded operators */
     unsigned flags;
-    const char *formula_text;  /* for the docs, e.g. "2*m*n*k"; NULL when
-                                  ignored */
+    const char *formula_text; /* for the docs, e.g. "2*m*n*k"; NULL when
+                                 ignored */
 } ts_op_entry;
 
 /* Looks a packet name up (binary search). NULL when unknown. */
