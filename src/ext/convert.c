@@ -3,7 +3,42 @@
 
 #include "tsx.h"
 
-static PyObject *from_json(const json_t *value);
+/* Reports repeat a small vocabulary (keys, statuses, units, dtypes): one
+ * str object per distinct short text per conversion instead of one per
+ * occurrence. Open addressing on an FNV-1a hash of the bytes. */
+#define STR_CACHE_SIZE 512
+#define STR_CACHE_MAX_LEN 40
+
+typedef struct str_cache {
+    PyObject *items[STR_CACHE_SIZE];
+} str_cache;
+
+static PyObject *
+cached_str(str_cache *cache, const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;
+    if (cache == NULL || len > STR_CACHE_MAX_LEN) {
+        return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+    }
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    }
+    for (uint32_t probe = 0; probe < 8; probe++) {
+        PyObject **slot = &cache->items[(h + probe) & (STR_CACHE_SIZE - 1)];
+        if (*slot == NULL) {
+            *slot = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+            return Py_XNewRef(*slot);
+        }
+        Py_ssize_t n;
+        const char *have = PyUnicode_AsUTF8AndSize(*slot, &n);
+        if (have != NULL && (size_t)n == len && memcmp(have, s, len) == 0) {
+            return Py_NewRef(*slot);
+        }
+    }
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+}
+
+static PyObject *from_json(const json_t *value, str_cache *cache);
 
 PyObject *
 tsx_from_json(const json_t *value)
@@ -11,7 +46,14 @@ tsx_from_json(const json_t *value)
     /* Thousands of fresh dicts would trigger full collections of the
      * (large) torch heap; none of them can form a cycle. */
     int was_enabled = PyGC_Disable();
-    PyObject *result = from_json(value);
+    str_cache *cache = PyMem_Calloc(1, sizeof(str_cache));
+    PyObject *result = from_json(value, cache);
+    if (cache != NULL) {
+        for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
+            Py_XDECREF(cache->items[i]);
+        }
+        PyMem_Free(cache);
+    }
     if (was_enabled) {
         PyGC_Enable();
     }
@@ -19,7 +61,7 @@ tsx_from_json(const json_t *value)
 }
 
 static PyObject *
-from_json(const json_t *value)
+from_json(const json_t *value, str_cache *cache)
 {
     PyObject *result = NULL;
     switch (json_typeof(value)) {
@@ -33,10 +75,8 @@ from_json(const json_t *value)
             }
             json_object_keylen_foreach((json_t *)value, key, key_len, item)
             {
-                PyObject *v = from_json(item);
-                PyObject *k = v ? PyUnicode_DecodeUTF8(
-                                  key, (Py_ssize_t)key_len, "strict")
-                                : NULL;
+                PyObject *v = from_json(item, cache);
+                PyObject *k = v ? cached_str(cache, key, key_len) : NULL;
                 int rc = (k && v) ? PyDict_SetItem(result, k, v) : -1;
                 Py_XDECREF(k);
                 Py_XDECREF(v);
@@ -54,7 +94,7 @@ from_json(const json_t *value)
                 return NULL;
             }
             for (size_t i = 0; i < n; i++) {
-                PyObject *v = from_json(json_array_get(value, i));
+                PyObject *v = from_json(json_array_get(value, i), cache);
                 if (v == NULL) {
                     Py_CLEAR(result);
                     return NULL;
@@ -64,9 +104,8 @@ from_json(const json_t *value)
             return result;
         }
         case JSON_STRING:
-            return PyUnicode_DecodeUTF8(json_string_value(value),
-                                        (Py_ssize_t)json_string_length(value),
-                                        "strict");
+            return cached_str(
+                cache, json_string_value(value), json_string_length(value));
         case JSON_INTEGER:
             return PyLong_FromLongLong(json_integer_value(value));
         case JSON_REAL:

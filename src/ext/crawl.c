@@ -1524,6 +1524,33 @@ sorted_list(PyObject *set)
 
 /* Model totals over unique parameters and buffers, and the sorted devices
  * and dtypes they live on. */
+/* The tensors of every module's own `attr` dict (_parameters or _buffers),
+ * in module order: what parameters()/buffers() yield, without walking the
+ * tree again in Python. Duplicates are dropped by the caller. */
+static PyObject *
+owned_tensors(tsx_crawl *c, const char *attr)
+{
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(c->all); i++) {
+        PyObject *d = PyObject_GetAttrString(module_at(c, i), attr);
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        if (d == NULL || !PyDict_Check(d)) {
+            PyErr_Clear();
+            Py_XDECREF(d);
+            continue;
+        }
+        while (PyDict_Next(d, &pos, &key, &value)) {
+            if (value != Py_None && PyList_Append(out, value) < 0) {
+                Py_CLEAR(out);
+                break;
+            }
+        }
+        Py_DECREF(d);
+    }
+    return out;
+}
+
 static int
 model_totals(tsx_crawl *c,
              ts_model_totals *t,
@@ -1535,8 +1562,8 @@ model_totals(tsx_crawl *c,
     int rc = -1;
     memset(t, 0, sizeof *t);
     for (int pass = 0; pass < 2; pass++) {
-        PyObject *src = PyObject_CallMethodNoArgs(
-            c->root, pass == 0 ? st->s_parameters : st->s_buffers);
+        PyObject *src =
+            owned_tensors(c, pass == 0 ? "_parameters" : "_buffers");
         PyObject *it = src ? PyObject_GetIter(src) : NULL;
         PyObject *x;
         Py_XDECREF(src);

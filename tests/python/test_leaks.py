@@ -179,3 +179,27 @@ def test_measure_flops_releases_workload_and_tensors():
     del x, workload
     gc.collect()
     assert all(ref() is None for ref in refs)
+
+
+def test_reference_counts_of_caller_objects_are_unchanged():
+    import sys
+
+    model = Small()
+    x = torch.rand(1, 3, 6, 6)
+    scale = 2.5
+    kwargs = {"scale": scale}
+
+    def formula(*args, **kw):
+        return 1
+
+    mapping = {torch.ops.aten.addmm: formula}
+    watched = [model, x, scale, kwargs, formula, mapping, *model.parameters(), *model.buffers(), *model.modules()]
+    crawl_module(model, args=(x,), kwargs=kwargs, custom_mapping=mapping)  # warm-up (signature caches)
+    gc.collect()
+    before = [sys.getrefcount(obj) for obj in watched]
+    for _ in range(10):
+        crawl_module(model, args=(x,), kwargs=kwargs, custom_mapping=mapping)
+        measure_flops(lambda: model(x), custom_mapping=mapping)
+    gc.collect()
+    after = [sys.getrefcount(obj) for obj in watched]
+    assert after == before
