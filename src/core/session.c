@@ -415,6 +415,8 @@ struct ts_session {
     int *stack;
     size_t depth, stack_cap;
     json_t *diagnostics;
+    json_t *calls;   /* the "calls" metric every layer shares */
+    json_t *pending; /* {"kind": "pending"}, shared until a call closes */
 };
 
 ts_session *
@@ -426,8 +428,11 @@ ts_session_new(bool full)
     }
     s->full = full;
     s->diagnostics = json_array();
-    if (s->diagnostics == NULL) {
-        free(s);
+    s->calls = ts_metric_new(
+        TS_COMPLETE, ts_int(1), "calls", "module_call", "pytorch_hook");
+    s->pending = json_pack("{s:s}", "kind", "pending");
+    if (s->diagnostics == NULL || s->calls == NULL || s->pending == NULL) {
+        ts_session_free(s);
         return NULL;
     }
     return s;
@@ -452,6 +457,8 @@ ts_session_free(ts_session *session)
     free(session->layers);
     free(session->stack);
     json_decref(session->diagnostics);
+    json_decref(session->calls);
+    json_decref(session->pending);
     free(session);
 }
 
@@ -519,7 +526,6 @@ ts_session_begin_call(ts_session *session,
                       const ts_attribution *attribution)
 {
     layer_record *layer;
-    json_t *calls = NULL;
     if (module < 0 || (size_t)module >= session->nmodules) {
         json_decref(input);
         return TS_EINVAL;
@@ -541,16 +547,14 @@ ts_session_begin_call(ts_session *session,
     layer->module = module;
     layer->call_index = session->modules[module].calls++;
     layer->input = input;
-    layer->output = json_pack("{s:s}", "kind", "pending");
+    layer->output = json_incref(session->pending);
     layer->metrics = json_object();
-    calls = ts_metric_new(
-        TS_COMPLETE, ts_int(1), "calls", "module_call", "pytorch_hook");
     if (attribution != NULL) {
         layer->attribution = *attribution;
     }
     session->nlayers++; /* owned from here on, also on error */
-    if (layer->output == NULL || layer->metrics == NULL || calls == NULL
-        || json_object_set_new(layer->metrics, "calls", calls)) {
+    if (layer->metrics == NULL
+        || json_object_set_nocheck(layer->metrics, "calls", session->calls)) {
         return TS_ENOMEM;
     }
     session->stack[session->depth++] = (int)(session->nlayers - 1);
@@ -694,7 +698,9 @@ estimate_layer(ts_session *session,
         return TS_OK;
     }
     ts_module_estimates est;
-    int rc = ts_module_estimate(&m->desc, call, &est);
+    ts_module_call named = *call;
+    named.type_name = m->type_name; /* for "Module type not supported" */
+    int rc = ts_module_estimate(&m->desc, &named, &est);
     if (rc != TS_OK) {
         return rc;
     }

@@ -363,12 +363,22 @@ attr_tuple(PyObject *obj,
         }                 \
     } while (0)
 
+static int has_children(PyObject *module);
+
 /* Elements of every parameter (recursively); -1 while a lazy module's
  * parameters are not materialized yet. */
 static int64_t
 param_numel(tsx_state *st, PyObject *module)
 {
-    PyObject *ps = PyObject_CallMethodNoArgs(module, st->s_parameters);
+    int children = has_children(module);
+    /* a leaf owns exactly its _parameters; only composites need the
+     * recursive (Python) walk */
+    PyObject *ps = children == 0
+                       ? PyObject_GetAttrString(module, "_parameters")
+                       : PyObject_CallMethodNoArgs(module, st->s_parameters);
+    if (ps != NULL && PyDict_Check(ps)) {
+        Py_SETREF(ps, PyDict_Values(ps));
+    }
     PyObject *it = ps ? PyObject_GetIter(ps) : NULL, *p;
     int64_t total = 0;
     Py_XDECREF(ps);
@@ -377,7 +387,12 @@ param_numel(tsx_state *st, PyObject *module)
         return -1;
     }
     while ((p = PyIter_Next(it)) != NULL) {
-        PyObject *n = PyObject_CallMethodNoArgs(p, st->s_numel);
+        PyObject *n;
+        if (p == Py_None) {
+            Py_DECREF(p);
+            continue;
+        }
+        n = PyObject_CallMethodNoArgs(p, st->s_numel);
         long long v = n ? PyLong_AsLongLong(n) : -1;
         Py_XDECREF(n);
         Py_DECREF(p);
@@ -591,6 +606,13 @@ typedef struct module_entry {
     PyObject *hook_ids[2];   /* pre and post hook ids */
 } module_entry;
 
+/* What a pre-hook leaves for its post-hook. */
+typedef struct open_call {
+    PyObject *handled; /* the exception being handled when the call began */
+    ts_shape input;    /* first input tensor, for the formulas */
+    bool has_input;
+} open_call;
+
 struct tsx_crawl {
     PyObject_HEAD
     tsx_state *st;
@@ -603,8 +625,8 @@ struct tsx_crawl {
     PyObject *handles; /* RemovableHandles (public-API fallback only) */
     PyObject *counter; /* attached operator counter or NULL */
     ptrset seen;
-    PyObject **handled; /* exception being handled at each open call */
-    size_t handled_cap, open;
+    open_call *opened; /* the calls whose post-hook has not run yet */
+    size_t opened_cap, open;
     bool full, installed;
 };
 
@@ -614,83 +636,81 @@ tsx_crawl_session(tsx_crawl *crawl)
     return crawl->session;
 }
 
-/* Adds the tensors of one mapping (or iterable) to the attribution. */
+/* Adds one tensor to the attribution (the first time it is seen). */
+static int
+attribute_tensor(tsx_crawl *c, PyObject *t, bool params, ts_attribution *a)
+{
+    tsx_state *st = c->st;
+    PyObject *numel_obj = NULL, *dtype = NULL, *rg = NULL;
+    const tsx_dtype *info;
+    long long numel;
+    int added, rc = -1;
+    if (t == Py_None) {
+        return 0;
+    }
+    added = ptrset_add(&c->seen, t);
+    if (added <= 0) {
+        if (added == 0) {
+            *(params ? &a->param_shared : &a->buffer_shared) = true;
+        }
+        return added;
+    }
+    numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
+    dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+    info = dtype ? tsx_dtype_info(st, dtype) : NULL;
+    rg = (info && params) ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
+    numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
+    if (info == NULL || (params && rg == NULL)
+        || (numel == -1 && PyErr_Occurred())) {
+        goto done;
+    }
+    if (params) {
+        *(rg == Py_True ? &a->trainable : &a->frozen) += numel;
+        a->param_bytes += numel * info->itemsize;
+    }
+    else {
+        a->buffer_elements += numel;
+        a->buffer_bytes += numel * info->itemsize;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(numel_obj);
+    Py_XDECREF(dtype);
+    Py_XDECREF(rg);
+    return rc;
+}
+
+/* Adds the tensors of a module's own dict, or of an iterable. */
 static int
 attribute_tensors(tsx_crawl *c,
                   PyObject *tensors,
                   bool params,
                   ts_attribution *a)
 {
-    tsx_state *st = c->st;
-    PyObject *iter = NULL, *t;
-    int rc = -1;
+    PyObject *iter, *t, *key;
+    Py_ssize_t pos = 0;
     if (PyDict_Check(tensors)) {
-        PyObject *values = PyDict_Values(tensors);
-        iter = values ? PyObject_GetIter(values) : NULL;
-        Py_XDECREF(values);
+        while (PyDict_Next(tensors, &pos, &key, &t)) {
+            if (attribute_tensor(c, t, params, a) < 0) {
+                return -1;
+            }
+        }
+        return 0;
     }
-    else {
-        iter = PyObject_GetIter(tensors);
-    }
+    iter = PyObject_GetIter(tensors);
     if (iter == NULL) {
         return -1;
     }
     while ((t = PyIter_Next(iter)) != NULL) {
-        PyObject *numel_obj = NULL, *dtype = NULL, *rg = NULL;
-        const tsx_dtype *info;
-        long long numel;
-        int added;
-        if (t == Py_None) {
-            Py_DECREF(t);
-            continue;
-        }
-        added = ptrset_add(&c->seen, t);
-        if (added <= 0) {
-            Py_DECREF(t);
-            if (added < 0) {
-                goto done;
-            }
-            if (params) {
-                a->param_shared = true;
-            }
-            else {
-                a->buffer_shared = true;
-            }
-            continue;
-        }
-        numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
-        dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
-        info = dtype ? tsx_dtype_info(st, dtype) : NULL;
-        rg =
-            (info && params) ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
-        numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
-        Py_XDECREF(numel_obj);
-        Py_XDECREF(dtype);
+        int rc = attribute_tensor(c, t, params, a);
         Py_DECREF(t);
-        if (info == NULL || (params && rg == NULL)
-            || (numel == -1 && PyErr_Occurred())) {
-            Py_XDECREF(rg);
-            goto done;
+        if (rc < 0) {
+            Py_DECREF(iter);
+            return -1;
         }
-        if (params) {
-            if (rg == Py_True) {
-                a->trainable += numel;
-            }
-            else {
-                a->frozen += numel;
-            }
-            a->param_bytes += numel * info->itemsize;
-        }
-        else {
-            a->buffer_elements += numel;
-            a->buffer_bytes += numel * info->itemsize;
-        }
-        Py_XDECREF(rg);
     }
-    rc = PyErr_Occurred() ? -1 : 0;
-done:
     Py_DECREF(iter);
-    return rc;
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 static PyObject *
@@ -700,6 +720,7 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
     module_entry *e = &c->modules[h->module];
     ts_attribution a;
     json_t *input;
+    open_call *oc;
     int layer;
     memset(&a, 0, sizeof a);
     if (e->params != NULL) {
@@ -723,19 +744,22 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
             return NULL;
         }
     }
-    input = tsx_describe_call(c->st, args, kwargs, NULL, NULL);
-    if (input == NULL) {
-        return NULL;
-    }
-    if (c->open == c->handled_cap) {
-        size_t cap = c->handled_cap ? c->handled_cap * 2 : 32;
-        PyObject **p = PyMem_Realloc(c->handled, cap * sizeof(PyObject *));
+    if (c->open == c->opened_cap) {
+        size_t cap = c->opened_cap ? c->opened_cap * 2 : 32;
+        open_call *p = PyMem_Realloc(c->opened, cap * sizeof(open_call));
         if (p == NULL) {
-            json_decref(input);
             return PyErr_NoMemory();
         }
-        c->handled = p;
-        c->handled_cap = cap;
+        c->opened = p;
+        c->opened_cap = cap;
+    }
+    oc = &c->opened[c->open];
+    oc->has_input = false;
+    /* The first tensor of the call (positional arguments, then keyword
+     * arguments) is captured here for the formulas of the post-hook. */
+    input = tsx_describe_call(c->st, args, kwargs, &oc->input, &oc->has_input);
+    if (input == NULL) {
+        return NULL;
     }
     layer = ts_session_begin_call(c->session, h->module, input, &a);
     if (layer < 0) {
@@ -744,7 +768,8 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
     /* Remember which exception (if any) was being handled when the call
      * began: a post-hook that sees a different one runs in PyTorch's
      * always_call path, after the forward raised. */
-    c->handled[c->open++] = PyErr_GetHandledException();
+    oc->handled = PyErr_GetHandledException();
+    c->open++;
     Py_RETURN_NONE;
 }
 
@@ -819,7 +844,8 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
     tsx_crawl *c = h->crawl;
     tsx_state *st = c->st;
     PyObject *handled = PyErr_GetHandledException();
-    PyObject *before = c->open ? c->handled[c->open - 1] : NULL;
+    open_call *oc = c->open ? &c->opened[c->open - 1] : NULL;
+    PyObject *before = oc ? oc->handled : NULL;
     bool failed = output == Py_None && handled != NULL && handled != before;
     const ts_module_desc *desc;
     ts_module_call call;
@@ -827,10 +853,13 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
     int rc;
 
     Py_XDECREF(handled);
-    if (c->open) {
-        Py_XDECREF(c->handled[--c->open]);
-    }
     memset(&call, 0, sizeof call);
+    if (oc != NULL) {
+        Py_XDECREF(oc->handled);
+        call.input = oc->input;
+        call.has_input = oc->has_input;
+        c->open--;
+    }
     if (!failed) {
         out_meta = tsx_describe(st, output, &call.output, &call.has_output);
         if (out_meta == NULL) {
@@ -847,39 +876,13 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
                 h->module,
                 param_numel(st, c->modules[h->module].module));
         }
-        /* The first tensor of the ordered inputs: positional arguments,
-         * then keyword arguments. */
-        for (Py_ssize_t i = 0; args && i < PyTuple_GET_SIZE(args); i++) {
-            PyObject *a = PyTuple_GET_ITEM(args, i);
-            json_t *m = tsx_describe(st, a, &call.input, &call.has_input);
-            json_decref(m);
-            if (m == NULL) {
-                goto error;
-            }
-            if (call.has_input) {
-                break;
-            }
-        }
-        if (!call.has_input && kwargs != NULL && PyDict_Check(kwargs)) {
-            json_t *m = tsx_describe(st, kwargs, &call.input, &call.has_input);
-            json_decref(m);
-            if (m == NULL) {
-                goto error;
-            }
-        }
         if (desc->kind == TS_MOD_MHA && call.has_input
             && fill_mha_call(st, args, kwargs, output, &call) < 0) {
-            goto error;
+            json_decref(out_meta);
+            return NULL;
         }
-        PyObject *tname =
-            PyType_GetName(Py_TYPE(c->modules[h->module].module));
-        if (tname == NULL) {
-            goto error;
-        }
-        call.type_name = PyUnicode_AsUTF8(tname);
         rc = ts_session_end_call(
             c->session, h->module, out_meta, failed, &call);
-        Py_DECREF(tname);
     }
     else {
         rc =
@@ -891,9 +894,6 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
     /* TS_EINVAL: a call closed that never opened (hooks installed in the
      * middle of a forward); nothing to record. */
     Py_RETURN_NONE;
-error:
-    json_decref(out_meta);
-    return NULL;
 }
 
 static PyObject *
@@ -1308,7 +1308,7 @@ uninstall(tsx_crawl *c)
         Py_CLEAR(c->flags);
     }
     while (c->open) {
-        Py_XDECREF(c->handled[--c->open]);
+        Py_XDECREF(c->opened[--c->open].handled);
     }
     if (c->counter != NULL) {
         PyObject *r = PyObject_CallMethod(c->counter, "_attach", "O", Py_None);
@@ -1735,11 +1735,11 @@ crawl_dealloc(tsx_crawl *c)
     PyTypeObject *tp = Py_TYPE(c);
     PyObject_GC_UnTrack(c);
     while (c->open) {
-        Py_XDECREF(c->handled[--c->open]);
+        Py_XDECREF(c->opened[--c->open].handled);
     }
     crawl_clear(c);
     PyMem_Free(c->modules);
-    PyMem_Free(c->handled);
+    PyMem_Free(c->opened);
     ptrset_clear(&c->seen);
     ts_session_free(c->session);
     tp->tp_free(c);

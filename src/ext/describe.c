@@ -184,8 +184,16 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
 
     nested = PyObject_GetAttr(t, st->s_is_nested);
     dtype = nested ? PyObject_GetAttr(t, st->s_dtype) : NULL;
-    device = dtype ? PyObject_GetAttr(t, st->s_device) : NULL;
-    devstr = device ? PyObject_Str(device) : NULL;
+    /* CPU tensors are the common case: is_cpu spares building and printing
+     * a torch.device. */
+    device = dtype ? PyObject_GetAttr(t, st->s_is_cpu) : NULL;
+    if (device == Py_True) {
+        devstr = Py_NewRef(st->s_cpu);
+    }
+    else if (device != NULL) {
+        Py_SETREF(device, PyObject_GetAttr(t, st->s_device));
+        devstr = device ? PyObject_Str(device) : NULL;
+    }
     rg = devstr ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
     info = rg ? tsx_dtype_info(st, dtype) : NULL;
     if (info == NULL) {

@@ -347,6 +347,8 @@ engine_exec(PyObject *module)
     INTERN(s_forward, "forward");
     INTERN(s_get_raw, "_get_raw");
     INTERN(s_out_shape, "out_shape");
+    INTERN(s_is_cpu, "is_cpu");
+    INTERN(s_cpu, "cpu");
     st->crawl_type = (PyTypeObject *)PyType_FromModuleAndSpec(
         module, &tsx_crawl_spec, NULL);
     st->hook_type =

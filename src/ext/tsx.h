@@ -38,7 +38,7 @@ typedef struct tsx_state {
         *s_parameters, *s_buffers, *s_named_modules, *s_eval, *s_remove,
         *s_register_pre, *s_register_post, *s_with_kwargs, *s_always_call,
         *s_is_floating_point, *s_is_complex, *s_itemsize, *s_items, *s_forward,
-        *s_get_raw, *s_out_shape;
+        *s_get_raw, *s_out_shape, *s_is_cpu, *s_cpu;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
 } tsx_state;

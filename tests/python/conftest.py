@@ -39,19 +39,13 @@ def assert_flopcounter_parity(ours: dict[str, int], reference: dict[str, int]) -
             assert op in reference, f"{op} counted by us ({n}) but not by FlopCounterMode"
 
 
-def all_modules_clean(model: nn.Module) -> bool:
-    return all(
-        not m._forward_hooks and not m._forward_pre_hooks and not getattr(m, "_forward_hooks_always_called", {})
-        for m in model.modules()
-    )
-
-
 def assert_nothing_left(model: nn.Module) -> None:
     """No hook on any module, no dispatch mode on the stack."""
     for name, m in model.named_modules():
         assert not m._forward_hooks, f"forward hook left on {name!r}"
         assert not m._forward_pre_hooks, f"forward pre-hook left on {name!r}"
-        assert not getattr(m, "_forward_hooks_with_kwargs", {}), f"hook kwargs entry left on {name!r}"
+        for extra in ("_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called"):
+            assert not getattr(m, extra, {}), f"{extra} entry left on {name!r}"
     assert torch._C._len_torch_dispatch_stack() == 0
     # global module hooks are not ours to touch, but must not have grown
     assert not nn.modules.module._global_forward_hooks

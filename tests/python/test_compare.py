@@ -64,8 +64,10 @@ def test_changed_layer_and_total_deltas(narrow, wide):
     assert diff["layers"]["added"] == [] and diff["layers"]["removed"] == []
     (changed,) = diff["layers"]["changed"]  # the root Sequential has only "calls", unchanged
     assert changed["path"] == "0" and changed["call_index"] == 0
-    assert set(changed["metrics"]) == {"module_flops", "macs", "dmas"}  # only the metrics that changed
+    # only the metrics that changed (calls and the receptive-field trio did not)
+    assert set(changed["metrics"]) == {"module_flops", "macs", "dmas", "operator_flops"}
     assert changed["metrics"]["module_flops"]["delta"] == 32
+    assert changed["metrics"]["operator_flops"]["delta"] == 32  # the layer's own addmm
     assert changed["metrics"]["macs"]["delta"] == 16
     assert changed["metrics"]["dmas"]["delta"] == 24
     json.dumps(diff, allow_nan=False)
@@ -186,3 +188,32 @@ def test_malformed_reports_raise_clean_errors(narrow, bad):
         compare_reports(narrow, bad)
     with pytest.raises((TypeError, ValueError, KeyError)):
         compare_reports(bad, narrow)
+
+
+MALFORMED = {
+    "layers-not-a-list": lambda r: r.__setitem__("layers", {"a": 1}),
+    "layer-not-an-object": lambda r: r["layers"].__setitem__(0, 5),
+    "layer-without-path": lambda r: r["layers"][0].pop("path"),
+    "call-index-not-int": lambda r: r["layers"][1].__setitem__("call_index", "0"),
+    "metrics-not-an-object": lambda r: r["layers"][1].__setitem__("metrics", [1]),
+    "metric-not-an-object": lambda r: r["layers"][1]["metrics"].__setitem__("macs", 3),
+    "metric-without-status": lambda r: r["totals"]["macs"].pop("status"),
+    "complete-value-not-a-number": lambda r: r["layers"][1]["metrics"]["macs"].__setitem__("value", "3"),
+    "value-beyond-int64": lambda r: r["layers"][1]["metrics"]["macs"].__setitem__("value", 10**30),
+    "value-nan": lambda r: r["totals"]["macs"].__setitem__("value", float("nan")),
+    "totals-missing": lambda r: r.pop("totals"),
+    "schema-version-str": lambda r: r.__setitem__("schema_version", "1"),
+    "schema-version-bool": lambda r: r.__setitem__("schema_version", True),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_malformed_report_fields_raise_value_error(narrow, name):
+    broken = copy.deepcopy(narrow)
+    MALFORMED[name](broken)
+    snapshot = copy.deepcopy(broken)
+    with pytest.raises((ValueError, TypeError)):
+        compare_reports(narrow, broken)
+    with pytest.raises((ValueError, TypeError)):
+        compare_reports(broken, narrow)
+    assert broken == snapshot or name == "value-nan"  # NaN != NaN; everything else is untouched

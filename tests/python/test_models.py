@@ -229,11 +229,6 @@ def test_cnn_on_meta_device_matches_cpu():
         assert_nothing_left(meta_model)
 
 
-@pytest.mark.xfail(
-    reason="BUG: aten.convolution_backward of bias-free convs (ResNet style) is rejected with "
-    "'Output 2 has a malformed shape.' (see test_flops.py::test_conv_backward_with_masked_outputs_is_counted)",
-    strict=True,
-)
 def test_cnn_training_step_parity():
     torch.manual_seed(0)
     model = TinyResNet()
@@ -256,7 +251,12 @@ def test_cnn_training_step_parity():
 # Hugging Face transformers, random weights from tiny configs (no download)
 # ---------------------------------------------------------------------------------------------------------------
 
-transformers = pytest.importorskip("transformers")
+try:
+    import transformers
+except ImportError:  # pragma: no cover - requirements-dev.txt installs it
+    transformers = None
+
+needs_transformers = pytest.mark.skipif(transformers is None, reason="transformers is not installed")
 
 
 def _bert():
@@ -290,6 +290,7 @@ GPT2_PATHS = ["", "wte", "wpe", "h.0.ln_1", "h.0.attn.c_attn", "h.0.attn.c_proj"
               "ln_f"]
 
 
+@needs_transformers
 @pytest.mark.parametrize(("factory", "paths"), [(_bert, BERT_PATHS), (_gpt2, GPT2_PATHS)], ids=["bert", "gpt2"])
 def test_hf_transformer_crawl(factory, paths):
     torch.manual_seed(0)
@@ -331,6 +332,7 @@ def test_hf_transformer_crawl(factory, paths):
         assert report["operator_flops"]["diagnostics"]
 
 
+@needs_transformers
 def test_bert_linear_rows_match_module_formula():
     torch.manual_seed(0)
     model = _bert()

@@ -1,0 +1,93 @@
+"""torchscan.process.measure_peak_memory on CPU (contract 1.6; CPU baseline 0 is our documented deviation)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from torchscan.process import measure_peak_memory
+
+
+def test_single_allocation_is_the_peak():
+    memory = measure_peak_memory(lambda: torch.ones(1000), device="cpu")
+    # one float32 tensor of 1000 elements: 4000 bytes
+    assert memory == {
+        "device": "cpu",
+        "metric": "pytorch_tensor_bytes",
+        "baseline_bytes": 0,
+        "peak_bytes": 4000,
+        "delta_bytes": 4000,
+    }
+    json.dumps(memory, allow_nan=False)
+
+
+def test_peak_counts_only_simultaneously_alive_tensors():
+    def sequential():
+        a = torch.ones(1000)  # 4000 B
+        del a
+        b = torch.ones(2000)  # 8000 B, after a was freed
+        del b
+
+    def overlapping():
+        a = torch.ones(1000)
+        b = torch.ones(2000)  # both alive: 12000 B
+        del a, b
+
+    assert measure_peak_memory(sequential, device="cpu")["peak_bytes"] == 8000
+    assert measure_peak_memory(overlapping, device="cpu")["peak_bytes"] == 12000
+
+
+def test_preexisting_tensors_are_not_counted():
+    big = torch.ones(100_000)  # 400 kB allocated before the call
+    memory = measure_peak_memory(lambda: big[:10].clone(), device="cpu")
+    assert memory["peak_bytes"] == 40  # the 10-element copy only
+    assert memory["baseline_bytes"] == 0
+
+
+def test_torch_device_object_and_string_accepted():
+    for device in ("cpu", torch.device("cpu")):
+        assert measure_peak_memory(lambda: torch.ones(10), device=device)["peak_bytes"] == 40
+
+
+def test_workload_called_once_and_exception_propagates():
+    calls = []
+    measure_peak_memory(lambda: calls.append(torch.ones(4)), device="cpu")
+    assert len(calls) == 1
+
+    error = ValueError("workload failed")
+
+    def failing():
+        torch.ones(10)
+        raise error
+
+    with pytest.raises(ValueError) as info:
+        measure_peak_memory(failing, device="cpu")
+    assert info.value is error
+    # the process-wide lock was released: the next measurement runs
+    assert measure_peak_memory(lambda: torch.ones(10), device="cpu")["peak_bytes"] == 40
+
+
+def test_no_allocation_raises_runtime_error():
+    with pytest.raises(RuntimeError):
+        measure_peak_memory(lambda: None, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("device", "error"),
+    [("meta", NotImplementedError), ("xla", NotImplementedError), ("mps:1", RuntimeError)],
+)
+def test_unsupported_devices(device, error):
+    calls = []
+    with pytest.raises(error):
+        measure_peak_memory(lambda: calls.append(1), device=device)
+    assert calls == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA error path")
+def test_cuda_unavailable_raises_before_running():
+    calls = []
+    with pytest.raises(RuntimeError):
+        measure_peak_memory(lambda: calls.append(1), device="cuda")
+    assert calls == []

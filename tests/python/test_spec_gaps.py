@@ -1,0 +1,57 @@
+"""Measurable bars of SPEC.md section 3 that the package does not meet yet (strict xfails: remove the marker
+when the bar is met)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from torchscan import crawl_module, measure_flops
+
+from test_models import TinyResNet, _bert, needs_transformers
+
+
+@pytest.mark.xfail(
+    reason="GAP (SPEC 3.1): a CNN training step is partial: nll_loss_forward/backward, _log_softmax_backward_data, "
+    "native_batch_norm_backward, max_pool2d_with_indices_backward, threshold_backward and profiler markers "
+    "are uncounted",
+    strict=True,
+)
+def test_cnn_training_step_operator_total_is_complete():
+    torch.manual_seed(0)
+    model = TinyResNet()
+    x = torch.rand(2, 3, 32, 32)
+    target = torch.randint(0, 10, (2,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(x), target).backward()
+        optimizer.step()
+
+    report = measure_flops(step)
+    assert report["diagnostics"] == []
+    assert report["total"]["status"] == "complete"
+
+
+@needs_transformers
+@pytest.mark.xfail(
+    reason="GAP (SPEC 3.1): BERT inference operator FLOPs are partial (embedding, gather, all, "
+    "_local_scalar_dense uncounted)",
+    strict=True,
+)
+def test_bert_inference_operator_total_is_complete():
+    torch.manual_seed(0)
+    model = _bert()
+    input_ids = torch.randint(0, 99, (2, 7))
+    report = crawl_module(model, args=(input_ids,), kwargs={"attention_mask": torch.ones(2, 7, dtype=torch.long)})
+    assert report["operator_flops"]["diagnostics"] == []
+    assert report["operator_flops"]["total"]["status"] == "complete"
+
+
+@pytest.mark.xfail(reason="GAP (SPEC 3.4): nn.Embedding has no module formula (partial, unsupported)", strict=True)
+def test_embedding_module_metrics_are_complete():
+    report = crawl_module(nn.Embedding(10, 4), args=(torch.tensor([[1, 2, 3]]),))
+    for name in ("module_flops", "macs", "dmas"):
+        assert report["totals"][name]["status"] == "complete", name
