@@ -12,12 +12,13 @@ For each workload it times, with the same inputs and one thread:
   fcm        FlopCounterMode alone
   fcm+rec    FlopCounterMode plus a second recording mode (how the reference counts)
 and prints ratios to the plain forward and overhead ratios (time minus plain) to the
-floors. Times are medians of repeated runs; nothing here is asserted.
+floors. Each figure is the best of several interleaved rounds of timed loops; nothing
+here is asserted.
 """
 
 from __future__ import annotations
 
-import statistics
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -94,15 +95,16 @@ def resnet() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return model, (torch.randn(1, 3, 64, 64),)
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def per_call_time(fn: Callable[[], object], budget: float) -> float:
+    """Average seconds per call over a loop that runs for about `budget` s."""
+    start = time.perf_counter()
+    calls = 0
+    while True:
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget:
+            return elapsed / calls
 
 
 def with_hooks(model: nn.Module, fn: Callable[[], object]) -> Callable[[], object]:
@@ -126,7 +128,12 @@ def with_hooks(model: nn.Module, fn: Callable[[], object]) -> Callable[[], objec
     return run
 
 
-def bench(name: str, build: Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]], repeat: int) -> dict[str, float]:
+def bench(
+    name: str,
+    build: Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]],
+    rounds: int,
+    budget: float,
+) -> dict[str, float]:
     torch.manual_seed(0)
     model, inputs = build()
     model.eval()
@@ -156,11 +163,16 @@ def bench(name: str, build: Callable[[], tuple[nn.Module, tuple[torch.Tensor, ..
         "fcm": under(lambda: FlopCounterMode(display=False)),
         "fcm+rec": fcm_rec,
     }
-    # Interleave the cases over several rounds so that drift hits all alike.
+    for fn in cases.values():  # warm-up: caches, allocator, lazy imports
+        for _ in range(3):
+            fn()
+    # Interleave the cases over several rounds so that drift hits all alike;
+    # keep each case's best round (the least disturbed by other processes).
     samples: dict[str, list[float]] = {key: [] for key in cases}
-    for _ in range(3):
+    for _ in range(rounds):
         for key, fn in cases.items():
-            samples[key].append(median_time(fn, repeat))
+            gc.collect()
+            samples[key].append(per_call_time(fn, budget))
     t = {key: min(values) for key, values in samples.items()}
     over = {key: t[key] - t["plain"] for key in t}
     print(f"\n== {name} ==")
@@ -178,11 +190,14 @@ def bench(name: str, build: Callable[[], tuple[nn.Module, tuple[torch.Tensor, ..
 def main() -> int:
     torch.set_num_threads(1)
     quick = "--quick" in sys.argv
-    repeat = 5 if quick else 25
-    print(f"torch {torch.__version__}, torchscan {torchscan.__version__}, 1 thread, median of {repeat} runs")
-    bench("(a) 48 x [Linear(64,64) + LayerNorm + ReLU], batch 1", mlp_blocks, repeat)
-    bench("(b) 8-layer TransformerEncoder, d=64, seq 16", encoder, repeat)
-    bench("(c) ResNet-style CNN, 64x64", resnet, repeat)
+    rounds, budget = (2, 0.05) if quick else (5, 0.3)
+    print(
+        f"torch {torch.__version__}, torchscan {torchscan.__version__}, 1 thread, "
+        f"best of {rounds} interleaved rounds of ~{budget}s loops per case"
+    )
+    bench("(a) 48 x [Linear(64,64) + LayerNorm + ReLU], batch 1", mlp_blocks, rounds, budget)
+    bench("(b) 8-layer TransformerEncoder, d=64, seq 16", encoder, rounds, budget)
+    bench("(c) ResNet-style CNN, 64x64", resnet, rounds, budget)
     return 0
 
 

@@ -3,33 +3,36 @@
  * Hot path per aten call: a pointer lookup of the OpOverload, the call of
  * the operator itself, a read of the shapes the formula needs, the formula,
  * and two additions. Everything that needs strings (packet names, schemas,
- * decomposability) is resolved once per overload object. */
+ * decomposability) is resolved once per overload object and kept for the
+ * life of the module, so every new counter starts warm. */
 #include "tsx.h"
 
-enum {
-    ACTION_RUN = 0,   /* call the operator, then count */
-    ACTION_SKIP,      /* size/stride queries: NotImplemented */
-    ACTION_DECOMPOSE, /* no formula, CompositeImplicit: decompose first */
-};
-
+/* One resolved operator overload (process-wide cache in the module
+ * state). */
 typedef struct op_slot {
     PyObject *func;     /* OpOverload (strong); NULL = empty slot */
     PyObject *op;       /* func._op: the builtin that runs the kernel */
-    PyObject *custom;   /* caller formula or NULL */
+    PyObject *packet;   /* func.overloadpacket (custom_mapping key) */
     PyObject *names;    /* tuple of schema argument names */
     PyObject *overload; /* overload name ("Tensor", "default") */
+    char *name;         /* packet name, "aten.add" */
     const ts_op_entry *entry;
-    int id;
-    int action;
-    bool custom_raw;
+    int index;         /* dense index, stable across cache growth */
+    bool skip;         /* size/stride queries: NotImplemented */
+    bool decomposable; /* has a CompositeImplicitAutograd kernel */
 } op_slot;
+
+struct tsx_op_cache {
+    op_slot *slots;
+    size_t cap, size;
+};
 
 typedef struct tsx_counter {
     PyObject_HEAD
     tsx_state *st;
     ts_opstats *stats;
-    op_slot *slots;
-    size_t cap, size;
+    int *ids; /* opstats id per slot index, -1 until first seen */
+    size_t nids;
     PyObject *custom; /* {packet: formula} snapshot or NULL */
     PyObject *crawl;  /* attached crawl (strong) or NULL */
     ts_session *session;
@@ -69,13 +72,64 @@ slot_clear(op_slot *s)
 {
     Py_CLEAR(s->func);
     Py_CLEAR(s->op);
-    Py_CLEAR(s->custom);
+    Py_CLEAR(s->packet);
     Py_CLEAR(s->names);
     Py_CLEAR(s->overload);
 }
 
+static void
+slot_free(op_slot *s)
+{
+    slot_clear(s);
+    PyMem_Free(s->name);
+    s->name = NULL;
+}
+
+/* A copy with its own references: running the operator can re-enter the
+ * counter and grow (move) the cache. `name` stays owned by the cache,
+ * which never frees names while the module lives. */
+static void
+slot_copy(op_slot *dst, const op_slot *src)
+{
+    *dst = *src;
+    Py_XINCREF(dst->func);
+    Py_XINCREF(dst->op);
+    Py_XINCREF(dst->packet);
+    Py_XINCREF(dst->names);
+    Py_XINCREF(dst->overload);
+}
+
+void
+tsx_op_cache_free(tsx_state *st)
+{
+    struct tsx_op_cache *cache = st->op_cache;
+    if (cache == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < cache->cap; i++) {
+        slot_free(&cache->slots[i]);
+    }
+    PyMem_Free(cache->slots);
+    PyMem_Free(cache);
+    st->op_cache = NULL;
+}
+
+int
+tsx_op_cache_traverse(tsx_state *st, visitproc visit, void *arg)
+{
+    struct tsx_op_cache *cache = st->op_cache;
+    for (size_t i = 0; cache != NULL && i < cache->cap; i++) {
+        Py_VISIT(cache->slots[i].func);
+        Py_VISIT(cache->slots[i].op);
+        Py_VISIT(cache->slots[i].packet);
+        Py_VISIT(cache->slots[i].names);
+        Py_VISIT(cache->slots[i].overload);
+    }
+    return 0;
+}
+
 static int
-cache_grow(tsx_counter *c)
+cache_grow(struct tsx_op_cache *c)
 {
     size_t cap = c->cap ? c->cap * 2 : 256;
     op_slot *slots = PyMem_Calloc(cap, sizeof(op_slot));
@@ -98,25 +152,30 @@ cache_grow(tsx_counter *c)
     return 0;
 }
 
-/* Resolves an operator overload the first time it is seen. The slot is
- * copied out by the caller before the operator runs, because the operator
- * may re-enter the counter and grow the cache. */
+/* Resolves an operator overload the first time the process sees it. */
 static op_slot *
-resolve(tsx_counter *c, PyObject *func)
+resolve(tsx_state *st, PyObject *func)
 {
-    tsx_state *st = c->st;
+    struct tsx_op_cache *cache = st->op_cache;
     op_slot s;
-    PyObject *packet = NULL, *pname = NULL, *fname = NULL, *schema = NULL;
+    PyObject *pname = NULL, *fname = NULL, *schema = NULL;
     PyObject *arguments = NULL;
     const char *name, *full;
-    size_t j;
+    size_t j, len;
 
     memset(&s, 0, sizeof s);
-    if ((c->size + 1) * 2 > c->cap && cache_grow(c) < 0) {
+    if (cache == NULL) {
+        cache = st->op_cache = PyMem_Calloc(1, sizeof *cache);
+        if (cache == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    if ((cache->size + 1) * 2 > cache->cap && cache_grow(cache) < 0) {
         return NULL;
     }
-    packet = PyObject_GetAttr(func, st->s_overloadpacket);
-    pname = packet ? PyObject_Str(packet) : NULL;
+    s.packet = PyObject_GetAttr(func, st->s_overloadpacket);
+    pname = s.packet ? PyObject_Str(s.packet) : NULL;
     fname = pname ? PyObject_Str(func) : NULL;
     name = fname ? PyUnicode_AsUTF8(pname) : NULL;
     full = name ? PyUnicode_AsUTF8(fname) : NULL;
@@ -124,33 +183,13 @@ resolve(tsx_counter *c, PyObject *func)
         goto error;
     }
     s.func = Py_NewRef(func);
-    s.action = ACTION_RUN;
     for (size_t i = 0;
          i < sizeof skipped_overloads / sizeof skipped_overloads[0];
          i++) {
-        if (strcmp(full, skipped_overloads[i]) == 0) {
-            s.action = ACTION_SKIP;
-        }
+        s.skip |= strcmp(full, skipped_overloads[i]) == 0;
     }
     s.entry = ts_op_lookup(name);
-    if (c->custom != NULL) {
-        PyObject *f = PyDict_GetItemWithError(c->custom, packet);
-        if (f == NULL && PyErr_Occurred()) {
-            goto error;
-        }
-        if (f != NULL) {
-            PyObject *raw;
-            s.custom = Py_NewRef(f);
-            if (tsx_optional_attr(f, "_get_raw", &raw) < 0) {
-                goto error;
-            }
-            s.custom_raw = raw != NULL && PyObject_IsTrue(raw) == 1;
-            Py_XDECREF(raw);
-        }
-    }
-    if (s.action == ACTION_RUN && s.custom == NULL
-        && (s.entry == NULL || s.entry->formula == NULL)
-        && strcmp(name, "prim.device") != 0) {
+    if (!s.skip && strcmp(name, "prim.device") != 0) {
         /* As FlopCounterMode does: an operator without a formula that has a
          * CompositeImplicitAutograd kernel is decomposed and its parts are
          * counted. */
@@ -163,10 +202,7 @@ resolve(tsx_counter *c, PyObject *func)
         if (has == NULL) {
             goto error;
         }
-        if (has == Py_True
-            && (s.entry == NULL || s.entry->ignore_reason == NULL)) {
-            s.action = ACTION_DECOMPOSE;
-        }
+        s.decomposable = has == Py_True;
         Py_DECREF(has);
     }
     s.op = PyObject_GetAttr(func, st->s_op);
@@ -174,7 +210,7 @@ resolve(tsx_counter *c, PyObject *func)
     if (s.overload == NULL || !PyUnicode_Check(s.overload)) {
         goto error;
     }
-    schema = s.op ? PyObject_GetAttr(func, st->s_schema) : NULL;
+    schema = PyObject_GetAttr(func, st->s_schema);
     arguments = schema ? PyObject_GetAttr(schema, st->s_arguments) : NULL;
     if (arguments == NULL) {
         goto error;
@@ -194,46 +230,79 @@ resolve(tsx_counter *c, PyObject *func)
             PyTuple_SET_ITEM(s.names, i, an);
         }
     }
-    s.id = ts_opstats_intern(c->stats, name);
-    if (s.id < 0) {
+    len = strlen(name) + 1;
+    s.name = PyMem_Malloc(len);
+    if (s.name == NULL) {
         PyErr_NoMemory();
         goto error;
     }
-    Py_DECREF(packet);
+    memcpy(s.name, name, len);
+    s.index = (int)cache->size;
     Py_DECREF(pname);
     Py_DECREF(fname);
     Py_DECREF(schema);
     Py_DECREF(arguments);
-    j = slot_hash(func) & (c->cap - 1);
-    while (c->slots[j].func != NULL) {
-        j = (j + 1) & (c->cap - 1);
+    j = slot_hash(func) & (cache->cap - 1);
+    while (cache->slots[j].func != NULL) {
+        j = (j + 1) & (cache->cap - 1);
     }
-    c->slots[j] = s;
-    c->size++;
-    return &c->slots[j];
+    cache->slots[j] = s;
+    cache->size++;
+    return &cache->slots[j];
 error:
-    Py_XDECREF(packet);
     Py_XDECREF(pname);
     Py_XDECREF(fname);
     Py_XDECREF(schema);
     Py_XDECREF(arguments);
-    slot_clear(&s);
+    slot_free(&s);
     return NULL;
 }
 
 static inline op_slot *
-lookup(tsx_counter *c, PyObject *func)
+lookup(tsx_state *st, PyObject *func)
 {
-    if (c->cap) {
-        size_t j = slot_hash(func) & (c->cap - 1);
-        while (c->slots[j].func != NULL) {
-            if (c->slots[j].func == func) {
-                return &c->slots[j];
+    struct tsx_op_cache *cache = st->op_cache;
+    if (cache != NULL && cache->cap) {
+        size_t j = slot_hash(func) & (cache->cap - 1);
+        while (cache->slots[j].func != NULL) {
+            if (cache->slots[j].func == func) {
+                return &cache->slots[j];
             }
-            j = (j + 1) & (c->cap - 1);
+            j = (j + 1) & (cache->cap - 1);
         }
     }
-    return resolve(c, func);
+    return resolve(st, func);
+}
+
+/* This counter's statistics id of a resolved operator. */
+static int
+counter_id(tsx_counter *c, const op_slot *s)
+{
+    if ((size_t)s->index >= c->nids) {
+        size_t n = c->nids ? c->nids : 64;
+        while (n <= (size_t)s->index) {
+            n *= 2;
+        }
+        int *ids = PyMem_Realloc(c->ids, n * sizeof(int));
+        if (ids == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = c->nids; i < n; i++) {
+            ids[i] = -1;
+        }
+        c->ids = ids;
+        c->nids = n;
+    }
+    if (c->ids[s->index] < 0) {
+        int id = ts_opstats_intern(c->stats, s->name);
+        if (id < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->ids[s->index] = id;
+    }
+    return c->ids[s->index];
 }
 
 /* Fills one formula argument from a Python value. */
@@ -444,7 +513,7 @@ shapes_of(tsx_state *st, PyObject *v)
  * the formula failed (a diagnostic, not a crash), or -1. */
 static int
 run_custom(tsx_state *st,
-           const op_slot *s,
+           PyObject *custom,
            PyObject *args,
            PyObject *kwargs,
            PyObject *out,
@@ -452,9 +521,17 @@ run_custom(tsx_state *st,
            char *message,
            size_t size)
 {
-    PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value;
+    PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value, *flag;
     int rc = -1;
-    cargs = s->custom_raw ? Py_NewRef(args) : shapes_of(st, args);
+    bool raw = false;
+    /* FlopCounterMode's contract: formulas marked _get_raw see the real
+     * arguments and out_val; the others see shapes and out_shape. */
+    if (tsx_optional_attr(custom, "_get_raw", &flag) < 0) {
+        return -1;
+    }
+    raw = flag != NULL && PyObject_IsTrue(flag) == 1;
+    Py_XDECREF(flag);
+    cargs = raw ? Py_NewRef(args) : shapes_of(st, args);
     ckw = cargs ? PyDict_New() : NULL;
     if (ckw == NULL) {
         goto done;
@@ -463,7 +540,7 @@ run_custom(tsx_state *st,
         PyObject *k, *v;
         Py_ssize_t pos = 0;
         while (PyDict_Next(kwargs, &pos, &k, &v)) {
-            PyObject *x = s->custom_raw ? Py_NewRef(v) : shapes_of(st, v);
+            PyObject *x = raw ? Py_NewRef(v) : shapes_of(st, v);
             int e = x ? PyDict_SetItem(ckw, k, x) : -1;
             Py_XDECREF(x);
             if (e < 0) {
@@ -471,16 +548,15 @@ run_custom(tsx_state *st,
             }
         }
     }
-    value = s->custom_raw ? Py_NewRef(out) : shapes_of(st, out);
+    value = raw ? Py_NewRef(out) : shapes_of(st, out);
     if (value == NULL
-        || PyDict_SetItemString(
-               ckw, s->custom_raw ? "out_val" : "out_shape", value)
+        || PyDict_SetItemString(ckw, raw ? "out_val" : "out_shape", value)
                < 0) {
         Py_XDECREF(value);
         goto done;
     }
     Py_DECREF(value);
-    result = PyObject_Call(s->custom, cargs, ckw);
+    result = PyObject_Call(custom, cargs, ckw);
     if (result != NULL) {
         double d = -1.0;
         if (PyLong_Check(result) && !PyBool_Check(result)) {
@@ -538,6 +614,7 @@ done:
 static int
 count(tsx_counter *c,
       const op_slot *s,
+      PyObject *custom,
       PyObject *args,
       PyObject *kwargs,
       PyObject *out)
@@ -550,9 +627,15 @@ count(tsx_counter *c,
 
     memset(&res, 0, sizeof res);
     message[0] = '\0';
-    if (s->custom != NULL) {
-        rc = run_custom(
-            c->st, s, args, kwargs, out, &res.flops, message, sizeof message);
+    if (custom != NULL) {
+        rc = run_custom(c->st,
+                        custom,
+                        args,
+                        kwargs,
+                        out,
+                        &res.flops,
+                        message,
+                        sizeof message);
         if (rc < 0) {
             return -1;
         }
@@ -584,8 +667,12 @@ count(tsx_counter *c,
     else {
         kind = TS_OPCALL_UNCOUNTED;
     }
+    int id = counter_id(c, s);
+    if (id < 0) {
+        return -1;
+    }
     rc = ts_opstats_record(c->stats,
-                           s->id,
+                           id,
                            kind,
                            res.flops,
                            res.incomplete,
@@ -639,7 +726,7 @@ counter_dispatch(tsx_counter *c,
                  Py_ssize_t nargs,
                  PyObject *kwnames)
 {
-    PyObject *func, *args = NULL, *kwargs = NULL, *out;
+    PyObject *func, *args = NULL, *kwargs = NULL, *out, *custom = NULL;
     op_slot s;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (nargs >= 3) {
@@ -671,24 +758,27 @@ counter_dispatch(tsx_counter *c,
         kwargs = NULL;
     }
     {
-        op_slot *found = lookup(c, func);
+        op_slot *found = lookup(c->st, func);
         if (found == NULL) {
             return NULL;
         }
-        /* A copy with its own references: running the operator can
-         * re-enter this counter and move the cache. */
-        s = *found;
-        Py_INCREF(s.func);
-        Py_INCREF(s.op);
-        Py_XINCREF(s.custom);
-        Py_INCREF(s.names);
-        Py_INCREF(s.overload);
+        slot_copy(&s, found);
     }
-    if (s.action == ACTION_SKIP) {
+    if (s.skip) {
         out = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    if (s.action == ACTION_DECOMPOSE) {
+    if (c->custom != NULL) {
+        custom = PyDict_GetItemWithError(c->custom, s.packet);
+        if (custom == NULL && PyErr_Occurred()) {
+            out = NULL;
+            goto done;
+        }
+        Py_XINCREF(custom);
+    }
+    if (custom == NULL && s.decomposable
+        && (s.entry == NULL
+            || (s.entry->formula == NULL && s.entry->ignore_reason == NULL))) {
         out = decompose(c, func, args, kwargs);
         if (out == NULL || out != Py_NotImplemented) {
             goto done;
@@ -696,10 +786,11 @@ counter_dispatch(tsx_counter *c,
         Py_DECREF(out);
     }
     out = PyObject_Call(s.op, args, kwargs);
-    if (out != NULL && count(c, &s, args, kwargs, out) < 0) {
+    if (out != NULL && count(c, &s, custom, args, kwargs, out) < 0) {
         Py_CLEAR(out);
     }
 done:
+    Py_XDECREF(custom);
     slot_clear(&s);
     return out;
 }
@@ -791,13 +882,6 @@ counter_traverse(tsx_counter *c, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(c));
     Py_VISIT(c->custom);
     Py_VISIT(c->crawl);
-    for (size_t i = 0; i < c->cap; i++) {
-        Py_VISIT(c->slots[i].func);
-        Py_VISIT(c->slots[i].op);
-        Py_VISIT(c->slots[i].custom);
-        Py_VISIT(c->slots[i].names);
-        Py_VISIT(c->slots[i].overload);
-    }
     return 0;
 }
 
@@ -807,10 +891,6 @@ counter_clear(tsx_counter *c)
     Py_CLEAR(c->custom);
     Py_CLEAR(c->crawl);
     c->session = NULL;
-    for (size_t i = 0; i < c->cap; i++) {
-        slot_clear(&c->slots[i]);
-    }
-    c->size = 0;
     return 0;
 }
 
@@ -820,7 +900,7 @@ counter_dealloc(tsx_counter *c)
     PyTypeObject *tp = Py_TYPE(c);
     PyObject_GC_UnTrack(c);
     counter_clear(c);
-    PyMem_Free(c->slots);
+    PyMem_Free(c->ids);
     ts_opstats_free(c->stats);
     tp->tp_free(c);
     Py_DECREF(tp);

@@ -384,7 +384,7 @@ engine_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(st->dtypes[i].dtype);
         Py_VISIT(st->dtypes[i].name);
     }
-    return 0;
+    return tsx_op_cache_traverse(st, visit, arg);
 }
 
 static int
@@ -421,6 +421,7 @@ engine_clear(PyObject *module)
         Py_CLEAR(st->dtypes[i].name);
     }
     st->ndtypes = 0;
+    tsx_op_cache_free(st);
     return 0;
 }
 

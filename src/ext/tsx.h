@@ -41,6 +41,7 @@ typedef struct tsx_state {
         *s_get_raw, *s_out_shape, *s_is_cpu, *s_cpu;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
+    struct tsx_op_cache *op_cache; /* resolved operators (dispatch.c) */
 } tsx_state;
 
 tsx_state *tsx_get_state(PyObject *module);
@@ -72,6 +73,10 @@ json_t *tsx_describe_call(tsx_state *st,
 /* Shape, dtype class and density of a tensor; -1 with an exception on
  * failure; 0 with shape->ndim = -1 when a dimension is symbolic. */
 int tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape);
+
+/* dispatch.c: the process-wide cache of resolved operator overloads */
+void tsx_op_cache_free(tsx_state *st);
+int tsx_op_cache_traverse(tsx_state *st, visitproc visit, void *arg);
 
 /* crawl.c / dispatch.c types */
 extern PyType_Spec tsx_crawl_spec;

@@ -541,7 +541,10 @@ def test_metadata_kinds_and_privacy():
         "items": [
             tensor,
             {"kind": "none"},
-            {"kind": "list", "items": [tensor, {"kind": "tuple", "items": [tensor, {"kind": "scalar", "type": "int"}]}]},
+            {
+                "kind": "list",
+                "items": [tensor, {"kind": "tuple", "items": [tensor, {"kind": "scalar", "type": "int"}]}],
+            },
         ],
     }
     assert json_roundtrip(report) == report
@@ -602,8 +605,18 @@ def test_report_shape_and_json_roundtrip():
         assert report["totals"][name]["unit"] == "elements" and report["totals"][name]["scope"] == "model"
         assert report["totals"][name]["method"] == "pytorch"
     for layer in report["layers"]:
-        assert set(layer) >= {"path", "call_index", "name", "depth", "type", "input", "output", "parameters",
-                              "buffers", "metrics"}
+        assert set(layer) >= {
+            "path",
+            "call_index",
+            "name",
+            "depth",
+            "type",
+            "input",
+            "output",
+            "parameters",
+            "buffers",
+            "metrics",
+        }
     assert json_roundtrip(report) == report
     assert report["totals"]["operator_flops"] == report["operator_flops"]["total"]
 
@@ -819,7 +832,7 @@ def test_aliased_module_is_one_path_with_two_calls():
             return self.alias(self.lin(x))
 
     report = crawl_module(Aliased(), (4,))
-    assert [(l["path"], l["call_index"], l["parameters"]["shared"]) for l in report["layers"]] == [
+    assert [(row["path"], row["call_index"], row["parameters"]["shared"]) for row in report["layers"]] == [
         ("", 0, False),
         ("lin", 0, False),
         ("lin", 1, True),
@@ -837,7 +850,7 @@ def test_recursive_module_calls():
             return self(x, depth - 1) if depth > 1 else x
 
     report = crawl_module(Recursive(), (4,))
-    keys = [(l["path"], l["call_index"]) for l in report["layers"]]
+    keys = [(row["path"], row["call_index"]) for row in report["layers"]]
     # pre-hook (call) order: root 0, lin 0, root 1, lin 1, root 2, lin 2
     assert keys == [("", 0), ("lin", 0), ("", 1), ("lin", 1), ("", 2), ("lin", 2)]
     assert report["totals"]["module_flops"]["value"] == 3 * 32  # three Linear(4, 4) calls of 32 FLOPs
@@ -891,9 +904,9 @@ def test_nested_crawl_inside_a_forward():
 
     outer = Outer()
     report = crawl_module(outer, (4,))
-    assert [l["path"] for l in report["layers"]] == ["", "lin"]
+    assert [row["path"] for row in report["layers"]] == ["", "lin"]
     (inner_report,) = inner_reports
-    assert [l["path"] for l in inner_report["layers"]] == [""]
+    assert [row["path"] for row in inner_report["layers"]] == [""]
     assert inner_report["operator_flops"]["by_operator"] == {"aten.addmm": 32}  # 2*1*4*4
     assert_nothing_left(outer)
     assert_nothing_left(inner)
@@ -1011,9 +1024,7 @@ def test_mapping_key_rules():
         def forward(self, x, options):
             return x
 
-    options = types.MappingProxyType(
-        {"a": 1, (1, 2): 2, "b c": 3, "_ok": 4, "ünï": 5, True: 6, -3: 7, "": 8, "x.y": 9}
-    )
+    options = types.MappingProxyType({"a": 1, (1, 2): 2, "b c": 3, "_ok": 4, "ünï": 5, True: 6, -3: 7, "": 8, "x.y": 9})
     report = crawl_module(Echo(), args=(torch.ones(1), options), mode="structure")
     meta = report["inputs"]["args"][1]
     assert meta["kind"] == "mapping" and meta["type"] == "mappingproxy"

@@ -51,7 +51,10 @@ PARITY = {
     "baddbmm": (lambda: torch.baddbmm(BC, BA, BB), {"aten.baddbmm": 240}),
     "matmul-batched": (lambda: BA @ BB, {"aten.bmm": 240}),
     # Conv2d(3, 8, 3) on (1,3,32,32): 2 * 1 * 8 * 3 * 9 * 30*30 = 388,800
-    "conv2d": (lambda: F.conv2d(torch.rand(1, 3, 32, 32), torch.rand(8, 3, 3, 3), torch.rand(8)), {"aten.convolution": 388_800}),
+    "conv2d": (
+        lambda: F.conv2d(torch.rand(1, 3, 32, 32), torch.rand(8, 3, 3, 3), torch.rand(8)),
+        {"aten.convolution": 388_800},
+    ),
     # Conv1d(4 -> 6, k3, stride 2, dilation 2, groups 2) on (2,4,20): out length (20 - 2*2 - 1)//2 + 1 = 8;
     # 2 * batch 2 * w(6 * 2 * 3) * 8 = 1152
     "conv1d-groups-stride-dilation": (
@@ -68,11 +71,16 @@ PARITY = {
     # transposed: FlopCounterMode counts over the *input* spatial size: weight (4, 3, 3, 3) = 108 (in=4,
     # out/groups=3); input 5x5 -> 2 * 1 * 108 * 25 = 5400
     "conv-transpose2d-groups": (
-        lambda: F.conv_transpose2d(torch.rand(1, 4, 5, 5), torch.rand(4, 3, 3, 3), stride=2, groups=2, output_padding=1),
+        lambda: F.conv_transpose2d(
+            torch.rand(1, 4, 5, 5), torch.rand(4, 3, 3, 3), stride=2, groups=2, output_padding=1
+        ),
         {"aten.convolution": 5400},
     ),
     # ConvTranspose1d 3 -> 2, k4 on (2,3,6): weight (3,2,4) = 24; 2 * 2 * 24 * 6 = 576
-    "conv-transpose1d": (lambda: F.conv_transpose1d(torch.rand(2, 3, 6), torch.rand(3, 2, 4)), {"aten.convolution": 576}),
+    "conv-transpose1d": (
+        lambda: F.conv_transpose1d(torch.rand(2, 3, 6), torch.rand(3, 2, 4)),
+        {"aten.convolution": 576},
+    ),
     # ConvTranspose3d 2 -> 2, k2, stride 2 on (1,2,3,3,3): weight 2*2*8 = 32; 2 * 32 * 27 = 1728
     "conv-transpose3d": (
         lambda: F.conv_transpose3d(torch.rand(1, 2, 3, 3, 3), torch.rand(2, 2, 2, 2, 2), stride=2),
@@ -246,8 +254,15 @@ def test_matmul_plus_linear_pin():
     }
     assert report["ignored_operators"] == {"aten.t": {"calls": 1, "reason": "Metadata-only tensor view."}}
     assert report["diagnostics"] == []
-    assert set(report) == {"schema_version", "context", "total", "by_module", "by_operator", "ignored_operators",
-                           "diagnostics"}
+    assert set(report) == {
+        "schema_version",
+        "context",
+        "total",
+        "by_module",
+        "by_operator",
+        "ignored_operators",
+        "diagnostics",
+    }
     assert report["schema_version"] == 1
 
 
@@ -559,7 +574,9 @@ def test_crawl_per_layer_operator_flops_sum_to_total():
         assert metric["unit"] == "FLOPs" and metric["status"] == "complete"
         assert metric["scope"] == "module_call_self" and metric["method"] == "torchscan_dispatch_counter"
     assert sum(m["value"] for m in per_layer) == report["operator_flops"]["total"]["value"]
-    rows = {(layer["path"], layer["call_index"]): layer["metrics"]["operator_flops"]["value"] for layer in report["layers"]}
+    rows = {
+        (layer["path"], layer["call_index"]): layer["metrics"]["operator_flops"]["value"] for layer in report["layers"]
+    }
     # innermost attribution, the call's own work only:
     assert rows == {
         ("", 0): 5,  # the root's own add of the two (1, 5) head outputs

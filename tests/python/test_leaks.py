@@ -169,14 +169,15 @@ def test_failed_crawl_releases_the_exception_graph():
 
 
 def test_measure_flops_releases_workload_and_tensors():
-    x = torch.rand(4, 4)
+    holder = [torch.rand(4, 4)]
 
     def workload():
-        return x @ x
+        return holder[0] @ holder[0]
 
-    refs = [weakref.ref(x), weakref.ref(workload)]
+    refs = [weakref.ref(holder[0]), weakref.ref(workload)]
     measure_flops(workload, custom_mapping={torch.ops.aten.mm: lambda *a, **k: 1})
-    del x, workload
+    holder.clear()
+    del workload
     gc.collect()
     assert all(ref() is None for ref in refs)
 

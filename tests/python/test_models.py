@@ -223,8 +223,8 @@ def test_cnn_on_meta_device_matches_cpu():
         assert meta["operator_flops"]["total"] == cpu["operator_flops"]["total"]
         for name in ("parameters", "module_flops", "macs", "dmas"):
             assert meta["totals"][name] == cpu["totals"][name], name
-        assert [(l["path"], l["output"].get("shape")) for l in meta["layers"]] == [
-            (l["path"], l["output"].get("shape")) for l in cpu["layers"]
+        assert [(row["path"], row["output"].get("shape")) for row in meta["layers"]] == [
+            (row["path"], row["output"].get("shape")) for row in cpu["layers"]
         ]
         assert_nothing_left(meta_model)
 
@@ -286,8 +286,17 @@ BERT_PATHS = [
     "encoder.layer.1.output.LayerNorm",
     "pooler.dense",
 ]
-GPT2_PATHS = ["", "wte", "wpe", "h.0.ln_1", "h.0.attn.c_attn", "h.0.attn.c_proj", "h.1.mlp.c_fc", "h.1.mlp.c_proj",
-              "ln_f"]
+GPT2_PATHS = [
+    "",
+    "wte",
+    "wpe",
+    "h.0.ln_1",
+    "h.0.attn.c_attn",
+    "h.0.attn.c_proj",
+    "h.1.mlp.c_fc",
+    "h.1.mlp.c_proj",
+    "ln_f",
+]
 
 
 @needs_transformers
@@ -307,7 +316,11 @@ def test_hf_transformer_crawl(factory, paths):
     for path in paths:
         assert path in layer_paths, path
     assert report["inputs"]["args"][0] == {
-        "kind": "tensor", "shape": [2, 7], "dtype": "torch.int64", "device": "cpu", "requires_grad": False
+        "kind": "tensor",
+        "shape": [2, 7],
+        "dtype": "torch.int64",
+        "device": "cpu",
+        "requires_grad": False,
     }
     assert report["inputs"]["kwargs"]["attention_mask"]["shape"] == [2, 7]
 

@@ -77,9 +77,20 @@ def test_incomplete_analysis_error_with_nothing_incomplete():
 
 
 def test_package_surface():
-    for name in ("crawl_module", "summary", "measure_flops", "compare_reports", "metric_result",
-                 "IncompleteAnalysisError", "AnalysisReport", "LayerReport", "MetricResult", "Diagnostic",
-                 "FlopReport", "ReportDiff"):
+    for name in (
+        "crawl_module",
+        "summary",
+        "measure_flops",
+        "compare_reports",
+        "metric_result",
+        "IncompleteAnalysisError",
+        "AnalysisReport",
+        "LayerReport",
+        "MetricResult",
+        "Diagnostic",
+        "FlopReport",
+        "ReportDiff",
+    ):
         assert hasattr(torchscan, name), name
     assert torchscan.crawler.crawl_module is torchscan.crawl_module
     from torchscan.process import measure_peak_memory  # noqa: F401

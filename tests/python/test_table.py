@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchscan import crawl_module, summary
+from torchscan import summary
 
 from conftest import UnsupportedLeaf
 
@@ -14,8 +14,16 @@ from conftest import UnsupportedLeaf
 # An oracle written from the rules of contract 5.1 (not from the package)
 # ---------------------------------------------------------------------------------------------------------------
 
-HEADERS = ["Layer", "Type", "Output Shape", "Param #", "Trainable", "Receptive field", "Effective stride",
-           "Effective padding"]
+HEADERS = [
+    "Layer",
+    "Type",
+    "Output Shape",
+    "Param #",
+    "Trainable",
+    "Receptive field",
+    "Effective stride",
+    "Effective padding",
+]
 CAPS = [27, 20, 25, 15, 9, 15, 16, 17]
 WRAP = "[...]"
 
@@ -92,7 +100,7 @@ def _total(label: str, metric: dict) -> str:
 
 
 def expected_table(report: dict, wrap_mode="mid", receptive_field=False, effective_rf_stats=False, max_depth=None):
-    layers = [l for l in report["layers"] if max_depth is None or l["depth"] <= max_depth]
+    layers = [row for row in report["layers"] if max_depth is None or row["depth"] <= max_depth]
     widths = [len(h) for h in HEADERS]
     for layer in layers:
         widths = [max(w, len(c)) for w, c in zip(widths, _cells(layer, None, wrap_mode))]
