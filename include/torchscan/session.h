@@ -83,11 +83,13 @@ const ts_module_desc *ts_session_module_desc(const ts_session *session,
                                              int module);
 bool ts_session_module_is_leaf(const ts_session *session, int module);
 
-/* Updates a module's parameter count (lazy modules materialize them in
- * their first call). */
-void ts_session_set_param_numel(ts_session *session,
-                                int module,
-                                int64_t numel);
+/* Replaces a module's type name (copied) and description: a lazy module
+ * becomes its concrete class, with its real sizes, in its first call.
+ * Returns TS_OK or TS_ENOMEM/TS_EINVAL. */
+int ts_session_update_module(ts_session *session,
+                             int module,
+                             const char *type_name,
+                             const ts_module_desc *desc);
 
 /* Parameter/buffer attribution of one call (counted by the binding: tensors
  * seen for the first time in execution order). */

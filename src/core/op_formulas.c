@@ -2226,6 +2226,7 @@ f_encoder_layer(const ts_op_call *call, ts_op_result *out, ts_error *err)
 #define MOVE "Data movement is excluded from FLOPs."
 #define ALLOC "Tensor allocation is excluded from FLOPs."
 #define CREATE "Tensor creation is excluded from FLOPs."
+#define MARK "Profiler annotation: no arithmetic."
 
 #define T_MM "2*m*n*k (FlopCounterMode)"
 #define T_BMM "2*b*m*n*k (FlopCounterMode)"
@@ -2488,6 +2489,11 @@ static const ts_op_entry op_table[] = {
     IGNORED("aten.zero_", MOVE),
     IGNORED("aten.zeros", CREATE),
     IGNORED("aten.zeros_like", CREATE),
+    /* Profiler annotations (record_function, optimizer steps) mark a
+     * region; they do no arithmetic. */
+    IGNORED("profiler._record_function_enter", MARK),
+    IGNORED("profiler._record_function_enter_new", MARK),
+    IGNORED("profiler._record_function_exit", MARK),
 };
 
 #undef NATIVE

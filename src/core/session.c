@@ -505,12 +505,26 @@ ts_session_module_desc(const ts_session *session, int module)
     return &session->modules[module].desc;
 }
 
-void
-ts_session_set_param_numel(ts_session *session, int module, int64_t numel)
+int
+ts_session_update_module(ts_session *session,
+                         int module,
+                         const char *type_name,
+                         const ts_module_desc *desc)
 {
-    if (module >= 0 && (size_t)module < session->nmodules) {
-        session->modules[module].desc.param_numel = numel;
+    module_record *m;
+    char *name;
+    if (module < 0 || (size_t)module >= session->nmodules) {
+        return TS_EINVAL;
     }
+    m = &session->modules[module];
+    name = dup_string(type_name);
+    if (name == NULL) {
+        return TS_ENOMEM;
+    }
+    free(m->type_name);
+    m->type_name = name;
+    m->desc = *desc;
+    return TS_OK;
 }
 
 bool

@@ -602,6 +602,7 @@ typedef struct module_entry {
     PyObject *module;        /* strong */
     PyObject *params;        /* module._parameters (strong) or NULL: recurse */
     PyObject *buffers;       /* module._buffers (strong) or NULL: recurse */
+    PyTypeObject *type;      /* class when the crawl began (borrowed) */
     PyObject *hook_dicts[5]; /* the dicts our hooks were inserted into */
     PyObject *hook_ids[2];   /* pre and post hook ids */
 } module_entry;
@@ -713,6 +714,8 @@ attribute_tensors(tsx_crawl *c,
     return PyErr_Occurred() ? -1 : 0;
 }
 
+static int refresh_module(tsx_crawl *c, int index);
+
 static PyObject *
 pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
 {
@@ -723,6 +726,13 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
     open_call *oc;
     int layer;
     memset(&a, 0, sizeof a);
+    if (Py_TYPE(e->module) != e->type) {
+        /* a lazy module's own pre-hook just gave it its concrete class */
+        e->type = Py_TYPE(e->module);
+        if (refresh_module(c, h->module) < 0) {
+            return NULL;
+        }
+    }
     if (e->params != NULL) {
         if (attribute_tensors(c, e->params, true, &a) < 0
             || attribute_tensors(c, e->buffers, false, &a) < 0) {
@@ -838,6 +848,31 @@ fill_mha_call(tsx_state *st,
     return 0;
 }
 
+/* Reads a module's class and hyperparameters again. */
+static int
+refresh_module(tsx_crawl *c, int index)
+{
+    PyObject *module = c->modules[index].module, *native_type = NULL;
+    const native_class *native = native_of(module, &native_type);
+    PyObject *tname = PyType_GetName(Py_TYPE(module));
+    ts_module_desc desc;
+    int rc = -1;
+    if (tname != NULL
+        && tsx_module_desc(c->st, module, native, native_type, &desc) == 0) {
+        if (desc.param_numel < 0) {
+            desc.param_numel = 0; /* still lazy: count what exists */
+        }
+        rc = ts_session_update_module(
+            c->session, index, PyUnicode_AsUTF8(tname), &desc);
+        if (rc != TS_OK) {
+            PyErr_NoMemory();
+            rc = -1;
+        }
+    }
+    Py_XDECREF(tname);
+    return rc;
+}
+
 static PyObject *
 post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
 {
@@ -870,11 +905,13 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
         && ts_session_module_is_leaf(c->session, h->module)) {
         desc = ts_session_module_desc(c->session, h->module);
         if (desc->param_numel < 0) {
-            /* a lazy module materialized its parameters in this call */
-            ts_session_set_param_numel(
-                c->session,
-                h->module,
-                param_numel(st, c->modules[h->module].module));
+            /* A lazy module materialized its parameters (and usually took
+             * its concrete class) in this call: read it again. */
+            if (refresh_module(c, h->module) < 0) {
+                json_decref(out_meta);
+                return NULL;
+            }
+            desc = ts_session_module_desc(c->session, h->module);
         }
         if (desc->kind == TS_MOD_MHA && call.has_input
             && fill_mha_call(st, args, kwargs, output, &call) < 0) {
@@ -1155,6 +1192,7 @@ add_module(tsx_crawl *c,
     }
     e = &c->modules[index];
     e->module = Py_NewRef(module);
+    e->type = Py_TYPE(module);
     if (!recurse) {
         e->params = PyObject_GetAttrString(module, "_parameters");
         e->buffers =

@@ -220,7 +220,8 @@ test_table(void)
         if (i > 0) {
             CHECK(strcmp(t[i - 1].name, t[i].name) < 0);
         }
-        CHECK(strncmp(t[i].name, "aten.", 5) == 0);
+        CHECK(strncmp(t[i].name, "aten.", 5) == 0
+              || strncmp(t[i].name, "profiler.", 9) == 0);
         CHECK((t[i].formula == NULL) != (t[i].ignore_reason == NULL));
         CHECK(ts_op_lookup(t[i].name) == &t[i]);
         if (t[i].formula == NULL) {
@@ -244,8 +245,11 @@ test_table(void)
             supplemental++;
         }
     }
-    /* 16 views + 10 data movement + 3 allocation + 9 creation. */
-    CHECK_EQ_INT(ignored, 38);
+    /* 16 views + 10 data movement + 3 allocation + 9 creation + 3 profiler
+     * annotations. */
+    CHECK_EQ_INT(ignored, 41);
+    CHECK_EQ_STR(ts_op_lookup("profiler._record_function_exit")->ignore_reason,
+                 "Profiler annotation: no arithmetic.");
     /* FlopCounterMode's 21 aten packets (its other two keys are the
      * flex_attention higher-order operators). */
     CHECK_EQ_INT(native, 21);

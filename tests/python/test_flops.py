@@ -116,7 +116,7 @@ def test_flopcounter_parity_conv_modules_with_bias_and_padding_modes():
 def test_flopcounter_parity_backward_training_step():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
-    x = torch.rand(2, 3, 8, 8, requires_grad=True)  # see the xfail below for the input-without-grad case
+    x = torch.rand(2, 3, 8, 8, requires_grad=True)
 
     def step():
         model.zero_grad(set_to_none=True)
@@ -670,12 +670,6 @@ def test_keyboard_interrupt_in_a_formula_propagates():
     assert model.training
 
 
-@pytest.mark.xfail(
-    reason="BUG: profiler._record_function_enter_new/_exit (bookkeeping markers emitted by every torch.optim "
-    "step and by record_function; no arithmetic) are reported as uncounted operators, so a fully counted "
-    "optimizer step is partial",
-    strict=True,
-)
 def test_profiler_markers_do_not_make_an_optimizer_step_partial():
     model = nn.Linear(4, 2)
     model(torch.ones(1, 4)).sum().backward()
