@@ -154,6 +154,17 @@ json_t *ts_session_report(ts_session *session,
                           const char *torch_version,
                           ts_error *err);
 
+/* Writes the AnalysisReport through an emitter (everything borrowed).
+ * `flop_report` is a FlopReport (the not_requested stub in structure
+ * mode). Returns 0, or -1 when the emitter failed. */
+struct ts_emitter;
+int ts_session_emit_report(const ts_session *session,
+                           const struct ts_emitter *emitter,
+                           const json_t *context,
+                           const json_t *inputs,
+                           const ts_model_totals *totals,
+                           const json_t *flop_report);
+
 /* strict mode: true when the report has any diagnostic or any total that is
  * not complete and not not_requested. *message (malloc'd, caller frees) is
  * "Analysis is incomplete for: a, b." */

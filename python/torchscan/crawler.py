@@ -167,9 +167,7 @@ def crawl_module(
         "execution_mode": "evaluation_no_grad",
         "training_before": training_before,
     }
-    inputs = {"source": source, **_engine.describe_call(call_args, call_kwargs)}
-    flop_report = counter.report() if counter is not None else None
-    report: AnalysisReport = session.report(context, inputs, flop_report, torch.__version__)
+    report: AnalysisReport = session.report(context, source, call_args, call_kwargs, counter, torch.__version__)
     if strict:
         incomplete, message = _engine.incomplete(report)
         if incomplete:

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "torchscan/emit.h"
 #include "torchscan/session.h"
 
 #define MODULE_METHOD "torchscan_module_formula"
@@ -395,15 +396,38 @@ typedef struct module_record {
     int32_t calls;
 } module_record;
 
+/* The six module estimates, in report order. */
+enum {
+    N_ESTIMATES = 6
+};
+static const char *const estimate_names[N_ESTIMATES] = {"module_flops",
+                                                        "macs",
+                                                        "dmas",
+                                                        "receptive_field",
+                                                        "effective_stride",
+                                                        "effective_padding"};
+static const char *const estimate_units[N_ESTIMATES] = {
+    "FLOPs", "MACs", "DMAs", "elements", "elements", "elements"};
+
+/* One estimate of one call, kept as plain data until the report is
+ * written (no JSON per hook call). Methods are static strings. */
+typedef struct metric_slot {
+    ts_status status;
+    ts_number value;
+    const char *method;
+} metric_slot;
+
 typedef struct layer_record {
     int module;
     int32_t call_index;
     json_t *input;
-    json_t *output;
-    json_t *metrics;
+    json_t *output; /* NULL while pending */
     ts_attribution attribution;
     int64_t op_flops;
+    uint8_t nestimates; /* 0, 3 (no tensors) or 6 */
+    bool failed;
     bool op_incomplete;
+    metric_slot estimates[N_ESTIMATES];
 } layer_record;
 
 struct ts_session {
@@ -415,8 +439,6 @@ struct ts_session {
     int *stack;
     size_t depth, stack_cap;
     json_t *diagnostics;
-    json_t *calls;   /* the "calls" metric every layer shares */
-    json_t *pending; /* {"kind": "pending"}, shared until a call closes */
 };
 
 ts_session *
@@ -428,11 +450,8 @@ ts_session_new(bool full)
     }
     s->full = full;
     s->diagnostics = json_array();
-    s->calls = ts_metric_new(
-        TS_COMPLETE, ts_int(1), "calls", "module_call", "pytorch_hook");
-    s->pending = json_pack("{s:s}", "kind", "pending");
-    if (s->diagnostics == NULL || s->calls == NULL || s->pending == NULL) {
-        ts_session_free(s);
+    if (s->diagnostics == NULL) {
+        free(s);
         return NULL;
     }
     return s;
@@ -451,14 +470,11 @@ ts_session_free(ts_session *session)
     for (size_t i = 0; i < session->nlayers; i++) {
         json_decref(session->layers[i].input);
         json_decref(session->layers[i].output);
-        json_decref(session->layers[i].metrics);
     }
     free(session->modules);
     free(session->layers);
     free(session->stack);
     json_decref(session->diagnostics);
-    json_decref(session->calls);
-    json_decref(session->pending);
     free(session);
 }
 
@@ -561,16 +577,10 @@ ts_session_begin_call(ts_session *session,
     layer->module = module;
     layer->call_index = session->modules[module].calls++;
     layer->input = input;
-    layer->output = json_incref(session->pending);
-    layer->metrics = json_object();
     if (attribution != NULL) {
         layer->attribution = *attribution;
     }
-    session->nlayers++; /* owned from here on, also on error */
-    if (layer->metrics == NULL
-        || json_object_set_nocheck(layer->metrics, "calls", session->calls)) {
-        return TS_ENOMEM;
-    }
+    session->nlayers++;
     session->stack[session->depth++] = (int)(session->nlayers - 1);
     return (int)(session->nlayers - 1);
 }
@@ -597,65 +607,39 @@ ts_session_add_layer_op(ts_session *session,
     }
 }
 
-static const char *const estimate_names[6] = {"module_flops",
-                                              "macs",
-                                              "dmas",
-                                              "receptive_field",
-                                              "effective_stride",
-                                              "effective_padding"};
-static const char *const estimate_units[6] = {
-    "FLOPs", "MACs", "DMAs", "elements", "elements", "elements"};
-
-/* Stores one estimate into the layer's metrics, with its diagnostic. */
+/* Turns one formula result into a slot, with its diagnostic. */
 static int
 store_estimate(ts_session *session,
-               json_t *metrics,
+               metric_slot *slot,
                const char *path,
                int which,
                const ts_estimate *est,
                bool emit_diagnostic)
 {
-    json_t *metric;
     const char *code = NULL;
+    slot->value = ts_int(0);
+    slot->method = MODULE_METHOD;
     switch (est->kind) {
         case TS_EST_COMPLETE:
-            metric = ts_metric_new(TS_COMPLETE,
-                                   est->value,
-                                   estimate_units[which],
-                                   "module_call",
-                                   MODULE_METHOD);
+            slot->status = TS_COMPLETE;
+            slot->value = est->value;
             break;
         case TS_EST_UNSUPPORTED:
             /* A formula that does not know the module keeps its zero as a
              * lower bound: partial, never a silent zero. The receptive
              * field has no lower bound, so it becomes unavailable. */
-            metric = ts_metric_new(which < 3 ? TS_PARTIAL : TS_UNAVAILABLE,
-                                   ts_int(0),
-                                   estimate_units[which],
-                                   "module_call",
-                                   MODULE_METHOD);
+            slot->status = which < 3 ? TS_PARTIAL : TS_UNAVAILABLE;
             code = "unsupported_module_metric";
             break;
         case TS_EST_NOT_APPLICABLE:
-            metric = ts_metric_new(TS_UNAVAILABLE,
-                                   ts_int(0),
-                                   estimate_units[which],
-                                   "module_call",
-                                   MODULE_METHOD ":not_applicable");
+            slot->status = TS_UNAVAILABLE;
+            slot->method = MODULE_METHOD ":not_applicable";
             break;
         case TS_EST_ERROR:
         default:
-            metric = ts_metric_new(TS_UNAVAILABLE,
-                                   ts_int(0),
-                                   estimate_units[which],
-                                   "module_call",
-                                   MODULE_METHOD);
+            slot->status = TS_UNAVAILABLE;
             code = "module_metric_error";
             break;
-    }
-    if (metric == NULL
-        || json_object_set_new(metrics, estimate_names[which], metric)) {
-        return TS_ENOMEM;
     }
     if (code != NULL && emit_diagnostic) {
         return add_diagnostic(session->diagnostics,
@@ -675,40 +659,31 @@ estimate_layer(ts_session *session,
                bool failed,
                const ts_module_call *call)
 {
-    json_t *metrics = layer->metrics;
     if (failed) {
-        for (int i = 0; i < 6; i++) {
-            json_t *metric = ts_metric_new(TS_UNAVAILABLE,
-                                           ts_int(0),
-                                           estimate_units[i],
-                                           "module_call",
-                                           "forward_failed");
-            if (metric == NULL
-                || json_object_set_new(metrics, estimate_names[i], metric)) {
-                return TS_ENOMEM;
-            }
+        for (int i = 0; i < N_ESTIMATES; i++) {
+            layer->estimates[i].status = TS_UNAVAILABLE;
+            layer->estimates[i].value = ts_int(0);
+            layer->estimates[i].method = "forward_failed";
         }
+        layer->nestimates = N_ESTIMATES;
         return TS_OK;
     }
     if (call == NULL || !call->has_input || !call->has_output) {
         for (int i = 0; i < 3; i++) {
-            json_t *metric = ts_metric_new(TS_UNAVAILABLE,
-                                           ts_int(0),
-                                           estimate_units[i],
-                                           "module_call",
-                                           MODULE_METHOD);
-            if (metric == NULL
-                || json_object_set_new(metrics, estimate_names[i], metric)
-                || add_diagnostic(session->diagnostics,
-                                  "missing_metric_tensor",
-                                  estimate_names[i],
-                                  m->path,
-                                  NULL,
-                                  "The module call did not expose both an "
-                                  "input and output tensor.")) {
+            layer->estimates[i].status = TS_UNAVAILABLE;
+            layer->estimates[i].value = ts_int(0);
+            layer->estimates[i].method = MODULE_METHOD;
+            if (add_diagnostic(session->diagnostics,
+                               "missing_metric_tensor",
+                               estimate_names[i],
+                               m->path,
+                               NULL,
+                               "The module call did not expose both an "
+                               "input and output tensor.")) {
                 return TS_ENOMEM;
             }
         }
+        layer->nestimates = 3;
         return TS_OK;
     }
     ts_module_estimates est;
@@ -718,16 +693,18 @@ estimate_layer(ts_session *session,
     if (rc != TS_OK) {
         return rc;
     }
-    const ts_estimate *all[6] = {
+    const ts_estimate *all[N_ESTIMATES] = {
         &est.flops, &est.macs, &est.dmas, &est.rf, &est.stride, &est.padding};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < N_ESTIMATES; i++) {
         /* The receptive-field trio reports one diagnostic, on its first
          * metric. */
-        rc = store_estimate(session, metrics, m->path, i, all[i], i <= 3);
+        rc = store_estimate(
+            session, &layer->estimates[i], m->path, i, all[i], i <= 3);
         if (rc != TS_OK) {
             return rc;
         }
     }
+    layer->nestimates = N_ESTIMATES;
     return TS_OK;
 }
 
@@ -757,17 +734,17 @@ ts_session_end_call(ts_session *session,
     layer = &session->layers[index];
     m = &session->modules[module];
     json_decref(layer->output);
+    layer->output = NULL;
+    layer->failed = failed;
     if (failed) {
         json_decref(output);
-        layer->output = json_pack("{s:s}", "kind", "failed");
-        if (layer->output == NULL
-            || add_diagnostic(session->diagnostics,
-                              "module_forward_error",
-                              "calls",
-                              m->path,
-                              NULL,
-                              "The module forward raised an exception that "
-                              "a parent module caught.")) {
+        if (add_diagnostic(session->diagnostics,
+                           "module_forward_error",
+                           "calls",
+                           m->path,
+                           NULL,
+                           "The module forward raised an exception that "
+                           "a parent module caught.")) {
             return TS_ENOMEM;
         }
     }
@@ -786,123 +763,62 @@ ts_session_end_call(ts_session *session,
     return index;
 }
 
-/* Sums one estimate metric over the rows that have it (contract 1.2). */
-static json_t *
-aggregate(const ts_session *session, const char *name, const char *unit)
+/* ---- report writing ------------------------------------------------------
+ */
+
+#define TRY_EMIT(expr)     \
+    do {                   \
+        if ((expr) != 0) { \
+            return -1;     \
+        }                  \
+    } while (0)
+
+static int
+emit_number(const ts_emitter *e, ts_number n)
 {
-    int64_t known = 0;
-    size_t rows = 0, known_rows = 0;
-    bool all_complete = true, overflow = false;
-    json_t *methods = json_array();
-    json_t *result = NULL;
-    char method[1024];
-    if (methods == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < session->nlayers; i++) {
-        json_t *metric = json_object_get(session->layers[i].metrics, name);
-        json_t *kv;
-        const char *mname;
-        size_t j;
-        if (metric == NULL) {
-            continue;
-        }
-        rows++;
-        if (ts_metric_status(metric) != TS_COMPLETE) {
-            all_complete = false;
-        }
-        kv = json_object_get(metric, "known_value");
-        if (json_is_integer(kv)) {
-            known_rows++;
-            overflow |= !ts_add(known, json_integer_value(kv), &known);
-        }
-        mname = json_string_value(json_object_get(metric, "method"));
-        if (mname == NULL) {
-            continue;
-        }
-        for (j = 0; j < json_array_size(methods); j++) {
-            if (strcmp(json_string_value(json_array_get(methods, j)), mname)
-                == 0) {
-                break;
-            }
-        }
-        if (j == json_array_size(methods)
-            && json_array_append_new(methods, json_string(mname))) {
-            goto done;
-        }
-    }
-    if (json_array_size(methods) <= 1) {
-        snprintf(method, sizeof method, "%s", MODULE_METHOD);
-    }
-    else {
-        /* Several methods contributed: name them all, sorted. */
-        size_t n = json_array_size(methods), len;
-        const char **names = malloc(n * sizeof *names);
-        if (names == NULL) {
-            goto done;
-        }
-        for (size_t j = 0; j < n; j++) {
-            names[j] = json_string_value(json_array_get(methods, j));
-        }
-        for (size_t a = 1; a < n; a++) {
-            for (size_t b = a; b > 0 && strcmp(names[b - 1], names[b]) > 0;
-                 b--) {
-                const char *t = names[b];
-                names[b] = names[b - 1];
-                names[b - 1] = t;
-            }
-        }
-        len = (size_t)snprintf(method, sizeof method, "sum_module_estimates[");
-        for (size_t j = 0; j < n && len < sizeof method; j++) {
-            len += (size_t)snprintf(method + len,
-                                    sizeof method - len,
-                                    "%s%s",
-                                    j ? ", " : "",
-                                    names[j]);
-        }
-        if (len < sizeof method) {
-            snprintf(method + len, sizeof method - len, "]");
-        }
-        free(names);
-    }
-    if (rows == 0 || overflow) {
-        result =
-            ts_metric_new(TS_UNAVAILABLE, ts_int(0), unit, "forward", method);
-    }
-    else if (all_complete) {
-        result =
-            ts_metric_new(TS_COMPLETE, ts_int(known), unit, "forward", method);
-    }
-    else {
-        result = ts_metric_new(known_rows ? TS_PARTIAL : TS_UNAVAILABLE,
-                               ts_int(known),
-                               unit,
-                               "forward",
-                               method);
-    }
-done:
-    json_decref(methods);
-    return result;
+    return n.is_real ? e->real(e->ctx, n.r) : e->integer(e->ctx, n.i);
 }
 
-static json_t *
-layer_json(const ts_session *session, const layer_record *layer)
+/* One MetricResult, obeying the status invariants. */
+static int
+emit_metric(const ts_emitter *e,
+            ts_status status,
+            ts_number value,
+            const char *unit,
+            const char *scope,
+            const char *method)
 {
-    if (session->full
-        && json_object_get(layer->metrics, "operator_flops") == NULL) {
-        /* The operators this call ran itself; the rows sum to the total. */
-        json_t *ops =
-            ts_metric_new(layer->op_incomplete ? TS_PARTIAL : TS_COMPLETE,
-                          ts_int(layer->op_flops),
-                          "FLOPs",
-                          "module_call_self",
-                          TS_OPERATOR_METHOD);
-        if (ops == NULL
-            || json_object_set_new(layer->metrics, "operator_flops", ops)) {
-            return NULL;
-        }
-    }
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "status"));
+    TRY_EMIT(e->string(e->ctx, ts_status_name(status)));
+    TRY_EMIT(e->key(e->ctx, "value"));
+    TRY_EMIT(status == TS_COMPLETE ? emit_number(e, value) : e->null(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "known_value"));
+    TRY_EMIT(status == TS_UNAVAILABLE ? e->null(e->ctx)
+                                      : emit_number(e, value));
+    TRY_EMIT(e->key(e->ctx, "unit"));
+    TRY_EMIT(e->string(e->ctx, unit));
+    TRY_EMIT(e->key(e->ctx, "scope"));
+    TRY_EMIT(e->string(e->ctx, scope));
+    TRY_EMIT(e->key(e->ctx, "method"));
+    TRY_EMIT(e->string(e->ctx, method));
+    return e->end_object(e->ctx);
+}
+
+static int
+emit_int_member(const ts_emitter *e, const char *key, int64_t value)
+{
+    TRY_EMIT(e->key(e->ctx, key));
+    return e->integer(e->ctx, value);
+}
+
+static int
+emit_layer(const ts_emitter *e,
+           const ts_session *session,
+           const layer_record *layer)
+{
     const module_record *m = &session->modules[layer->module];
+    const ts_attribution *a = &layer->attribution;
     const char *dot = strrchr(m->path, '.');
     const char *name = dot ? dot + 1 : m->path;
     char lowered[256];
@@ -922,54 +838,233 @@ layer_json(const ts_session *session, const layer_record *layer)
             depth += *p == '.';
         }
     }
-    const ts_attribution *a = &layer->attribution;
-    return json_pack(
-        "{s:s, s:i, s:s, s:i, s:s, s:O, s:O, s:{s:I, s:I, s:I, s:b}, "
-        "s:{s:I, s:I, s:b}, s:O}",
-        "path",
-        m->path,
-        "call_index",
-        (int)layer->call_index,
-        "name",
-        name,
-        "depth",
-        depth,
-        "type",
-        m->type_name,
-        "input",
-        layer->input,
-        "output",
-        layer->output,
-        "parameters",
-        "trainable",
-        (json_int_t)a->trainable,
-        "frozen",
-        (json_int_t)a->frozen,
-        "bytes",
-        (json_int_t)a->param_bytes,
-        "shared",
-        (int)a->param_shared,
-        "buffers",
-        "elements",
-        (json_int_t)a->buffer_elements,
-        "bytes",
-        (json_int_t)a->buffer_bytes,
-        "shared",
-        (int)a->buffer_shared,
-        "metrics",
-        layer->metrics);
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "path"));
+    TRY_EMIT(e->string(e->ctx, m->path));
+    TRY_EMIT(emit_int_member(e, "call_index", layer->call_index));
+    TRY_EMIT(e->key(e->ctx, "name"));
+    TRY_EMIT(e->string(e->ctx, name));
+    TRY_EMIT(emit_int_member(e, "depth", depth));
+    TRY_EMIT(e->key(e->ctx, "type"));
+    TRY_EMIT(e->string(e->ctx, m->type_name));
+    TRY_EMIT(e->key(e->ctx, "input"));
+    TRY_EMIT(e->tree(e->ctx, layer->input));
+    TRY_EMIT(e->key(e->ctx, "output"));
+    if (layer->output != NULL) {
+        TRY_EMIT(e->tree(e->ctx, layer->output));
+    }
+    else {
+        TRY_EMIT(e->begin_object(e->ctx));
+        TRY_EMIT(e->key(e->ctx, "kind"));
+        TRY_EMIT(e->string(e->ctx, layer->failed ? "failed" : "pending"));
+        TRY_EMIT(e->end_object(e->ctx));
+    }
+    TRY_EMIT(e->key(e->ctx, "parameters"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(emit_int_member(e, "trainable", a->trainable));
+    TRY_EMIT(emit_int_member(e, "frozen", a->frozen));
+    TRY_EMIT(emit_int_member(e, "bytes", a->param_bytes));
+    TRY_EMIT(e->key(e->ctx, "shared"));
+    TRY_EMIT(e->boolean(e->ctx, a->param_shared));
+    TRY_EMIT(e->end_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "buffers"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(emit_int_member(e, "elements", a->buffer_elements));
+    TRY_EMIT(emit_int_member(e, "bytes", a->buffer_bytes));
+    TRY_EMIT(e->key(e->ctx, "shared"));
+    TRY_EMIT(e->boolean(e->ctx, a->buffer_shared));
+    TRY_EMIT(e->end_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "metrics"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "calls"));
+    TRY_EMIT(emit_metric(
+        e, TS_COMPLETE, ts_int(1), "calls", "module_call", "pytorch_hook"));
+    for (int i = 0; i < layer->nestimates; i++) {
+        const metric_slot *slot = &layer->estimates[i];
+        TRY_EMIT(e->key(e->ctx, estimate_names[i]));
+        TRY_EMIT(emit_metric(e,
+                             slot->status,
+                             slot->value,
+                             estimate_units[i],
+                             "module_call",
+                             slot->method));
+    }
+    if (session->full) {
+        /* The operators this call ran itself; the rows sum to the total. */
+        TRY_EMIT(e->key(e->ctx, "operator_flops"));
+        TRY_EMIT(emit_metric(e,
+                             layer->op_incomplete ? TS_PARTIAL : TS_COMPLETE,
+                             ts_int(layer->op_flops),
+                             "FLOPs",
+                             "module_call_self",
+                             TS_OPERATOR_METHOD));
+    }
+    TRY_EMIT(e->end_object(e->ctx));
+    return e->end_object(e->ctx);
+}
+
+/* Sums one estimate over the rows that have it (contract 1.2): complete
+ * when every row is, partial when any lower bound is known. */
+static int
+emit_aggregate(const ts_emitter *e, const ts_session *session, int which)
+{
+    int64_t known = 0;
+    size_t rows = 0, known_rows = 0;
+    bool all_complete = true, overflow = false;
+    const char *methods[8];
+    size_t nmethods = 0;
+    char method[512];
+    ts_status status;
+    for (size_t i = 0; i < session->nlayers; i++) {
+        const layer_record *l = &session->layers[i];
+        const metric_slot *slot;
+        size_t j;
+        if (which >= l->nestimates) {
+            continue;
+        }
+        slot = &l->estimates[which];
+        rows++;
+        all_complete &= slot->status == TS_COMPLETE;
+        if (slot->status != TS_UNAVAILABLE && !slot->value.is_real) {
+            known_rows++;
+            overflow |= !ts_add(known, slot->value.i, &known);
+        }
+        for (j = 0; j < nmethods && strcmp(methods[j], slot->method); j++) {
+        }
+        if (j == nmethods && nmethods < 8) {
+            methods[nmethods++] = slot->method;
+        }
+    }
+    if (nmethods <= 1) {
+        snprintf(method, sizeof method, "%s", MODULE_METHOD);
+    }
+    else {
+        /* Several methods contributed: name them all, sorted. */
+        size_t len;
+        for (size_t x = 1; x < nmethods; x++) {
+            for (size_t y = x; y > 0 && strcmp(methods[y - 1], methods[y]) > 0;
+                 y--) {
+                const char *t = methods[y];
+                methods[y] = methods[y - 1];
+                methods[y - 1] = t;
+            }
+        }
+        len = (size_t)snprintf(method, sizeof method, "sum_module_estimates[");
+        for (size_t j = 0; j < nmethods && len < sizeof method; j++) {
+            len += (size_t)snprintf(method + len,
+                                    sizeof method - len,
+                                    "%s%s",
+                                    j ? ", " : "",
+                                    methods[j]);
+        }
+        if (len < sizeof method) {
+            snprintf(method + len, sizeof method - len, "]");
+        }
+    }
+    if (rows == 0 || overflow) {
+        status = TS_UNAVAILABLE;
+    }
+    else if (all_complete) {
+        status = TS_COMPLETE;
+    }
+    else {
+        status = known_rows ? TS_PARTIAL : TS_UNAVAILABLE;
+    }
+    return emit_metric(
+        e, status, ts_int(known), estimate_units[which], "forward", method);
 }
 
 static int
-set_model_metric(json_t *totals,
-                 const char *name,
-                 int64_t value,
-                 const char *unit)
+emit_model_metric(const ts_emitter *e,
+                  const char *name,
+                  int64_t value,
+                  const char *unit)
 {
-    return json_object_set_new(
-        totals,
-        name,
-        ts_metric_new(TS_COMPLETE, ts_int(value), unit, "model", "pytorch"));
+    TRY_EMIT(e->key(e->ctx, name));
+    return emit_metric(
+        e, TS_COMPLETE, ts_int(value), unit, "model", "pytorch");
+}
+
+int
+ts_session_emit_report(const ts_session *session,
+                       const ts_emitter *e,
+                       const json_t *context,
+                       const json_t *inputs,
+                       const ts_model_totals *totals,
+                       const json_t *flop_report)
+{
+    const json_t *flop_diags = json_object_get(flop_report, "diagnostics");
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(emit_int_member(e, "schema_version", 1));
+    TRY_EMIT(e->key(e->ctx, "context"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    {
+        const char *key;
+        json_t *value;
+        json_object_foreach((json_t *)context, key, value)
+        {
+            TRY_EMIT(e->key(e->ctx, key));
+            TRY_EMIT(e->tree(e->ctx, value));
+        }
+    }
+    if (!session->full) {
+        TRY_EMIT(e->key(e->ctx, "analysis_mode"));
+        TRY_EMIT(e->string(e->ctx, "structure"));
+    }
+    TRY_EMIT(e->end_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "inputs"));
+    TRY_EMIT(e->tree(e->ctx, inputs));
+    TRY_EMIT(e->key(e->ctx, "layers"));
+    TRY_EMIT(e->begin_array(e->ctx));
+    for (size_t i = 0; i < session->nlayers; i++) {
+        TRY_EMIT(emit_layer(e, session, &session->layers[i]));
+    }
+    TRY_EMIT(e->end_array(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "operator_flops"));
+    TRY_EMIT(e->tree(e->ctx, flop_report));
+    TRY_EMIT(e->key(e->ctx, "totals"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(emit_model_metric(
+        e, "parameters", totals->trainable + totals->frozen, "elements"));
+    TRY_EMIT(emit_model_metric(
+        e, "trainable_parameters", totals->trainable, "elements"));
+    TRY_EMIT(
+        emit_model_metric(e, "frozen_parameters", totals->frozen, "elements"));
+    TRY_EMIT(
+        emit_model_metric(e, "parameter_bytes", totals->param_bytes, "bytes"));
+    TRY_EMIT(emit_model_metric(
+        e, "buffer_elements", totals->buffer_elements, "elements"));
+    TRY_EMIT(
+        emit_model_metric(e, "buffer_bytes", totals->buffer_bytes, "bytes"));
+    for (int i = 0; i < 3; i++) {
+        TRY_EMIT(e->key(e->ctx, estimate_names[i]));
+        if (session->full) {
+            TRY_EMIT(emit_aggregate(e, session, i));
+        }
+        else {
+            TRY_EMIT(emit_metric(e,
+                                 TS_UNAVAILABLE,
+                                 ts_int(0),
+                                 estimate_units[i],
+                                 "forward",
+                                 "not_requested"));
+        }
+        if (i == 0) {
+            TRY_EMIT(e->key(e->ctx, "operator_flops"));
+            TRY_EMIT(e->tree(e->ctx, json_object_get(flop_report, "total")));
+        }
+    }
+    TRY_EMIT(e->end_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "diagnostics"));
+    TRY_EMIT(e->begin_array(e->ctx));
+    for (size_t i = 0; i < json_array_size(session->diagnostics); i++) {
+        TRY_EMIT(e->tree(e->ctx, json_array_get(session->diagnostics, i)));
+    }
+    for (size_t i = 0; i < json_array_size(flop_diags); i++) {
+        TRY_EMIT(e->tree(e->ctx, json_array_get(flop_diags, i)));
+    }
+    TRY_EMIT(e->end_array(e->ctx));
+    return e->end_object(e->ctx);
 }
 
 json_t *
@@ -981,100 +1076,29 @@ ts_session_report(ts_session *session,
                   const char *torch_version,
                   ts_error *err)
 {
-    json_t *report = NULL, *layers = NULL, *tot = NULL, *diags = NULL;
-    static const char *const compute[3] = {"module_flops", "macs", "dmas"};
-    static const char *const compute_units[3] = {"FLOPs", "MACs", "DMAs"};
-
-    if (context == NULL || inputs == NULL) {
-        goto nomem;
-    }
+    ts_json_builder *b = ts_json_builder_new();
+    json_t *report = NULL;
+    ts_emitter e;
     if (flop_report == NULL) {
         flop_report = ts_flop_report_not_requested(torch_version);
-        if (flop_report == NULL) {
-            goto nomem;
+    }
+    if (b != NULL && context != NULL && inputs != NULL
+        && flop_report != NULL) {
+        ts_json_builder_emitter(b, &e);
+        if (ts_session_emit_report(
+                session, &e, context, inputs, totals, flop_report)
+            == 0) {
+            report = ts_json_builder_take(b);
         }
     }
-    if (!session->full
-        && json_object_set_new(
-            context, "analysis_mode", json_string("structure"))) {
-        goto nomem;
-    }
-    layers = json_array();
-    tot = json_object();
-    diags = json_deep_copy(session->diagnostics);
-    if (layers == NULL || tot == NULL || diags == NULL) {
-        goto nomem;
-    }
-    for (size_t i = 0; i < session->nlayers; i++) {
-        if (json_array_append_new(layers,
-                                  layer_json(session, &session->layers[i]))) {
-            goto nomem;
-        }
-    }
-    if (set_model_metric(
-            tot, "parameters", totals->trainable + totals->frozen, "elements")
-        || set_model_metric(
-            tot, "trainable_parameters", totals->trainable, "elements")
-        || set_model_metric(
-            tot, "frozen_parameters", totals->frozen, "elements")
-        || set_model_metric(
-            tot, "parameter_bytes", totals->param_bytes, "bytes")
-        || set_model_metric(
-            tot, "buffer_elements", totals->buffer_elements, "elements")
-        || set_model_metric(
-            tot, "buffer_bytes", totals->buffer_bytes, "bytes")) {
-        goto nomem;
-    }
-    for (int i = 0; i < 3; i++) {
-        json_t *metric = session->full
-                             ? aggregate(session, compute[i], compute_units[i])
-                             : ts_metric_new(TS_UNAVAILABLE,
-                                             ts_int(0),
-                                             compute_units[i],
-                                             "forward",
-                                             "not_requested");
-        if (metric == NULL || json_object_set_new(tot, compute[i], metric)) {
-            goto nomem;
-        }
-        if (i == 0
-            && json_object_set(tot,
-                               "operator_flops",
-                               json_object_get(flop_report, "total"))) {
-            goto nomem;
-        }
-    }
-    if (json_array_extend(diags,
-                          json_object_get(flop_report, "diagnostics"))) {
-        goto nomem;
-    }
-    report = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o}",
-                       "schema_version",
-                       1,
-                       "context",
-                       context,
-                       "inputs",
-                       inputs,
-                       "layers",
-                       layers,
-                       "operator_flops",
-                       flop_report,
-                       "totals",
-                       tot,
-                       "diagnostics",
-                       diags);
     if (report == NULL) {
         ts_error_set(err, TS_ENOMEM, "out of memory building the report");
     }
-    return report;
-nomem:
+    ts_json_builder_free(b);
     json_decref(context);
     json_decref(inputs);
     json_decref(flop_report);
-    json_decref(layers);
-    json_decref(tot);
-    json_decref(diags);
-    ts_error_set(err, TS_ENOMEM, "out of memory building the report");
-    return NULL;
+    return report;
 }
 
 static int

@@ -3,6 +3,8 @@
 
 #include "tsx.h"
 
+#include "torchscan/emit.h"
+
 /* Reports repeat a small vocabulary (keys, statuses, units, dtypes): one
  * str object per distinct short text per conversion instead of one per
  * occurrence. Open addressing on an FNV-1a hash of the bytes. */
@@ -263,4 +265,208 @@ tsx_raise(const ts_error *err)
     }
     PyErr_SetString(type, err->message[0] ? err->message : "engine error");
     return NULL;
+}
+
+/* ---- an emitter that builds Python objects directly ------------------- */
+
+#define PYB_MAX_DEPTH 256
+
+struct tsx_pybuilder {
+    str_cache *cache;
+    PyObject *stack[PYB_MAX_DEPTH]; /* open dicts and lists */
+    PyObject *keys[PYB_MAX_DEPTH];  /* pending key per open dict */
+    int depth;
+    PyObject *result;
+    bool failed; /* a Python exception is set */
+    int gc_was_enabled;
+};
+
+/* Places a new value (stolen) into the open container or as result. */
+static int
+pyb_place(tsx_pybuilder *b, PyObject *value)
+{
+    PyObject *top;
+    int rc;
+    if (value == NULL || b->failed) {
+        Py_XDECREF(value);
+        b->failed = true;
+        return -1;
+    }
+    if (b->depth == 0) {
+        Py_XSETREF(b->result, value);
+        return 0;
+    }
+    top = b->stack[b->depth - 1];
+    if (PyList_CheckExact(top)) {
+        rc = PyList_Append(top, value);
+    }
+    else {
+        PyObject *key = b->keys[b->depth - 1];
+        rc = key ? PyDict_SetItem(top, key, value) : -1;
+        Py_CLEAR(b->keys[b->depth - 1]);
+    }
+    Py_DECREF(value);
+    if (rc < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError, "malformed report stream");
+        }
+        b->failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int
+pyb_open(tsx_pybuilder *b, PyObject *container)
+{
+    if (container == NULL || b->failed || b->depth == PYB_MAX_DEPTH) {
+        Py_XDECREF(container);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RecursionError, "report nested too deeply");
+        }
+        b->failed = true;
+        return -1;
+    }
+    b->stack[b->depth] = container;
+    b->keys[b->depth] = NULL;
+    b->depth++;
+    return 0;
+}
+
+static int
+pyb_close(void *ctx)
+{
+    tsx_pybuilder *b = ctx;
+    if (b->depth == 0 || b->failed) {
+        b->failed = true;
+        return -1;
+    }
+    b->depth--;
+    Py_CLEAR(b->keys[b->depth]);
+    return pyb_place(b, b->stack[b->depth]);
+}
+
+static int
+pyb_begin_object(void *ctx)
+{
+    return pyb_open(ctx, PyDict_New());
+}
+
+static int
+pyb_begin_array(void *ctx)
+{
+    return pyb_open(ctx, PyList_New(0));
+}
+
+static int
+pyb_key(void *ctx, const char *key)
+{
+    tsx_pybuilder *b = ctx;
+    if (b->depth == 0 || b->failed) {
+        b->failed = true;
+        return -1;
+    }
+    Py_XSETREF(b->keys[b->depth - 1], cached_str(b->cache, key, strlen(key)));
+    if (b->keys[b->depth - 1] == NULL) {
+        b->failed = true;
+        return -1;
+    }
+    return 0;
+}
+
+static int
+pyb_string(void *ctx, const char *value)
+{
+    tsx_pybuilder *b = ctx;
+    return pyb_place(b, cached_str(b->cache, value, strlen(value)));
+}
+
+static int
+pyb_integer(void *ctx, int64_t value)
+{
+    return pyb_place(ctx, PyLong_FromLongLong(value));
+}
+
+static int
+pyb_real(void *ctx, double value)
+{
+    return pyb_place(ctx, PyFloat_FromDouble(value));
+}
+
+static int
+pyb_boolean(void *ctx, bool value)
+{
+    return pyb_place(ctx, PyBool_FromLong(value));
+}
+
+static int
+pyb_null(void *ctx)
+{
+    return pyb_place(ctx, Py_NewRef(Py_None));
+}
+
+static int
+pyb_tree(void *ctx, const json_t *value)
+{
+    tsx_pybuilder *b = ctx;
+    return pyb_place(b, from_json(value, b->cache));
+}
+
+tsx_pybuilder *
+tsx_pybuilder_new(ts_emitter *e)
+{
+    tsx_pybuilder *b = PyMem_Calloc(1, sizeof(tsx_pybuilder));
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    b->cache = PyMem_Calloc(1, sizeof(str_cache));
+    if (b->cache == NULL) {
+        PyMem_Free(b);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    /* Thousands of fresh containers, none in a cycle: no collection of
+     * the torch heap while they are built. */
+    b->gc_was_enabled = PyGC_Disable();
+    e->ctx = b;
+    e->begin_object = pyb_begin_object;
+    e->end_object = pyb_close;
+    e->begin_array = pyb_begin_array;
+    e->end_array = pyb_close;
+    e->key = pyb_key;
+    e->string = pyb_string;
+    e->integer = pyb_integer;
+    e->real = pyb_real;
+    e->boolean = pyb_boolean;
+    e->null = pyb_null;
+    e->tree = pyb_tree;
+    return b;
+}
+
+PyObject *
+tsx_pybuilder_finish(tsx_pybuilder *b)
+{
+    PyObject *result = NULL;
+    if (!b->failed && b->depth == 0 && b->result != NULL) {
+        result = b->result;
+        b->result = NULL;
+    }
+    else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_RuntimeError, "incomplete report stream");
+    }
+    for (int i = 0; i < b->depth; i++) {
+        Py_XDECREF(b->stack[i]);
+        Py_XDECREF(b->keys[i]);
+    }
+    Py_XDECREF(b->result);
+    for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
+        Py_XDECREF(b->cache->items[i]);
+    }
+    PyMem_Free(b->cache);
+    if (b->gc_was_enabled) {
+        PyGC_Enable();
+    }
+    PyMem_Free(b);
+    return result;
 }

@@ -2,6 +2,8 @@
  * attribution, training-flag save/restore and report assembly. */
 #include "tsx.h"
 
+#include "torchscan/emit.h"
+
 #include <stddef.h>
 #include <structmember.h>
 
@@ -276,11 +278,49 @@ attr_true(PyObject *obj, const char *name)
     return t;
 }
 
-/* 1 when the attribute exists and is not None. */
+/* 1 when the module has a parameter `name` that is not None. Native
+ * families always register weight and bias (None when absent), so the
+ * _parameters dict answers without nn.Module.__getattr__. */
+static int
+param_present(PyObject *module, const char *name)
+{
+    PyObject *d, *item;
+    int present = 0;
+    if (tsx_optional_attr(module, "_parameters", &d) < 0) {
+        return -1;
+    }
+    if (d != NULL && PyDict_Check(d)) {
+        item = PyDict_GetItemString(d, name);
+        present = item != NULL && item != Py_None;
+    }
+    Py_XDECREF(d);
+    return present;
+}
+
+/* 1 when the attribute exists and is not None. Parameters and buffers are
+ * looked up in the module's own dicts first: reaching them through
+ * getattr goes through nn.Module.__getattr__, a Python function. */
 static int
 attr_present(PyObject *obj, const char *name)
 {
+    static const char *const stores[2] = {"_parameters", "_buffers"};
     PyObject *v;
+    for (int i = 0; i < 2; i++) {
+        PyObject *d;
+        if (tsx_optional_attr(obj, stores[i], &d) < 0) {
+            return -1;
+        }
+        if (d != NULL && PyDict_Check(d)) {
+            PyObject *item = PyDict_GetItemString(d, name);
+            Py_DECREF(d);
+            if (item != NULL) {
+                return item != Py_None;
+            }
+        }
+        else {
+            Py_XDECREF(d);
+        }
+    }
     if (tsx_optional_attr(obj, name, &v) < 0) {
         return -1;
     }
@@ -424,9 +464,9 @@ tsx_module_desc(tsx_state *st,
     d->rank = native->rank;
     d->param_numel = param_numel(st, module);
     d->training = false; /* the crawl runs in eval mode */
-    TRY(t = attr_present(module, "weight"));
+    TRY(t = param_present(module, "weight"));
     d->has_weight = t;
-    TRY(t = attr_present(module, "bias"));
+    TRY(t = param_present(module, "bias"));
     d->has_bias = t;
     switch (d->kind) {
         case TS_MOD_RELU:
@@ -1212,7 +1252,7 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     ptrset memo = {NULL, 0, 0};
     type_memo types[64];
     size_t ntypes = 0;
-    int full = 1;
+    int full = 1, gc_was_enabled;
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type);
     if (st == NULL
@@ -1224,6 +1264,9 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (c == NULL) {
         return NULL;
     }
+    /* The walk allocates a few objects per module, none in a cycle: a
+     * collection of the (large) torch heap in the middle helps nobody. */
+    gc_was_enabled = PyGC_Disable();
     c->st = st;
     c->full = full;
     c->root = Py_NewRef(root);
@@ -1271,11 +1314,17 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     ptrset_clear(&memo);
     Py_DECREF(empty);
+    if (gc_was_enabled) {
+        PyGC_Enable();
+    }
     return (PyObject *)c;
 error:
     ptrset_clear(&memo);
     Py_XDECREF(empty);
     Py_DECREF(c);
+    if (gc_was_enabled) {
+        PyGC_Enable();
+    }
     return NULL;
 }
 
@@ -1658,28 +1707,41 @@ done:
     return rc;
 }
 
+/* report(context, source, args, kwargs, counter, torch_version): the
+ * AnalysisReport, written by the engine straight into Python objects. */
 static PyObject *
 crawl_report(tsx_crawl *c, PyObject *args)
 {
-    PyObject *context, *inputs, *flop_report, *torch_version;
+    PyObject *context, *source, *call_args, *call_kwargs, *counter;
+    PyObject *torch_version, *result = NULL;
     PyObject *devices = NULL, *dtypes = NULL, *dl = NULL, *tl = NULL;
-    PyObject *result = NULL;
-    json_t *jctx = NULL, *jin = NULL, *jflops = NULL, *report = NULL;
+    json_t *jctx = NULL, *jin = NULL, *jcall = NULL, *jflops = NULL;
+    const char *version;
     ts_model_totals totals;
-    ts_error err;
+    ts_emitter e;
+    tsx_pybuilder *b;
     if (!PyArg_ParseTuple(args,
-                          "O!O!OU:report",
+                          "O!UO!O!OU:report",
                           &PyDict_Type,
                           &context,
+                          &source,
+                          &PyTuple_Type,
+                          &call_args,
                           &PyDict_Type,
-                          &inputs,
-                          &flop_report,
+                          &call_kwargs,
+                          &counter,
                           &torch_version)) {
         return NULL;
     }
+    if (counter != Py_None
+        && !PyObject_TypeCheck(counter, c->st->counter_type)) {
+        PyErr_SetString(PyExc_TypeError, "counter must be a Counter or None");
+        return NULL;
+    }
+    version = PyUnicode_AsUTF8(torch_version);
     devices = PySet_New(NULL);
     dtypes = PySet_New(NULL);
-    if (devices == NULL || dtypes == NULL
+    if (version == NULL || devices == NULL || dtypes == NULL
         || model_totals(c, &totals, devices, dtypes) < 0) {
         goto done;
     }
@@ -1690,35 +1752,35 @@ crawl_report(tsx_crawl *c, PyObject *args)
         goto done;
     }
     jctx = tsx_to_json(context, "context");
-    jin = jctx ? tsx_to_json(inputs, "inputs") : NULL;
-    if (jin == NULL) {
+    jcall = jctx ? tsx_describe_call(c->st, call_args, call_kwargs, NULL, NULL)
+                 : NULL;
+    if (jcall == NULL) {
         goto done;
     }
-    if (flop_report != Py_None) {
-        jflops = tsx_to_json(flop_report, "flop report");
-        if (jflops == NULL) {
-            goto done;
+    jin = json_pack("{s:s}", "source", PyUnicode_AsUTF8(source));
+    if (jin == NULL || json_object_update(jin, jcall)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    jflops = counter != Py_None ? tsx_counter_flop_report(counter, version)
+                                : ts_flop_report_not_requested(version);
+    if (jflops == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
         }
-    }
-    ts_error_clear(&err);
-    report = ts_session_report(c->session,
-                               jctx,
-                               jin,
-                               &totals,
-                               jflops,
-                               PyUnicode_AsUTF8(torch_version),
-                               &err);
-    jctx = jin = jflops = NULL; /* stolen */
-    if (report == NULL) {
-        tsx_raise(&err);
         goto done;
     }
-    result = tsx_from_json(report);
+    b = tsx_pybuilder_new(&e);
+    if (b == NULL) {
+        goto done;
+    }
+    ts_session_emit_report(c->session, &e, jctx, jin, &totals, jflops);
+    result = tsx_pybuilder_finish(b);
 done:
     json_decref(jctx);
     json_decref(jin);
+    json_decref(jcall);
     json_decref(jflops);
-    json_decref(report);
     Py_XDECREF(devices);
     Py_XDECREF(dtypes);
     Py_XDECREF(dl);
@@ -1796,7 +1858,8 @@ static PyMethodDef crawl_methods[] = {
     {"report",
      (PyCFunction)crawl_report,
      METH_VARARGS,
-     "report(context, inputs, flop_report, torch_version) -> dict"},
+     "report(context, source, args, kwargs, counter, torch_version) -> "
+     "dict"},
     {NULL, NULL, 0, NULL},
 };
 

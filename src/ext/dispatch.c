@@ -851,6 +851,19 @@ counter_attach(tsx_counter *c, PyObject *crawl)
     Py_RETURN_NONE;
 }
 
+json_t *
+tsx_counter_flop_report(PyObject *counter, const char *torch_version)
+{
+    tsx_counter *c = (tsx_counter *)counter;
+    json_t *report;
+    report =
+        ts_opstats_report(c->stats, torch_version, TS_OPERATOR_METHOD, NULL);
+    if (report == NULL) {
+        PyErr_NoMemory();
+    }
+    return report;
+}
+
 static PyObject *
 counter_report(tsx_counter *c, PyObject *args)
 {

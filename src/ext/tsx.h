@@ -50,6 +50,19 @@ tsx_state *tsx_state_of_type(PyTypeObject *type);
 /* convert.c: JSON trees <-> Python objects. */
 PyObject *tsx_from_json(const json_t *value);         /* new ref or NULL */
 json_t *tsx_to_json(PyObject *obj, const char *what); /* new or NULL+exc */
+/* An emitter (torchscan/emit.h) that builds Python objects directly.
+ * tsx_pybuilder_new fills *emitter; tsx_pybuilder_finish returns the
+ * built value (new reference) or NULL with an exception, and frees the
+ * builder in both cases. */
+struct ts_emitter;
+typedef struct tsx_pybuilder tsx_pybuilder;
+tsx_pybuilder *tsx_pybuilder_new(struct ts_emitter *emitter);
+PyObject *tsx_pybuilder_finish(tsx_pybuilder *builder);
+
+/* The FlopReport of a counter as a JSON tree (new reference), or NULL with
+ * an exception (dispatch.c). */
+json_t *tsx_counter_flop_report(PyObject *counter, const char *torch_version);
+
 /* Raises the Python exception matching an engine status (ValueError for
  * TS_EINVAL/TS_EFORMAT, MemoryError, OverflowError, NotImplementedError);
  * returns NULL. */
