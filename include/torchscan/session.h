@@ -83,6 +83,12 @@ const ts_module_desc *ts_session_module_desc(const ts_session *session,
                                              int module);
 bool ts_session_module_is_leaf(const ts_session *session, int module);
 
+/* Marks a module as estimated by a custom handler: a failed call of it
+ * gets its uncovered estimates as unavailable (forward_failed). */
+void ts_session_set_module_handler(ts_session *session,
+                                   int module,
+                                   bool handler);
+
 /* Replaces a module's type name (copied) and description: a lazy module
  * becomes its concrete class, with its real sizes, in its first call.
  * Returns TS_OK or TS_ENOMEM/TS_EINVAL. */
@@ -107,6 +113,41 @@ int ts_session_begin_call(ts_session *session,
                           int module,
                           json_t *input,
                           const ts_attribution *attribution);
+
+/* The six module estimates as bits, in report order: module_flops, macs,
+ * dmas, receptive_field, effective_stride, effective_padding. */
+#define TS_ALL_ESTIMATES 0x3Fu
+
+/* As ts_session_begin_call, for a call whose handler owns the estimates in
+ * `owns` (bits) for its whole subtree: calls it encloses are covered for
+ * them (the outermost owner wins) and get metric_owners entries. */
+int ts_session_begin_owned_call(ts_session *session,
+                                int module,
+                                json_t *input,
+                                const ts_attribution *attribution,
+                                unsigned owns);
+
+/* Estimates (bits) an enclosing owner covers for this layer. */
+unsigned ts_session_layer_covered(const ts_session *session, int layer);
+
+/* Stores a handler-supplied estimate `which` (0-5) on a layer: the layer's
+ * metric_ownership gets it; `method` is copied; `subtree` selects scope
+ * "subtree" (else "module_call"). Formulas do not replace it. */
+int ts_session_set_estimate(ts_session *session,
+                            int layer,
+                            int which,
+                            ts_status status,
+                            ts_number value,
+                            bool subtree,
+                            const char *method);
+
+/* Appends a diagnostic {code, severity "warning", metric, path, message};
+ * path is the layer's module path (none when layer < 0). */
+int ts_session_add_diagnostic(ts_session *session,
+                              const char *code,
+                              const char *metric,
+                              int layer,
+                              const char *message);
 
 /* Innermost active layer (-1 when none). Operator flops are attributed to
  * it. */

@@ -10,6 +10,7 @@ from . import _engine  # noqa: F401  (the C engine)
 from . import crawler, process
 from .compare import ReportDiff, compare_reports
 from .crawler import crawl_module, summary
+from .extensions import ModuleCall, ModuleEstimates, ModuleHandler
 from .flops import FlopReport, measure_flops
 from .report import (
     AnalysisReport,
@@ -32,6 +33,9 @@ __all__ = [
     "IncompleteAnalysisError",
     "LayerReport",
     "MetricResult",
+    "ModuleCall",
+    "ModuleEstimates",
+    "ModuleHandler",
     "ReportDiff",
     "compare_reports",
     "crawl_module",

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from . import _engine
+from .extensions import ModuleCall, ModuleHandler, _validate_custom_modules
 from .flops import _check_custom_mapping, _OperatorCounter
 from .report import AnalysisReport, IncompleteAnalysisError
 
@@ -114,7 +115,7 @@ def crawl_module(
     device: str | torch.device | None = None,
     strict: bool = False,
     mode: Literal["full", "structure"] = "full",
-    custom_modules: Mapping[type[nn.Module], Any] | None = None,
+    custom_modules: Mapping[type[nn.Module], ModuleHandler] | None = None,
     custom_mapping: Mapping[Any, Callable[..., int | float]] | None = None,
 ) -> AnalysisReport:
     """Analyse one evaluation forward of ``module`` and return a JSON-serializable report.
@@ -134,7 +135,11 @@ def crawl_module(
     Args:
         strict: raise :class:`IncompleteAnalysisError` (carrying ``.report``)
             when any diagnostic exists or a requested total is not complete.
-        custom_modules: reserved for per-module estimate handlers.
+        custom_modules: ``{ModuleType: ModuleHandler(callback, subtree_metrics=...)}``:
+            estimates for modules of those types (the closest class in the MRO
+            wins); see :mod:`torchscan.extensions`. Validated before the model
+            runs; handlers run once per successful call, with operator
+            counting suspended.
         custom_mapping: operator-packet formula overrides for this call.
 
     Raises:
@@ -143,10 +148,9 @@ def crawl_module(
     call_args, call_kwargs, source, mapping = _prepare(
         module, input_shape, dtype, args, kwargs, device, mode, custom_mapping
     )
-    if custom_modules is not None:
-        raise NotImplementedError("custom_modules is not supported yet by this TorchScan build.")
+    handlers = _validate_custom_modules(custom_modules)
     full = mode == "full"
-    session = _engine.Crawl(module, full)
+    session = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
     counter = _OperatorCounter(mapping) if full else None
     training_before = module.training
     session.install(counter)
@@ -189,7 +193,7 @@ def summary(
     device: str | torch.device | None = None,
     strict: bool = False,
     mode: Literal["full", "structure"] = "full",
-    custom_modules: Mapping[type[nn.Module], Any] | None = None,
+    custom_modules: Mapping[type[nn.Module], ModuleHandler] | None = None,
     custom_mapping: Mapping[Any, Callable[..., int | float]] | None = None,
 ) -> AnalysisReport:
     """Print the summary table of :func:`crawl_module` and return its full report.

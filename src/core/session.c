@@ -393,6 +393,7 @@ typedef struct module_record {
     char *type_name;
     ts_module_desc desc;
     bool metric_leaf;
+    bool handler; /* a custom handler estimates this module */
     int32_t calls;
 } module_record;
 
@@ -414,7 +415,9 @@ static const char *const estimate_units[N_ESTIMATES] = {
 typedef struct metric_slot {
     ts_status status;
     ts_number value;
-    const char *method;
+    const char *method; /* static, or `owned` */
+    char *owned;        /* a handler's method string (malloc'd) */
+    bool subtree;       /* scope "subtree" (else "module_call") */
 } metric_slot;
 
 typedef struct layer_record {
@@ -424,11 +427,22 @@ typedef struct layer_record {
     json_t *output; /* NULL while pending */
     ts_attribution attribution;
     int64_t op_flops;
-    uint8_t nestimates; /* 0, 3 (no tensors) or 6 */
+    uint8_t present; /* estimates with a slot (bit i: estimate_names[i]) */
+    uint8_t handled; /* estimates a handler supplied (metric_ownership) */
+    uint8_t owns;    /* estimates this call owns for its whole subtree */
+    uint8_t covered; /* estimates an enclosing call owns */
     bool failed;
     bool op_incomplete;
+    int owner[N_ESTIMATES]; /* covering layer per covered estimate */
     metric_slot estimates[N_ESTIMATES];
 } layer_record;
+
+static void
+slot_reset(metric_slot *slot)
+{
+    free(slot->owned);
+    memset(slot, 0, sizeof *slot);
+}
 
 struct ts_session {
     bool full;
@@ -470,6 +484,9 @@ ts_session_free(ts_session *session)
     for (size_t i = 0; i < session->nlayers; i++) {
         json_decref(session->layers[i].input);
         json_decref(session->layers[i].output);
+        for (int k = 0; k < N_ESTIMATES; k++) {
+            free(session->layers[i].estimates[k].owned);
+        }
     }
     free(session->modules);
     free(session->layers);
@@ -549,11 +566,29 @@ ts_session_module_is_leaf(const ts_session *session, int module)
     return session->modules[module].metric_leaf;
 }
 
+void
+ts_session_set_module_handler(ts_session *session, int module, bool handler)
+{
+    if (module >= 0 && (size_t)module < session->nmodules) {
+        session->modules[module].handler = handler;
+    }
+}
+
 int
 ts_session_begin_call(ts_session *session,
                       int module,
                       json_t *input,
                       const ts_attribution *attribution)
+{
+    return ts_session_begin_owned_call(session, module, input, attribution, 0);
+}
+
+int
+ts_session_begin_owned_call(ts_session *session,
+                            int module,
+                            json_t *input,
+                            const ts_attribution *attribution,
+                            unsigned owns)
 {
     layer_record *layer;
     if (module < 0 || (size_t)module >= session->nmodules) {
@@ -580,9 +615,77 @@ ts_session_begin_call(ts_session *session,
     if (attribution != NULL) {
         layer->attribution = *attribution;
     }
+    /* Ownership follows the dynamic call tree: the outermost open call
+     * that owns an estimate covers it in every call it encloses. */
+    for (size_t d = 0; d < session->depth; d++) {
+        const layer_record *open = &session->layers[session->stack[d]];
+        unsigned take = open->owns & ~layer->covered & TS_ALL_ESTIMATES;
+        for (int k = 0; k < N_ESTIMATES; k++) {
+            if (take & (1u << k)) {
+                layer->owner[k] = session->stack[d];
+            }
+        }
+        layer->covered |= (uint8_t)take;
+    }
+    layer->owns = (uint8_t)(owns & TS_ALL_ESTIMATES & ~layer->covered);
     session->nlayers++;
     session->stack[session->depth++] = (int)(session->nlayers - 1);
     return (int)(session->nlayers - 1);
+}
+
+unsigned
+ts_session_layer_covered(const ts_session *session, int layer)
+{
+    if (layer < 0 || (size_t)layer >= session->nlayers) {
+        return 0;
+    }
+    return session->layers[layer].covered;
+}
+
+int
+ts_session_set_estimate(ts_session *session,
+                        int layer,
+                        int which,
+                        ts_status status,
+                        ts_number value,
+                        bool subtree,
+                        const char *method)
+{
+    layer_record *l;
+    metric_slot *slot;
+    if (layer < 0 || (size_t)layer >= session->nlayers || which < 0
+        || which >= N_ESTIMATES) {
+        return TS_EINVAL;
+    }
+    l = &session->layers[layer];
+    slot = &l->estimates[which];
+    slot_reset(slot);
+    slot->owned = dup_string(method);
+    if (slot->owned == NULL) {
+        return TS_ENOMEM;
+    }
+    slot->method = slot->owned;
+    slot->status = status;
+    slot->value = value;
+    slot->subtree = subtree;
+    l->present |= (uint8_t)(1u << which);
+    l->handled |= (uint8_t)(1u << which);
+    return TS_OK;
+}
+
+int
+ts_session_add_diagnostic(ts_session *session,
+                          const char *code,
+                          const char *metric,
+                          int layer,
+                          const char *message)
+{
+    const char *path = NULL;
+    if (layer >= 0 && (size_t)layer < session->nlayers) {
+        path = session->modules[session->layers[layer].module].path;
+    }
+    return add_diagnostic(
+        session->diagnostics, code, metric, path, NULL, message);
 }
 
 int
@@ -619,6 +722,7 @@ store_estimate(ts_session *session,
     const char *code = NULL;
     slot->value = ts_int(0);
     slot->method = MODULE_METHOD;
+    slot->subtree = false;
     switch (est->kind) {
         case TS_EST_COMPLETE:
             slot->status = TS_COMPLETE;
@@ -652,27 +756,40 @@ store_estimate(ts_session *session,
     return TS_OK;
 }
 
+/* Module formulas for the estimates still wanted (`wanted`): not covered
+ * by an enclosing owner and not supplied by a handler. */
 static int
 estimate_layer(ts_session *session,
                layer_record *layer,
                const module_record *m,
                bool failed,
-               const ts_module_call *call)
+               const ts_module_call *call,
+               unsigned wanted)
 {
+    metric_slot *slots = layer->estimates;
+    if (wanted == 0) {
+        return TS_OK;
+    }
     if (failed) {
         for (int i = 0; i < N_ESTIMATES; i++) {
-            layer->estimates[i].status = TS_UNAVAILABLE;
-            layer->estimates[i].value = ts_int(0);
-            layer->estimates[i].method = "forward_failed";
+            if (wanted & (1u << i)) {
+                slot_reset(&slots[i]);
+                slots[i].status = TS_UNAVAILABLE;
+                slots[i].method = "forward_failed";
+                layer->present |= (uint8_t)(1u << i);
+            }
         }
-        layer->nestimates = N_ESTIMATES;
         return TS_OK;
     }
     if (call == NULL || !call->has_input || !call->has_output) {
         for (int i = 0; i < 3; i++) {
-            layer->estimates[i].status = TS_UNAVAILABLE;
-            layer->estimates[i].value = ts_int(0);
-            layer->estimates[i].method = MODULE_METHOD;
+            if (!(wanted & (1u << i))) {
+                continue;
+            }
+            slot_reset(&slots[i]);
+            slots[i].status = TS_UNAVAILABLE;
+            slots[i].method = MODULE_METHOD;
+            layer->present |= (uint8_t)(1u << i);
             if (add_diagnostic(session->diagnostics,
                                "missing_metric_tensor",
                                estimate_names[i],
@@ -683,7 +800,6 @@ estimate_layer(ts_session *session,
                 return TS_ENOMEM;
             }
         }
-        layer->nestimates = 3;
         return TS_OK;
     }
     ts_module_estimates est;
@@ -695,16 +811,24 @@ estimate_layer(ts_session *session,
     }
     const ts_estimate *all[N_ESTIMATES] = {
         &est.flops, &est.macs, &est.dmas, &est.rf, &est.stride, &est.padding};
+    int first_rf = -1;
     for (int i = 0; i < N_ESTIMATES; i++) {
+        if (!(wanted & (1u << i))) {
+            continue;
+        }
+        if (i >= 3 && first_rf < 0) {
+            first_rf = i;
+        }
+        slot_reset(&slots[i]);
         /* The receptive-field trio reports one diagnostic, on its first
-         * metric. */
+         * wanted metric. */
         rc = store_estimate(
-            session, &layer->estimates[i], m->path, i, all[i], i <= 3);
+            session, &slots[i], m->path, i, all[i], i < 3 || i == first_rf);
         if (rc != TS_OK) {
             return rc;
         }
+        layer->present |= (uint8_t)(1u << i);
     }
-    layer->nestimates = N_ESTIMATES;
     return TS_OK;
 }
 
@@ -754,8 +878,16 @@ ts_session_end_call(ts_session *session,
             return TS_ENOMEM;
         }
     }
-    if (session->full && m->metric_leaf) {
-        int rc = estimate_layer(session, layer, m, failed, call);
+    if (session->full && (m->metric_leaf || m->handler)) {
+        /* Leaves get formulas for what handlers and owners left; a handler
+         * row whose forward failed gets its remaining metrics as
+         * forward_failed. */
+        unsigned wanted = TS_ALL_ESTIMATES & ~(unsigned)layer->covered
+                          & ~(unsigned)layer->present;
+        if (!m->metric_leaf) {
+            wanted = failed ? wanted : 0;
+        }
+        int rc = estimate_layer(session, layer, m, failed, call, wanted);
         if (rc != TS_OK) {
             return rc;
         }
@@ -879,14 +1011,17 @@ emit_layer(const ts_emitter *e,
     TRY_EMIT(e->key(e->ctx, "calls"));
     TRY_EMIT(emit_metric(
         e, TS_COMPLETE, ts_int(1), "calls", "module_call", "pytorch_hook"));
-    for (int i = 0; i < layer->nestimates; i++) {
+    for (int i = 0; i < N_ESTIMATES; i++) {
         const metric_slot *slot = &layer->estimates[i];
+        if (!(layer->present & (1u << i))) {
+            continue;
+        }
         TRY_EMIT(e->key(e->ctx, estimate_names[i]));
         TRY_EMIT(emit_metric(e,
                              slot->status,
                              slot->value,
                              estimate_units[i],
-                             "module_call",
+                             slot->subtree ? "subtree" : "module_call",
                              slot->method));
     }
     if (session->full) {
@@ -900,6 +1035,37 @@ emit_layer(const ts_emitter *e,
                              TS_OPERATOR_METHOD));
     }
     TRY_EMIT(e->end_object(e->ctx));
+    if (layer->handled) {
+        /* which estimates a handler supplied, and for what scope */
+        TRY_EMIT(e->key(e->ctx, "metric_ownership"));
+        TRY_EMIT(e->begin_object(e->ctx));
+        for (int i = 0; i < N_ESTIMATES; i++) {
+            if (layer->handled & (1u << i)) {
+                TRY_EMIT(e->key(e->ctx, estimate_names[i]));
+                TRY_EMIT(e->string(
+                    e->ctx,
+                    layer->estimates[i].subtree ? "subtree" : "module_call"));
+            }
+        }
+        TRY_EMIT(e->end_object(e->ctx));
+    }
+    if (layer->covered) {
+        /* estimates an enclosing call's handler includes */
+        TRY_EMIT(e->key(e->ctx, "metric_owners"));
+        TRY_EMIT(e->begin_object(e->ctx));
+        for (int i = 0; i < N_ESTIMATES; i++) {
+            if (layer->covered & (1u << i)) {
+                const layer_record *o = &session->layers[layer->owner[i]];
+                TRY_EMIT(e->key(e->ctx, estimate_names[i]));
+                TRY_EMIT(e->begin_object(e->ctx));
+                TRY_EMIT(e->key(e->ctx, "path"));
+                TRY_EMIT(e->string(e->ctx, session->modules[o->module].path));
+                TRY_EMIT(emit_int_member(e, "call_index", o->call_index));
+                TRY_EMIT(e->end_object(e->ctx));
+            }
+        }
+        TRY_EMIT(e->end_object(e->ctx));
+    }
     return e->end_object(e->ctx);
 }
 
@@ -919,7 +1085,7 @@ emit_aggregate(const ts_emitter *e, const ts_session *session, int which)
         const layer_record *l = &session->layers[i];
         const metric_slot *slot;
         size_t j;
-        if (which >= l->nestimates) {
+        if (!(l->present & (1u << which))) {
             continue;
         }
         slot = &l->estimates[which];

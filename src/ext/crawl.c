@@ -645,12 +645,16 @@ typedef struct module_entry {
     PyTypeObject *type;      /* class when the crawl began (borrowed) */
     PyObject *hook_dicts[5]; /* the dicts our hooks were inserted into */
     PyObject *hook_ids[2];   /* pre and post hook ids */
+    PyObject *estimate;      /* custom handler callback (strong) or NULL */
+    PyObject *identity;      /* its "<module>.<qualname>" */
+    unsigned owns;           /* its subtree_metrics, as estimate bits */
 } module_entry;
 
 /* What a pre-hook leaves for its post-hook. */
 typedef struct open_call {
     PyObject *handled; /* the exception being handled when the call began */
     ts_shape input;    /* first input tensor, for the formulas */
+    int layer;         /* the layer record of this call */
     bool has_input;
 } open_call;
 
@@ -661,10 +665,12 @@ struct tsx_crawl {
     PyObject *root;
     module_entry *modules;
     size_t nmodules;
-    PyObject *all;     /* every module, deduplicated, in pre-order */
-    PyObject *flags;   /* saved training flags, parallel to `all` */
-    PyObject *handles; /* RemovableHandles (public-API fallback only) */
-    PyObject *counter; /* attached operator counter or NULL */
+    PyObject *all;         /* every module, deduplicated, in pre-order */
+    PyObject *flags;       /* saved training flags, parallel to `all` */
+    PyObject *handles;     /* RemovableHandles (public-API fallback only) */
+    PyObject *counter;     /* attached operator counter or NULL */
+    PyObject *handlers;    /* {type: ModuleHandler} snapshot or NULL */
+    PyObject *module_call; /* the ModuleCall class handlers receive */
     ptrset seen;
     open_call *opened; /* the calls whose post-hook has not run yet */
     size_t opened_cap, open;
@@ -811,10 +817,12 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
     if (input == NULL) {
         return NULL;
     }
-    layer = ts_session_begin_call(c->session, h->module, input, &a);
+    layer =
+        ts_session_begin_owned_call(c->session, h->module, input, &a, e->owns);
     if (layer < 0) {
         return PyErr_NoMemory();
     }
+    oc->layer = layer;
     /* Remember which exception (if any) was being handled when the call
      * began: a post-hook that sees a different one runs in PyTorch's
      * always_call path, after the forward raised. */
@@ -928,12 +936,38 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
     int rc;
 
     Py_XDECREF(handled);
+    int layer = -1;
     memset(&call, 0, sizeof call);
     if (oc != NULL) {
         Py_XDECREF(oc->handled);
         call.input = oc->input;
         call.has_input = oc->has_input;
+        layer = oc->layer;
         c->open--;
+    }
+    if (c->full && !failed && layer >= 0
+        && c->modules[h->module].estimate != NULL) {
+        /* A handler answers first; formulas fill what it left (leaves).
+         * Estimates an enclosing owner covers are never asked for. */
+        module_entry *e = &c->modules[h->module];
+        tsx_handler_call hc = {
+            .session = c->session,
+            .layer = layer,
+            .requested = TS_ALL_ESTIMATES
+                         & ~ts_session_layer_covered(c->session, layer),
+            .owns = e->owns,
+            .estimate = e->estimate,
+            .identity = e->identity,
+            .module_call_cls = c->module_call,
+            .counter = c->counter,
+            .module = e->module,
+            .args = args,
+            .kwargs = kwargs,
+            .output = output,
+        };
+        if (hc.requested && tsx_handler_run(&hc) < 0) {
+            return NULL;
+        }
     }
     if (!failed) {
         out_meta = tsx_describe(st, output, &call.output, &call.has_output);
@@ -1167,6 +1201,7 @@ typedef struct type_memo {
     PyTypeObject *type; /* borrowed: alive while the model holds it */
     const native_class *native;
     PyObject *native_type;
+    PyObject *handler; /* borrowed from the handlers dict, or NULL */
 } type_memo;
 
 static int
@@ -1189,20 +1224,30 @@ add_module(tsx_crawl *c,
         return -1;
     }
     /* Models repeat a few types many times: resolve each type once. */
+    PyObject *handler = NULL;
     for (size_t i = 0; i < *nmemo; i++) {
         if (memo[i].type == Py_TYPE(module)) {
             native = memo[i].native;
             native_type = memo[i].native_type;
+            handler = memo[i].handler;
             cached = true;
             break;
         }
     }
     if (!cached) {
         native = native_of(module, &native_type);
+        if (c->handlers != NULL) {
+            if (tsx_handler_match(c->handlers, Py_TYPE(module), &handler)
+                < 0) {
+                return -1;
+            }
+            Py_XDECREF(handler); /* the snapshot dict keeps it alive */
+        }
         if (*nmemo < 64) {
             memo[*nmemo].type = Py_TYPE(module);
             memo[*nmemo].native = native;
             memo[*nmemo].native_type = native_type;
+            memo[*nmemo].handler = handler;
             (*nmemo)++;
         }
     }
@@ -1233,6 +1278,14 @@ add_module(tsx_crawl *c,
     e = &c->modules[index];
     e->module = Py_NewRef(module);
     e->type = Py_TYPE(module);
+    if (handler != NULL && c->full) {
+        e->estimate = PyObject_GetAttrString(handler, "estimate");
+        e->identity = e->estimate ? tsx_handler_identity(e->estimate) : NULL;
+        if (e->identity == NULL || tsx_handler_owns(handler, &e->owns) < 0) {
+            return -1;
+        }
+        ts_session_set_module_handler(c->session, index, true);
+    }
     if (!recurse) {
         e->params = PyObject_GetAttrString(module, "_parameters");
         e->buffers =
@@ -1247,8 +1300,9 @@ add_module(tsx_crawl *c,
 static PyObject *
 crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"module", "full", NULL};
-    PyObject *root, *empty = NULL;
+    static char *kwlist[] = {
+        "module", "full", "handlers", "module_call", NULL};
+    PyObject *root, *empty = NULL, *handlers = Py_None, *module_call = Py_None;
     ptrset memo = {NULL, 0, 0};
     type_memo types[64];
     size_t ntypes = 0;
@@ -1256,8 +1310,14 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type);
     if (st == NULL
-        || !PyArg_ParseTupleAndKeywords(
-            args, kwds, "O|p:Crawl", kwlist, &root, &full)) {
+        || !PyArg_ParseTupleAndKeywords(args,
+                                        kwds,
+                                        "O|pOO:Crawl",
+                                        kwlist,
+                                        &root,
+                                        &full,
+                                        &handlers,
+                                        &module_call)) {
         return NULL;
     }
     c = (tsx_crawl *)type->tp_alloc(type, 0);
@@ -1270,6 +1330,15 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     c->st = st;
     c->full = full;
     c->root = Py_NewRef(root);
+    if (handlers != Py_None) {
+        if (!PyDict_Check(handlers) || module_call == Py_None) {
+            PyErr_SetString(PyExc_TypeError,
+                            "handlers must be a dict, with module_call");
+            goto error;
+        }
+        c->handlers = Py_NewRef(handlers);
+        c->module_call = Py_NewRef(module_call);
+    }
     c->session = ts_session_new(full);
     c->all = PyList_New(0);
     c->handles = PyList_New(0);
@@ -1797,7 +1866,11 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
     Py_VISIT(c->flags);
     Py_VISIT(c->handles);
     Py_VISIT(c->counter);
+    Py_VISIT(c->handlers);
+    Py_VISIT(c->module_call);
     for (size_t i = 0; i < c->nmodules; i++) {
+        Py_VISIT(c->modules[i].estimate);
+        Py_VISIT(c->modules[i].identity);
         Py_VISIT(c->modules[i].module);
         Py_VISIT(c->modules[i].params);
         Py_VISIT(c->modules[i].buffers);
@@ -1816,7 +1889,11 @@ crawl_clear(tsx_crawl *c)
     Py_CLEAR(c->flags);
     Py_CLEAR(c->handles);
     Py_CLEAR(c->counter);
+    Py_CLEAR(c->handlers);
+    Py_CLEAR(c->module_call);
     for (size_t i = 0; i < c->nmodules; i++) {
+        Py_CLEAR(c->modules[i].estimate);
+        Py_CLEAR(c->modules[i].identity);
         Py_CLEAR(c->modules[i].module);
         Py_CLEAR(c->modules[i].params);
         Py_CLEAR(c->modules[i].buffers);

@@ -36,6 +36,7 @@ typedef struct tsx_counter {
     PyObject *custom; /* {packet: formula} snapshot or NULL */
     PyObject *crawl;  /* attached crawl (strong) or NULL */
     ts_session *session;
+    int paused; /* > 0: run operators without counting them */
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -768,6 +769,10 @@ counter_dispatch(tsx_counter *c,
         out = Py_NewRef(Py_NotImplemented);
         goto done;
     }
+    if (c->paused > 0) {
+        out = PyObject_Call(s.op, args, kwargs);
+        goto done;
+    }
     if (c->custom != NULL) {
         custom = PyDict_GetItemWithError(c->custom, s.packet);
         if (custom == NULL && PyErr_Occurred()) {
@@ -849,6 +854,14 @@ counter_attach(tsx_counter *c, PyObject *crawl)
     Py_XSETREF(c->crawl, Py_NewRef(crawl));
     c->session = tsx_crawl_session((tsx_crawl *)crawl);
     Py_RETURN_NONE;
+}
+
+void
+tsx_counter_pause(PyObject *counter, bool paused)
+{
+    if (counter != NULL && counter != Py_None) {
+        ((tsx_counter *)counter)->paused += paused ? 1 : -1;
+    }
 }
 
 json_t *

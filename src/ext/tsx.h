@@ -91,6 +91,34 @@ int tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape);
 void tsx_op_cache_free(tsx_state *st);
 int tsx_op_cache_traverse(tsx_state *st, visitproc visit, void *arg);
 
+/* dispatch.c: suspends counting (handler callbacks run inside the forward;
+ * their tensor work is not the model's). `counter` may be NULL/None. */
+void tsx_counter_pause(PyObject *counter, bool paused);
+
+/* handlers.c: custom module handlers. */
+/* The handler of the closest class in type's MRO: 1 with a new reference
+ * in *handler, 0 when none, -1 on error. */
+int tsx_handler_match(PyObject *handlers,
+                      PyTypeObject *type,
+                      PyObject **handler);
+/* The subtree_metrics of a handler as estimate bits. */
+int tsx_handler_owns(PyObject *handler, unsigned *owns);
+/* "<module>.<qualname>" of a callback (new reference). */
+PyObject *tsx_handler_identity(PyObject *estimate);
+
+typedef struct tsx_handler_call {
+    ts_session *session;
+    int layer;
+    unsigned requested; /* estimates not covered by an enclosing owner */
+    unsigned owns;      /* the handler's subtree_metrics */
+    PyObject *estimate, *identity, *module_call_cls, *counter;
+    PyObject *module, *args, *kwargs, *output; /* borrowed */
+} tsx_handler_call;
+
+/* Runs the callback once and stores its normalised estimates and
+ * diagnostics on the layer. 0, or -1 with an exception (interrupts). */
+int tsx_handler_run(const tsx_handler_call *call);
+
 /* crawl.c / dispatch.c types */
 extern PyType_Spec tsx_crawl_spec;
 extern PyType_Spec tsx_hook_spec;
