@@ -1102,7 +1102,10 @@ emit_aggregate(const ts_emitter *e, const ts_session *session, int which)
         }
     }
     if (nmethods <= 1) {
-        snprintf(method, sizeof method, "%s", MODULE_METHOD);
+        snprintf(method,
+                 sizeof method,
+                 "%s",
+                 nmethods ? methods[0] : MODULE_METHOD);
     }
     else {
         /* Several methods contributed: name them all, sorted. */
