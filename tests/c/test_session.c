@@ -257,9 +257,72 @@ test_opstats(void)
     json_decref(r);
 }
 
+/* A handler on the root owns module_flops for its subtree. */
+static void
+test_ownership(void)
+{
+    ts_session *s = ts_session_new(true);
+    ts_module_desc lin = {0};
+    ts_module_call call = {0};
+    ts_model_totals totals = {0};
+    ts_error err;
+    lin.kind = TS_MOD_LINEAR;
+    lin.in_features = 4;
+    lin.out_features = 2;
+    lin.has_bias = true;
+    int root = ts_session_add_module(s, "", "Net", NULL, false);
+    int child = ts_session_add_module(s, "fc", "Linear", &lin, true);
+    ts_session_set_module_handler(s, root, true);
+    int l0 = ts_session_begin_owned_call(
+        s, root, call_meta(tensor_meta(1, 4)), NULL, 1u /* module_flops */);
+    int l1 =
+        ts_session_begin_call(s, child, call_meta(tensor_meta(1, 4)), NULL);
+    CHECK_EQ_INT(ts_session_layer_covered(s, l1), 1);
+    CHECK_EQ_INT(ts_session_layer_covered(s, l0), 0);
+    call.has_input = call.has_output = true;
+    call.input = shape2(1, 4);
+    call.output = shape2(1, 2);
+    ts_session_end_call(s, child, tensor_meta(1, 2), false, &call);
+    CHECK_EQ_INT(ts_session_set_estimate(
+                     s, l0, 0, TS_COMPLETE, ts_int(99), true, "custom:x"),
+                 TS_OK);
+    ts_session_end_call(s, root, tensor_meta(1, 2), false, NULL);
+    json_t *r = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
+    json_t *rl = json_array_get(json_object_get(r, "layers"), 0);
+    json_t *cl = json_array_get(json_object_get(r, "layers"), 1);
+    json_t *m0 =
+        json_object_get(json_object_get(rl, "metrics"), "module_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(m0, "value")), 99);
+    CHECK_EQ_STR(json_string_value(json_object_get(m0, "scope")), "subtree");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(rl, "metric_ownership"), "module_flops")),
+                 "subtree");
+    /* the child keeps the estimates nobody owns, not the covered one */
+    CHECK(json_object_get(json_object_get(cl, "metrics"), "module_flops")
+          == NULL);
+    /* Linear(4, 2) on (1, 4): 2 outputs * 4 inputs = 8 MACs */
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(cl, "metrics"), "macs"), "value")),
+        8);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(json_object_get(cl, "metric_owners"),
+                                     "module_flops"),
+                     "path")),
+                 "");
+    /* totals: the owner's estimate alone, named by its method */
+    json_t *t = json_object_get(json_object_get(r, "totals"), "module_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "value")), 99);
+    CHECK_EQ_STR(json_string_value(json_object_get(t, "method")), "custom:x");
+    json_decref(r);
+    ts_session_free(s);
+}
+
 int
 main(void)
 {
+    test_ownership();
     test_crawl_report();
     test_failed_call_and_structure();
     test_opstats();
