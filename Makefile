@@ -46,6 +46,7 @@ pytest: build
 
 bench: build
 	$(PY) bench/run.py
+	$(PY) bench/workload.py
 
 format-check: $(STAMP)
 	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h

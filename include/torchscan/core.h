@@ -29,6 +29,7 @@ enum {
     TS_EUNSUPPORTED = -3, /* no formula/convention for this input */
     TS_EOVERFLOW = -4,    /* arithmetic overflow in a count */
     TS_EFORMAT = -5,      /* malformed report or file */
+    TS_EMEASURE = -6,     /* a measurement gave an unusable figure */
 };
 
 #define TS_ERROR_MESSAGE_SIZE 512

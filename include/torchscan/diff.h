@@ -22,6 +22,11 @@ json_t *ts_compare_reports(const json_t *before,
                            const json_t *after,
                            ts_error *err);
 
+/* Python's == on the values json.loads would build: numbers compare by
+ * value across int, float and bool (1 == 1.0 == true); NULL (a missing
+ * key) equals null, as dict.get's None does. */
+bool ts_json_equal(const json_t *a, const json_t *b);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,13 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import _engine  # noqa: F401  (the C engine)
 from . import crawler, process
+from .benchmark import BenchmarkReport, measure_latency
+from .benchmark_compare import BenchmarkComparison, compare_benchmarks
 from .compare import ReportDiff, compare_reports
 from .crawler import crawl_module, summary
 from .extensions import ModuleCall, ModuleEstimates, ModuleHandler
 from .flops import FlopReport, measure_flops
+from .profiler import ProfileReport, profile_workload
 from .report import (
     AnalysisReport,
     Diagnostic,
@@ -20,6 +23,7 @@ from .report import (
     MetricResult,
     metric_result,
 )
+from .workload import measure_workload
 
 try:
     __version__ = version("torchscan")
@@ -28,6 +32,8 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "AnalysisReport",
+    "BenchmarkComparison",
+    "BenchmarkReport",
     "Diagnostic",
     "FlopReport",
     "IncompleteAnalysisError",
@@ -36,12 +42,17 @@ __all__ = [
     "ModuleCall",
     "ModuleEstimates",
     "ModuleHandler",
+    "ProfileReport",
     "ReportDiff",
+    "compare_benchmarks",
     "compare_reports",
     "crawl_module",
     "crawler",
     "measure_flops",
+    "measure_latency",
+    "measure_workload",
     "metric_result",
     "process",
+    "profile_workload",
     "summary",
 ]

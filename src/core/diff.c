@@ -740,3 +740,9 @@ cleanup:
     free(after_calls);
     return result;
 }
+
+bool
+ts_json_equal(const json_t *a, const json_t *b)
+{
+    return py_equal(a, b);
+}

@@ -361,7 +361,8 @@ engine_exec(PyObject *module)
         || PyModule_AddType(module, st->counter_type) < 0
         || PyModule_AddStringConstant(
                module, "OPERATOR_METHOD", TS_OPERATOR_METHOD)
-               < 0) {
+               < 0
+        || tsx_measure_init(module) < 0) {
         return -1;
     }
     return 0;

@@ -128,6 +128,11 @@ extern PyType_Spec tsx_counter_spec;
 typedef struct tsx_crawl tsx_crawl;
 ts_session *tsx_crawl_session(tsx_crawl *crawl);
 
+/* timing.c: the measure_latency loop; measure.c: the other workload
+ * measurement functions, added to the module by tsx_measure_init. */
+PyObject *tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds);
+int tsx_measure_init(PyObject *module);
+
 
 #endif
 

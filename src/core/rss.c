@@ -1,0 +1,317 @@
+/* Peak RSS of a command in a fresh process group, reaped with wait4.
+ *
+ * The command is started with posix_spawnp: on Linux (glibc) that is a
+ * vfork-style clone, so the child never holds a copy of the supervisor's
+ * pages either. Signals are handled with the classic race-free pattern:
+ * the handler itself kills the process group (kill is async-signal-safe),
+ * so a signal that lands just before wait4 blocks cannot be lost; wait4
+ * then returns because the child died.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "torchscan/rss.h"
+
+#define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
+
+extern char **environ;
+
+/* The process group to kill from a signal handler (0: none), and the first
+ * signal that arrived while supervising. */
+static volatile sig_atomic_t kill_group;
+static volatile sig_atomic_t caught_signal;
+
+static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGALRM};
+#define NHANDLED (sizeof handled_signals / sizeof handled_signals[0])
+
+static void
+on_signal(int signo)
+{
+    int saved = errno;
+    if (caught_signal == 0) {
+        caught_signal = signo;
+    }
+    if (kill_group > 0) {
+        kill(-(pid_t)kill_group, SIGKILL);
+    }
+    errno = saved;
+}
+
+int64_t
+ts_rss_maxrss_bytes(long ru_maxrss)
+{
+    int64_t value = ru_maxrss < 0 ? 0 : (int64_t)ru_maxrss;
+#ifdef __APPLE__
+    return value;
+#else
+    return value > INT64_MAX / 1024 ? INT64_MAX : value * 1024;
+#endif
+}
+
+/* Reaps descendants that were re-parented to us (Linux child subreaper)
+ * after their group was killed. Descendants that left the group and are
+ * still running are given up after about a second. */
+static void
+reap_descendants(void)
+{
+    const struct timespec pause = {0, 1000000};
+    for (int idle = 0; idle < 1000;) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r > 0) {
+            continue;
+        }
+        if (r < 0 && errno != EINTR) {
+            break; /* ECHILD: nothing left */
+        }
+        if (r == 0) {
+            nanosleep(&pause, NULL);
+            idle++;
+        }
+    }
+}
+
+static void
+set_deadline(double seconds)
+{
+    struct itimerval timer;
+    memset(&timer, 0, sizeof timer);
+    /* Beyond ~3 years there is no practical deadline (and some systems
+     * refuse such itimer values). */
+    if (seconds > 0.0 && seconds < 1e8) {
+        timer.it_value.tv_sec = (time_t)seconds;
+        timer.it_value.tv_usec =
+            (suseconds_t)((seconds - (double)timer.it_value.tv_sec) * 1e6);
+        if (timer.it_value.tv_sec == 0 && timer.it_value.tv_usec == 0) {
+            timer.it_value.tv_usec = 1;
+        }
+    }
+    setitimer(ITIMER_REAL, &timer, NULL);
+}
+
+int
+ts_rss_supervise(char *const argv[],
+                 double timeout_seconds,
+                 const int *close_fds,
+                 size_t nclose,
+                 ts_rss_result *out,
+                 ts_error *err)
+{
+    struct sigaction previous[NHANDLED];
+    bool installed[NHANDLED] = {false};
+    sigset_t block;
+    sigset_t saved_mask;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t actions;
+    bool have_attr = false;
+    bool have_actions = false;
+    bool masked = false;
+    struct rusage usage;
+    int status = 0;
+    pid_t pid = -1;
+    int rc = TS_OK;
+    int e;
+    if (argv == NULL || argv[0] == NULL || out == NULL) {
+        return FAIL(err, TS_EINVAL, "a command is required");
+    }
+    memset(out, 0, sizeof *out);
+    memset(&usage, 0, sizeof usage);
+    kill_group = 0;
+    caught_signal = 0;
+    sigemptyset(&block);
+    for (size_t i = 0; i < NHANDLED; i++) {
+        sigaddset(&block, handled_signals[i]);
+    }
+    if (sigprocmask(SIG_BLOCK, &block, &saved_mask) != 0) {
+        rc = FAIL(err, TS_EUNSUPPORTED, "sigprocmask: %s", strerror(errno));
+        goto cleanup;
+    }
+    masked = true;
+    for (size_t i = 0; i < NHANDLED; i++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = on_signal;
+        action.sa_mask = block;
+        if (sigaction(handled_signals[i], &action, &previous[i]) != 0) {
+            rc = FAIL(err, TS_EUNSUPPORTED, "sigaction: %s", strerror(errno));
+            goto cleanup;
+        }
+        installed[i] = true;
+    }
+#ifdef __linux__
+    /* Orphaned descendants of the command come back to us to be reaped
+     * (best effort: without it they go to init). */
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+    if ((e = posix_spawnattr_init(&attr)) != 0) {
+        rc = FAIL(
+            err, TS_EUNSUPPORTED, "posix_spawnattr_init: %s", strerror(e));
+        goto cleanup;
+    }
+    have_attr = true;
+    if ((e = posix_spawn_file_actions_init(&actions)) != 0) {
+        rc = FAIL(err,
+                  TS_EUNSUPPORTED,
+                  "posix_spawn_file_actions_init: %s",
+                  strerror(e));
+        goto cleanup;
+    }
+    have_actions = true;
+    /* The child: its own process group, the caller's signal mask and
+     * default dispositions for the signals handled here. */
+    e = posix_spawnattr_setflags(&attr,
+                                 POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
+                                     | POSIX_SPAWN_SETSIGDEF);
+    if (e == 0) {
+        e = posix_spawnattr_setpgroup(&attr, 0);
+    }
+    if (e == 0) {
+        e = posix_spawnattr_setsigmask(&attr, &saved_mask);
+    }
+    if (e == 0) {
+        e = posix_spawnattr_setsigdefault(&attr, &block);
+    }
+    for (size_t i = 0; e == 0 && close_fds != NULL && i < nclose; i++) {
+        e = posix_spawn_file_actions_addclose(&actions, close_fds[i]);
+    }
+    if (e != 0) {
+        rc = FAIL(err, TS_EUNSUPPORTED, "posix_spawn setup: %s", strerror(e));
+        goto cleanup;
+    }
+    e = posix_spawnp(&pid, argv[0], &actions, &attr, argv, environ);
+    if (e != 0) {
+        out->outcome = TS_RSS_SPAWN_FAILED;
+        out->code = e;
+        goto cleanup;
+    }
+    kill_group = (sig_atomic_t)pid;
+    set_deadline(timeout_seconds);
+    /* Signals that arrived since the spawn are delivered here: the handler
+     * already knows the group. */
+    sigprocmask(SIG_UNBLOCK, &block, NULL);
+    while (wait4(pid, &status, 0, &usage) < 0) {
+        if (errno != EINTR) {
+            rc = FAIL(err, TS_EUNSUPPORTED, "wait4: %s", strerror(errno));
+            break;
+        }
+    }
+    sigprocmask(SIG_BLOCK, &block, NULL);
+    set_deadline(0.0);
+    kill_group = 0;
+    /* Nothing of the command's process group outlives the measurement. */
+    kill(-pid, SIGKILL);
+    reap_descendants();
+    out->peak_bytes = ts_rss_maxrss_bytes(usage.ru_maxrss);
+    if (caught_signal == SIGALRM) {
+        out->outcome = TS_RSS_TIMED_OUT;
+    }
+    else if (caught_signal != 0) {
+        out->outcome = TS_RSS_INTERRUPTED;
+        out->code = caught_signal;
+    }
+    else if (WIFSIGNALED(status)) {
+        out->outcome = TS_RSS_SIGNALED;
+        out->code = WTERMSIG(status);
+    }
+    else {
+        out->outcome = TS_RSS_EXITED;
+        out->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    }
+cleanup:
+    if (have_actions) {
+        posix_spawn_file_actions_destroy(&actions);
+    }
+    if (have_attr) {
+        posix_spawnattr_destroy(&attr);
+    }
+    /* A signal held since the child was reaped reaches on_signal here
+     * (with no group left to kill), not the default disposition. */
+    if (masked) {
+        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+    }
+    for (size_t i = 0; i < NHANDLED; i++) {
+        if (installed[i]) {
+            sigaction(handled_signals[i], &previous[i], NULL);
+        }
+    }
+    return rc;
+}
+
+static const char *const outcome_names[] = {
+    "exited", "signaled", "timeout", "interrupted", "spawn-failed"};
+#define NOUTCOMES (sizeof outcome_names / sizeof outcome_names[0])
+
+const char *
+ts_rss_outcome_name(ts_rss_outcome outcome)
+{
+    return (size_t)outcome < NOUTCOMES ? outcome_names[outcome] : "unknown";
+}
+
+int
+ts_rss_format(const ts_rss_result *result, char *buf, size_t size)
+{
+    return snprintf(buf,
+                    size,
+                    "%s %d %" PRId64 "\n",
+                    ts_rss_outcome_name(result->outcome),
+                    result->code,
+                    result->peak_bytes);
+}
+
+int
+ts_rss_parse(const char *line, ts_rss_result *out, ts_error *err)
+{
+    const char *p = line;
+    const char *word;
+    size_t len;
+    char *end;
+    long code;
+    long long peak;
+    size_t k;
+    if (line == NULL || out == NULL) {
+        return FAIL(err, TS_EFORMAT, "no supervisor result");
+    }
+    word = p;
+    while (*p != '\0' && *p != ' ') {
+        p++;
+    }
+    len = (size_t)(p - word);
+    for (k = 0; k < NOUTCOMES; k++) {
+        if (strlen(outcome_names[k]) == len
+            && strncmp(outcome_names[k], word, len) == 0) {
+            break;
+        }
+    }
+    if (k == NOUTCOMES || *p != ' ') {
+        return FAIL(err, TS_EFORMAT, "malformed supervisor result");
+    }
+    errno = 0;
+    code = strtol(p + 1, &end, 10);
+    if (end == p + 1 || *end != ' ' || errno != 0 || code < INT32_MIN
+        || code > INT32_MAX) {
+        return FAIL(err, TS_EFORMAT, "malformed supervisor result");
+    }
+    p = end + 1;
+    peak = strtoll(p, &end, 10);
+    if (end == p || errno != 0 || peak < 0
+        || (*end != '\0' && strcmp(end, "\n") != 0)) {
+        return FAIL(err, TS_EFORMAT, "malformed supervisor result");
+    }
+    out->outcome = (ts_rss_outcome)k;
+    out->code = (int)code;
+    out->peak_bytes = (int64_t)peak;
+    return TS_OK;
+}

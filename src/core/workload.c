@@ -1,0 +1,359 @@
+/* Workload report totals and the terminal summary (contract 1.12, 5.2). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "torchscan/workload.h"
+
+#define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
+
+typedef struct total_spec {
+    const char *name;
+    unsigned flag;
+    const char *unit; /* NULL: "<work_unit>/s" */
+    const char *scope;
+    const char *label;
+} total_spec;
+
+static const total_spec totals_table[] = {
+    {"first_call_latency",
+     TS_WORKLOAD_LATENCY,
+     "seconds",
+     "first_call",
+     "First call"},
+    {"latency",
+     TS_WORKLOAD_LATENCY,
+     "seconds",
+     "warmed_block_average",
+     "Latency (block median)"},
+    {"latency_iqr",
+     TS_WORKLOAD_LATENCY,
+     "seconds",
+     "warmed_block_average",
+     "Latency IQR"},
+    {"throughput",
+     TS_WORKLOAD_THROUGHPUT,
+     NULL,
+     "warmed_blocks",
+     "Throughput"},
+    {"operator_flops",
+     TS_WORKLOAD_FLOPS,
+     "FLOPs",
+     "workload",
+     "Operator FLOPs"},
+    {"peak_memory",
+     TS_WORKLOAD_MEMORY,
+     "bytes",
+     "workload",
+     "PyTorch peak memory"},
+    {"process_peak_rss",
+     TS_WORKLOAD_RSS,
+     "bytes",
+     "child_process_lifetime",
+     "Process peak RSS"},
+};
+#define NTOTALS (sizeof totals_table / sizeof totals_table[0])
+
+json_t *
+ts_workload_totals(const json_t *measured,
+                   unsigned selected,
+                   const char *work_unit,
+                   const char *memory_scope,
+                   const char *memory_method,
+                   ts_error *err)
+{
+    json_t *result = NULL;
+    json_t *totals = json_object();
+    char *rate_unit = NULL;
+    size_t len = work_unit != NULL ? strlen(work_unit) : 0;
+    if (work_unit == NULL) {
+        ts_error_set(err, TS_EINVAL, "work_unit is required");
+        goto cleanup;
+    }
+    rate_unit = malloc(len + 3);
+    if (totals == NULL || rate_unit == NULL) {
+        goto nomem;
+    }
+    memcpy(rate_unit, work_unit, len);
+    memcpy(rate_unit + len, "/s", 3);
+    for (size_t i = 0; i < NTOTALS; i++) {
+        const total_spec *spec = &totals_table[i];
+        const json_t *have =
+            measured != NULL ? json_object_get(measured, spec->name) : NULL;
+        const char *unit = spec->unit != NULL ? spec->unit : rate_unit;
+        const char *scope = spec->scope;
+        const char *method = "unavailable";
+        json_t *metric;
+        if (!(selected & spec->flag)) {
+            method = "not_requested";
+        }
+        else if (have != NULL) {
+            if (!json_is_object(have)) {
+                ts_error_set(
+                    err, TS_EFORMAT, "totals.%s must be a metric", spec->name);
+                goto cleanup;
+            }
+            if (json_object_set_new(totals, spec->name, json_deep_copy(have))
+                != 0) {
+                goto nomem;
+            }
+            continue;
+        }
+        else if (spec->flag == TS_WORKLOAD_MEMORY && memory_scope != NULL
+                 && memory_method != NULL) {
+            scope = memory_scope;
+            method = memory_method;
+        }
+        metric = ts_metric_new(TS_UNAVAILABLE, ts_int(0), unit, scope, method);
+        if (metric == NULL
+            || json_object_set_new(totals, spec->name, metric) != 0) {
+            goto nomem;
+        }
+    }
+    result = totals;
+    totals = NULL;
+    goto cleanup;
+nomem:
+    ts_error_set(err, TS_ENOMEM, "out of memory");
+cleanup:
+    json_decref(totals);
+    free(rate_unit);
+    return result;
+}
+
+/* ---- text ---- */
+
+bool
+ts_format_grouped(double value, char *buf, size_t size)
+{
+    char plain[400];
+    const char *digits = plain;
+    const char *dot;
+    size_t int_len;
+    size_t tail;
+    size_t n = 0;
+    int len = snprintf(plain, sizeof plain, "%.3f", value);
+    if (len < 0 || (size_t)len >= sizeof plain || size == 0) {
+        return false;
+    }
+    if (*digits == '-') {
+        buf[n++] = '-';
+        digits++;
+    }
+    dot = strchr(digits, '.');
+    int_len = dot != NULL ? (size_t)(dot - digits) : strlen(digits);
+    for (size_t i = 0; i < int_len; i++) {
+        if (i > 0 && (int_len - i) % 3 == 0) {
+            if (n + 1 >= size) {
+                return false;
+            }
+            buf[n++] = ',';
+        }
+        if (n + 1 >= size) {
+            return false;
+        }
+        buf[n++] = digits[i];
+    }
+    tail = strlen(digits + int_len);
+    if (n + tail + 1 > size) {
+        return false;
+    }
+    memcpy(buf + n, digits + int_len, tail + 1);
+    return true;
+}
+
+typedef struct text_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed;
+} text_buf;
+
+/* Appends `len` bytes of `text`; a failed allocation sticks. */
+static void
+put_n(text_buf *t, const char *text, size_t len)
+{
+    if (t->failed) {
+        return;
+    }
+    if (t->len + len + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        char *grown;
+        while (cap < t->len + len + 1) {
+            cap *= 2;
+        }
+        grown = realloc(t->data, cap);
+        if (grown == NULL) {
+            t->failed = true;
+            return;
+        }
+        t->data = grown;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, text, len);
+    t->len += len;
+    t->data[t->len] = '\0';
+}
+
+static void
+put(text_buf *t, const char *text)
+{
+    put_n(t, text, strlen(text));
+}
+
+static bool
+is_number(const json_t *v)
+{
+    return json_is_integer(v) || json_is_real(v);
+}
+
+static double
+number_of(const json_t *v)
+{
+    return json_is_integer(v) ? (double)json_integer_value(v)
+                              : json_real_value(v);
+}
+
+/* "0.449 ms", "0.094 MiB", "1,048,576.000 FLOPs" */
+static void
+put_quantity(text_buf *t, const json_t *number, const char *unit)
+{
+    char digits[512];
+    double scale = 1.0;
+    const char *shown = unit != NULL ? unit : "";
+    if (strcmp(shown, "seconds") == 0) {
+        scale = 1000.0;
+        shown = "ms";
+    }
+    else if (strcmp(shown, "bytes") == 0) {
+        scale = 1.0 / (1024.0 * 1024.0);
+        shown = "MiB";
+    }
+    if (!ts_format_grouped(number_of(number) * scale, digits, sizeof digits)) {
+        t->failed = true;
+        return;
+    }
+    put(t, digits);
+    put(t, " ");
+    put(t, shown);
+}
+
+static const char *
+scope_label(const char *scope)
+{
+    if (strcmp(scope, "pytorch_tensor_bytes") == 0) {
+        return "PyTorch tracked CPU tensors";
+    }
+    if (strcmp(scope, "pytorch_reserved_bytes") == 0) {
+        return "PyTorch device allocator";
+    }
+    if (strcmp(scope, "child_process_lifetime") == 0) {
+        return "fresh child process lifetime";
+    }
+    return scope;
+}
+
+static void
+put_metric(text_buf *t, const total_spec *spec, const json_t *metric)
+{
+    const char *status = json_string_value(json_object_get(metric, "status"));
+    const char *unit = json_string_value(json_object_get(metric, "unit"));
+    const char *scope = json_string_value(json_object_get(metric, "scope"));
+    const char *method = json_string_value(json_object_get(metric, "method"));
+    const json_t *value = json_object_get(metric, "value");
+    const json_t *known = json_object_get(metric, "known_value");
+    bool available = false;
+    put(t, "\n  ");
+    put(t, spec->label);
+    put(t, ": ");
+    if (status != NULL && strcmp(status, "complete") == 0
+        && is_number(value)) {
+        put_quantity(t, value, unit);
+        available = true;
+    }
+    else if (status != NULL && strcmp(status, "partial") == 0
+             && is_number(known)) {
+        put(t, "partial (known lower bound: ");
+        put_quantity(t, known, unit);
+        put(t, ")");
+        available = true;
+    }
+    else if (method != NULL && strcmp(method, "not_requested") == 0) {
+        put(t, "unavailable (not requested)");
+    }
+    else {
+        put(t, "unavailable (see diagnostics)");
+    }
+    if (available && scope != NULL
+        && (spec->flag == TS_WORKLOAD_MEMORY
+            || spec->flag == TS_WORKLOAD_RSS)) {
+        put(t, "\n    Scope: ");
+        put(t, scope_label(scope));
+    }
+}
+
+char *
+ts_workload_summary(const json_t *report, ts_error *err)
+{
+    text_buf t = {NULL, 0, 0, false};
+    const json_t *context = json_object_get(report, "context");
+    const json_t *totals = json_object_get(report, "totals");
+    const json_t *diagnostics = json_object_get(report, "diagnostics");
+    const char *device = json_string_value(json_object_get(context, "device"));
+    const json_t *threads = json_object_get(context, "num_threads");
+    const char *profile =
+        json_string_value(json_object_get(context, "profile_status"));
+    char *result = NULL;
+    char count[32];
+    if (!json_is_object(report) || !json_is_object(totals)) {
+        ts_error_set(
+            err, TS_EFORMAT, "a benchmark report needs an object 'totals'");
+        goto cleanup;
+    }
+    put(&t, "Workload on ");
+    put(&t, device != NULL ? device : "unknown device");
+    put(&t, " (");
+    if (json_is_integer(threads)) {
+        snprintf(count,
+                 sizeof count,
+                 "%lld",
+                 (long long)json_integer_value(threads));
+        put(&t, count);
+    }
+    else {
+        put(&t, "?");
+    }
+    put(&t, " PyTorch threads)");
+    for (size_t i = 0; i < NTOTALS; i++) {
+        const json_t *metric = json_object_get(totals, totals_table[i].name);
+        if (json_is_object(metric)) {
+            put_metric(&t, &totals_table[i], metric);
+        }
+    }
+    put(&t, "\n  Profiler: ");
+    /* profile_status with "_" shown as " " */
+    for (const char *c = profile != NULL ? profile : "not_requested"; *c;
+         c++) {
+        put_n(&t, *c == '_' ? " " : c, 1);
+    }
+    put(&t, " (separate instrumented pass)");
+    for (size_t i = 0; i < json_array_size(diagnostics); i++) {
+        const json_t *d = json_array_get(diagnostics, i);
+        const char *metric = json_string_value(json_object_get(d, "metric"));
+        const char *message = json_string_value(json_object_get(d, "message"));
+        put(&t, "\n  ");
+        put(&t, metric != NULL ? metric : "?");
+        put(&t, ": ");
+        put(&t, message != NULL ? message : "");
+    }
+    if (t.failed || t.data == NULL) {
+        ts_error_set(err, TS_ENOMEM, "out of memory");
+        goto cleanup;
+    }
+    result = t.data;
+    t.data = NULL;
+cleanup:
+    free(t.data);
+    return result;
+}

@@ -1,0 +1,367 @@
+/* Module functions of the workload measurements: profile rows, workload
+ * totals and summary, benchmark comparison and the RSS supervisor's result
+ * line. Each converts its arguments once and lets the engine work. */
+#include "tsx.h"
+
+#include "torchscan/benchmark.h"
+#include "torchscan/profile.h"
+#include "torchscan/rss.h"
+#include "torchscan/stats.h"
+#include "torchscan/workload.h"
+
+/* tsx_to_json for a report: text that cannot be encoded (lone surrogates)
+ * is a ValueError like every other non-JSON content. */
+static json_t *
+report_json(PyObject *obj, const char *what)
+{
+    json_t *j = tsx_to_json(obj, what);
+    if (j == NULL && PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
+    }
+    return j;
+}
+
+/* ---- profile rows ------------------------------------------------------- */
+
+/* Reads a float attribute; *found is false when it is missing or None. */
+static int
+float_attr(PyObject *obj, const char *name, double *out, bool *found)
+{
+    PyObject *v = NULL;
+    int rc = tsx_optional_attr(obj, name, &v);
+    *found = false;
+    if (rc <= 0 || v == Py_None) {
+        Py_XDECREF(v);
+        return rc;
+    }
+    *out = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    if (*out == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    *found = true;
+    return 0;
+}
+
+static int
+int_attr(PyObject *obj, const char *name, int64_t *out)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    long long value;
+    if (v == NULL) {
+        return -1;
+    }
+    value = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (int64_t)value;
+    return 0;
+}
+
+/* profile_rows(events, device_time_supported, limit) -> [row, ...]: the
+ * key_averages groups read once, sorted and limited by the engine. */
+static PyObject *
+engine_profile_rows(PyObject *module, PyObject *args)
+{
+    PyObject *events;
+    PyObject *seq = NULL;
+    PyObject **keys = NULL;
+    json_t **shapes = NULL;
+    ts_profile_row *rows = NULL;
+    PyObject *result = NULL;
+    json_t *out = NULL;
+    int device = 0;
+    Py_ssize_t limit;
+    Py_ssize_t n = 0;
+    ts_error err;
+    if (!PyArg_ParseTuple(
+            args, "Opn:profile_rows", &events, &device, &limit)) {
+        return NULL;
+    }
+    if (limit < 1) {
+        PyErr_SetString(PyExc_ValueError, "limit must be at least 1");
+        return NULL;
+    }
+    seq = PySequence_Fast(events, "events must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    keys = PyMem_Calloc((size_t)n + 1, sizeof *keys);
+    shapes = PyMem_Calloc((size_t)n + 1, sizeof *shapes);
+    rows = PyMem_Calloc((size_t)n + 1, sizeof *rows);
+    if (keys == NULL || shapes == NULL || rows == NULL) {
+        PyErr_NoMemory();
+        goto cleanup;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *ev = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *obj;
+        ts_profile_row *row = &rows[i];
+        bool found;
+        double cpu = 0.0;
+        keys[i] = PyObject_GetAttrString(ev, "key");
+        if (keys[i] == NULL) {
+            goto cleanup;
+        }
+        if (!PyUnicode_Check(keys[i])) {
+            PyErr_SetString(PyExc_TypeError, "profiler keys must be str");
+            goto cleanup;
+        }
+        row->op = PyUnicode_AsUTF8(keys[i]);
+        obj = row->op != NULL ? PyObject_GetAttrString(ev, "input_shapes")
+                              : NULL;
+        if (obj == NULL) {
+            goto cleanup;
+        }
+        shapes[i] = obj == Py_None ? NULL : report_json(obj, "input_shapes");
+        if (obj != Py_None && shapes[i] == NULL) {
+            Py_DECREF(obj);
+            goto cleanup;
+        }
+        Py_DECREF(obj);
+        row->input_shapes = shapes[i];
+        if (int_attr(ev, "count", &row->calls) < 0
+            || int_attr(ev, "self_cpu_memory_usage", &row->cpu_net_bytes) < 0
+            || float_attr(ev, "self_cpu_time_total", &cpu, &found) < 0) {
+            goto cleanup;
+        }
+        row->cpu_self_seconds = cpu / 1e6;
+        if (device) {
+            double dev = 0.0;
+            if (float_attr(ev, "self_device_time_total", &dev, &found) < 0) {
+                goto cleanup;
+            }
+            if (!found
+                && float_attr(ev, "self_cuda_time_total", &dev, &found) < 0) {
+                goto cleanup;
+            }
+            row->has_device_time = found;
+            row->device_self_seconds = dev / 1e6;
+        }
+    }
+    ts_error_clear(&err);
+    out = ts_profile_rows(rows, (size_t)n, (size_t)limit, device != 0, &err);
+    result = out != NULL ? tsx_from_json(out) : tsx_raise(&err);
+cleanup:
+    json_decref(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (keys != NULL) {
+            Py_XDECREF(keys[i]);
+        }
+        if (shapes != NULL) {
+            json_decref(shapes[i]);
+        }
+    }
+    PyMem_Free(keys);
+    PyMem_Free(shapes);
+    PyMem_Free(rows);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ---- workload reports --------------------------------------------------- */
+
+/* workload_totals(measured, selected, work_unit, memory_scope=None,
+ * memory_method=None) -> every total of a workload report. */
+static PyObject *
+engine_workload_totals(PyObject *module, PyObject *args)
+{
+    PyObject *measured;
+    unsigned int selected;
+    const char *work_unit;
+    const char *memory_scope = NULL;
+    const char *memory_method = NULL;
+    json_t *jm = NULL;
+    json_t *totals = NULL;
+    PyObject *result = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(args,
+                          "O!Is|zz:workload_totals",
+                          &PyDict_Type,
+                          &measured,
+                          &selected,
+                          &work_unit,
+                          &memory_scope,
+                          &memory_method)) {
+        return NULL;
+    }
+    jm = report_json(measured, "measured totals");
+    if (jm == NULL) {
+        return NULL;
+    }
+    ts_error_clear(&err);
+    totals = ts_workload_totals(
+        jm, selected, work_unit, memory_scope, memory_method, &err);
+    result = totals != NULL ? tsx_from_json(totals) : tsx_raise(&err);
+    json_decref(totals);
+    json_decref(jm);
+    return result;
+}
+
+static PyObject *
+engine_workload_summary(PyObject *module, PyObject *report)
+{
+    json_t *j = report_json(report, "report");
+    char *text = NULL;
+    PyObject *result = NULL;
+    ts_error err;
+    if (j == NULL) {
+        return NULL;
+    }
+    ts_error_clear(&err);
+    text = ts_workload_summary(j, &err);
+    result = text != NULL ? PyUnicode_FromString(text) : tsx_raise(&err);
+    free(text);
+    json_decref(j);
+    return result;
+}
+
+/* ---- benchmark comparison ----------------------------------------------- */
+
+/* compare_benchmarks(before, after, check) -> BenchmarkComparison. The
+ * check runs after every validation and outside any timing. */
+static PyObject *
+engine_compare_benchmarks(PyObject *module, PyObject *args)
+{
+    PyObject *before;
+    PyObject *after;
+    PyObject *check;
+    PyObject *outcome = NULL;
+    PyObject *result = NULL;
+    json_t *jb = NULL;
+    json_t *ja = NULL;
+    json_t *diffs = NULL;
+    json_t *comparison = NULL;
+    bool passed;
+    ts_error err;
+    if (!PyArg_ParseTuple(
+            args, "OOO:compare_benchmarks", &before, &after, &check)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(check)) {
+        PyErr_SetString(PyExc_TypeError, "check must be callable.");
+        return NULL;
+    }
+    jb = report_json(before, "before");
+    ja = jb != NULL ? report_json(after, "after") : NULL;
+    if (ja == NULL) {
+        goto cleanup;
+    }
+    ts_error_clear(&err);
+    if (ts_benchmark_prepare(jb, ja, &diffs, &err) != TS_OK) {
+        tsx_raise(&err);
+        goto cleanup;
+    }
+    outcome = PyObject_CallNoArgs(check);
+    if (outcome == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AssertionError)) {
+            goto cleanup; /* any other exception propagates */
+        }
+        PyErr_Clear();
+        passed = false;
+    }
+    else if (outcome == Py_None || outcome == Py_True) {
+        passed = true;
+    }
+    else if (outcome == Py_False) {
+        passed = false;
+    }
+    else {
+        PyErr_SetString(
+            PyExc_ValueError,
+            "check must return None/True on success or False on failure.");
+        goto cleanup;
+    }
+    comparison = ts_benchmark_comparison(jb, ja, diffs, passed, &err);
+    diffs = NULL; /* stolen */
+    result = comparison != NULL ? tsx_from_json(comparison) : tsx_raise(&err);
+cleanup:
+    Py_XDECREF(outcome);
+    json_decref(comparison);
+    json_decref(diffs);
+    json_decref(jb);
+    json_decref(ja);
+    return result;
+}
+
+/* ---- RSS supervisor ----------------------------------------------------- */
+
+/* rss_parse(line: str) -> (outcome, code, peak_bytes) */
+static PyObject *
+engine_rss_parse(PyObject *module, PyObject *args)
+{
+    const char *line;
+    ts_rss_result r;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, "s:rss_parse", &line)) {
+        return NULL;
+    }
+    ts_error_clear(&err);
+    if (ts_rss_parse(line, &r, &err) != TS_OK) {
+        return tsx_raise(&err);
+    }
+    return Py_BuildValue("(siL)",
+                         ts_rss_outcome_name(r.outcome),
+                         r.code,
+                         (long long)r.peak_bytes);
+}
+
+static PyMethodDef measure_methods[] = {
+    {"time_workload",
+     (PyCFunction)(void (*)(void))tsx_time_workload,
+     METH_VARARGS | METH_KEYWORDS,
+     "time_workload(workload, synchronize, warmup, min_run_time, "
+     "min_repeats, work_units, work_unit) -> {'totals', 'measurement'}"},
+    {"profile_rows",
+     engine_profile_rows,
+     METH_VARARGS,
+     "profile_rows(key_averages, device_time_supported, limit) -> rows"},
+    {"workload_totals",
+     engine_workload_totals,
+     METH_VARARGS,
+     "workload_totals(measured, selected, work_unit, memory_scope=None, "
+     "memory_method=None) -> totals"},
+    {"workload_summary",
+     engine_workload_summary,
+     METH_O,
+     "workload_summary(report) -> terminal summary text"},
+    {"compare_benchmarks",
+     engine_compare_benchmarks,
+     METH_VARARGS,
+     "compare_benchmarks(before, after, check) -> BenchmarkComparison"},
+    {"rss_parse",
+     engine_rss_parse,
+     METH_VARARGS,
+     "rss_parse(line) -> (outcome, code, peak_bytes)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+tsx_measure_init(PyObject *module)
+{
+    if (PyModule_AddFunctions(module, measure_methods) < 0
+        || PyModule_AddIntConstant(
+               module, "WORKLOAD_LATENCY", TS_WORKLOAD_LATENCY)
+               < 0
+        || PyModule_AddIntConstant(
+               module, "WORKLOAD_THROUGHPUT", TS_WORKLOAD_THROUGHPUT)
+               < 0
+        || PyModule_AddIntConstant(module, "WORKLOAD_FLOPS", TS_WORKLOAD_FLOPS)
+               < 0
+        || PyModule_AddIntConstant(
+               module, "WORKLOAD_MEMORY", TS_WORKLOAD_MEMORY)
+               < 0
+        || PyModule_AddIntConstant(module, "WORKLOAD_RSS", TS_WORKLOAD_RSS) < 0
+        || PyModule_AddStringConstant(module, "TIMER_METHOD", TS_TIMER_METHOD)
+               < 0
+        || PyModule_AddStringConstant(
+               module, "FIRST_CALL_METHOD", TS_FIRST_CALL_METHOD)
+               < 0) {
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,99 @@
+/* Child-process RSS: the result line, unit conversion, and supervising real
+ * children (exit codes, signals, timeouts, a missing command). */
+#include <signal.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "torchscan/rss.h"
+
+static void
+test_format_parse(void)
+{
+    ts_rss_result r = {TS_RSS_EXITED, 3, INT64_C(123456789)};
+    ts_rss_result back;
+    ts_error err;
+    char line[128];
+    CHECK_EQ_INT(ts_rss_format(&r, line, sizeof line), 19);
+    CHECK_EQ_STR(line, "exited 3 123456789\n");
+    CHECK_EQ_INT(ts_rss_parse(line, &back, &err), TS_OK);
+    CHECK_EQ_INT(back.outcome, TS_RSS_EXITED);
+    CHECK_EQ_INT(back.code, 3);
+    CHECK_EQ_INT(back.peak_bytes, 123456789);
+
+    r.outcome = TS_RSS_SPAWN_FAILED;
+    r.code = 2;
+    r.peak_bytes = 0;
+    ts_rss_format(&r, line, sizeof line);
+    CHECK_EQ_STR(line, "spawn-failed 2 0\n");
+    CHECK_EQ_INT(ts_rss_parse("timeout 0 4096", &back, &err), TS_OK);
+    CHECK_EQ_INT(back.outcome, TS_RSS_TIMED_OUT);
+    CHECK_EQ_INT(back.peak_bytes, 4096);
+    CHECK_EQ_INT(ts_rss_parse("signaled -9 1\n", &back, &err), TS_OK);
+    CHECK_EQ_INT(back.code, -9);
+
+    CHECK_EQ_INT(ts_rss_parse("", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("exited", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("exited 0", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("exited x 1", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("exited 0 -1", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("exited 0 12 extra", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("finished 0 12", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse("exite 0 12", &back, &err), TS_EFORMAT);
+    CHECK_EQ_INT(ts_rss_parse(NULL, &back, &err), TS_EFORMAT);
+    CHECK_EQ_STR(ts_rss_outcome_name(TS_RSS_INTERRUPTED), "interrupted");
+}
+
+static void
+test_units(void)
+{
+#ifdef __APPLE__
+    CHECK_EQ_INT(ts_rss_maxrss_bytes(4096), 4096);
+#else
+    CHECK_EQ_INT(ts_rss_maxrss_bytes(4), 4096);
+#endif
+    CHECK_EQ_INT(ts_rss_maxrss_bytes(-1), 0);
+}
+
+static void
+test_supervise(void)
+{
+    char *ok[] = {"sh", "-c", "exit 0", NULL};
+    char *three[] = {"sh", "-c", "exit 3", NULL};
+    char *killed[] = {"sh", "-c", "kill -9 $$", NULL};
+    char *slow[] = {"sh", "-c", "sleep 30 & sleep 30; exit 0", NULL};
+    char *missing[] = {"torchscan-no-such-command-here", NULL};
+    ts_rss_result r;
+    ts_error err;
+    CHECK_EQ_INT(ts_rss_supervise(ok, 0.0, NULL, 0, &r, &err), TS_OK);
+    CHECK_EQ_INT(r.outcome, TS_RSS_EXITED);
+    CHECK_EQ_INT(r.code, 0);
+    CHECK(r.peak_bytes > 0);
+
+    CHECK_EQ_INT(ts_rss_supervise(three, 0.0, NULL, 0, &r, &err), TS_OK);
+    CHECK_EQ_INT(r.outcome, TS_RSS_EXITED);
+    CHECK_EQ_INT(r.code, 3);
+
+    CHECK_EQ_INT(ts_rss_supervise(killed, 0.0, NULL, 0, &r, &err), TS_OK);
+    CHECK_EQ_INT(r.outcome, TS_RSS_SIGNALED);
+    CHECK_EQ_INT(r.code, SIGKILL);
+
+    /* The deadline kills the shell and its background sleep (same group)
+     * well before the 30 s they would take. */
+    CHECK_EQ_INT(ts_rss_supervise(slow, 0.2, NULL, 0, &r, &err), TS_OK);
+    CHECK_EQ_INT(r.outcome, TS_RSS_TIMED_OUT);
+
+    CHECK_EQ_INT(ts_rss_supervise(missing, 0.0, NULL, 0, &r, &err), TS_OK);
+    CHECK_EQ_INT(r.outcome, TS_RSS_SPAWN_FAILED);
+    CHECK(r.code != 0);
+
+    CHECK_EQ_INT(ts_rss_supervise(NULL, 0.0, NULL, 0, &r, &err), TS_EINVAL);
+}
+
+int
+main(void)
+{
+    test_format_parse();
+    test_units();
+    test_supervise();
+    return ts_test_report();
+}

@@ -1,0 +1,274 @@
+/* Workload totals (placeholders) and the terminal summary text (5.2). */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "torchscan/workload.h"
+
+static json_t *
+metric(const char *status,
+       json_t *value,
+       const char *unit,
+       const char *scope,
+       const char *method)
+{
+    json_t *m =
+        json_pack("{s:s, s:O, s:O, s:s, s:s, s:s}",
+                  "status",
+                  status,
+                  "value",
+                  strcmp(status, "complete") == 0 ? value : json_null(),
+                  "known_value",
+                  value,
+                  "unit",
+                  unit,
+                  "scope",
+                  scope,
+                  "method",
+                  method);
+    json_decref(value);
+    return m;
+}
+
+static void
+test_grouped(void)
+{
+    char buf[512];
+    CHECK(ts_format_grouped(1734801.9674, buf, sizeof buf));
+    CHECK_EQ_STR(buf, "1,734,801.967");
+    CHECK(ts_format_grouped(0.0, buf, sizeof buf));
+    CHECK_EQ_STR(buf, "0.000");
+    CHECK(ts_format_grouped(999.9996, buf, sizeof buf));
+    CHECK_EQ_STR(buf, "1,000.000");
+    CHECK(ts_format_grouped(-1234567.5, buf, sizeof buf));
+    CHECK_EQ_STR(buf, "-1,234,567.500");
+    CHECK(ts_format_grouped(123.0, buf, sizeof buf));
+    CHECK_EQ_STR(buf, "123.000");
+    CHECK(ts_format_grouped(1048576.0, buf, sizeof buf));
+    CHECK_EQ_STR(buf, "1,048,576.000");
+    /* the largest double fits in 512 bytes */
+    CHECK(ts_format_grouped(1.7976931348623157e308, buf, sizeof buf));
+    CHECK(!ts_format_grouped(1234567.0, buf, 8));
+}
+
+static void
+test_totals(void)
+{
+    json_t *measured = json_object();
+    json_t *totals;
+    json_t *m;
+    ts_error err;
+    json_object_set_new(measured,
+                        "latency",
+                        metric("complete",
+                               json_real(0.001),
+                               "seconds",
+                               "warmed_block_average",
+                               "torchscan_blocked_timer"));
+    json_object_set_new(measured,
+                        "throughput",
+                        metric("complete",
+                               json_real(10.0),
+                               "samples/s",
+                               "warmed_blocks",
+                               "torchscan_blocked_timer"));
+    /* Only throughput and memory selected; memory not produced. */
+    totals = ts_workload_totals(measured,
+                                TS_WORKLOAD_THROUGHPUT | TS_WORKLOAD_MEMORY,
+                                "samples",
+                                "pytorch_tensor_bytes",
+                                "torch.profiler.allocation_events",
+                                &err);
+    CHECK(totals != NULL);
+    CHECK_EQ_INT(json_object_size(totals), 7);
+    /* measured but not selected: a not_requested placeholder */
+    m = json_object_get(totals, "latency");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")),
+                 "unavailable");
+    CHECK(json_is_null(json_object_get(m, "value")));
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "method")),
+                 "not_requested");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "scope")),
+                 "warmed_block_average");
+    m = json_object_get(totals, "first_call_latency");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "scope")), "first_call");
+    /* selected and measured: copied */
+    m = json_object_get(totals, "throughput");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")), "complete");
+    CHECK_EQ_REAL(json_real_value(json_object_get(m, "value")), 10.0);
+    CHECK(m != json_object_get(measured, "throughput"));
+    /* selected, not produced: the backend's scope and method */
+    m = json_object_get(totals, "peak_memory");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")),
+                 "unavailable");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "scope")),
+                 "pytorch_tensor_bytes");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "method")),
+                 "torch.profiler.allocation_events");
+    m = json_object_get(totals, "operator_flops");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "unit")), "FLOPs");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "scope")), "workload");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "method")),
+                 "not_requested");
+    m = json_object_get(totals, "process_peak_rss");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "scope")),
+                 "child_process_lifetime");
+    json_decref(totals);
+
+    /* Throughput selected but not produced: unit from work_unit, method
+     * "unavailable". */
+    totals = ts_workload_totals(
+        NULL, TS_WORKLOAD_THROUGHPUT, "tokens", NULL, NULL, &err);
+    m = json_object_get(totals, "throughput");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "unit")), "tokens/s");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "method")),
+                 "unavailable");
+    json_decref(totals);
+
+    CHECK(ts_workload_totals(NULL, 0, NULL, NULL, NULL, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EINVAL);
+    json_decref(measured);
+}
+
+static void
+test_summary(void)
+{
+    /* The contract's sample (5.2), rebuilt from its figures. */
+    json_t *report =
+        json_pack("{s:{s:s, s:i, s:s}, s:{}, s:[{s:s, s:s, s:s, s:s}]}",
+                  "context",
+                  "device",
+                  "cpu",
+                  "num_threads",
+                  1,
+                  "profile_status",
+                  "not_requested",
+                  "totals",
+                  "diagnostics",
+                  "code",
+                  "uncounted_operator",
+                  "severity",
+                  "warning",
+                  "metric",
+                  "flops",
+                  "message",
+                  "aten.linear was observed 1 time(s), but no FLOP formula is "
+                  "registered.");
+    json_t *totals = json_object_get(report, "totals");
+    ts_error err;
+    char *text;
+    json_object_set_new(totals,
+                        "first_call_latency",
+                        metric("complete",
+                               json_real(0.000449),
+                               "seconds",
+                               "first_call",
+                               "synchronized_monotonic_clock"));
+    json_object_set_new(totals,
+                        "latency",
+                        metric("complete",
+                               json_real(0.000018),
+                               "seconds",
+                               "warmed_block_average",
+                               "torchscan_blocked_timer"));
+    json_object_set_new(totals,
+                        "latency_iqr",
+                        metric("complete",
+                               json_real(0.0000002),
+                               "seconds",
+                               "warmed_block_average",
+                               "torchscan_blocked_timer"));
+    json_object_set_new(totals,
+                        "throughput",
+                        metric("complete",
+                               json_real(1734801.967),
+                               "samples/s",
+                               "warmed_blocks",
+                               "torchscan_blocked_timer"));
+    json_object_set_new(totals,
+                        "operator_flops",
+                        metric("partial",
+                               json_integer(1048576),
+                               "FLOPs",
+                               "workload",
+                               "torchscan_dispatch_counter"));
+    /* 98,304 bytes = 0.09375 MiB -> "0.094" */
+    json_object_set_new(totals,
+                        "peak_memory",
+                        metric("complete",
+                               json_integer(98304),
+                               "bytes",
+                               "pytorch_tensor_bytes",
+                               "torch.profiler.allocation_events"));
+    json_object_set_new(totals,
+                        "process_peak_rss",
+                        metric("unavailable",
+                               json_null(),
+                               "bytes",
+                               "child_process_lifetime",
+                               "not_requested"));
+    text = ts_workload_summary(report, &err);
+    CHECK_EQ_STR(text,
+                 "Workload on cpu (1 PyTorch threads)\n"
+                 "  First call: 0.449 ms\n"
+                 "  Latency (block median): 0.018 ms\n"
+                 "  Latency IQR: 0.000 ms\n"
+                 "  Throughput: 1,734,801.967 samples/s\n"
+                 "  Operator FLOPs: partial (known lower bound: "
+                 "1,048,576.000 FLOPs)\n"
+                 "  PyTorch peak memory: 0.094 MiB\n"
+                 "    Scope: PyTorch tracked CPU tensors\n"
+                 "  Process peak RSS: unavailable (not requested)\n"
+                 "  Profiler: not requested (separate instrumented pass)\n"
+                 "  flops: aten.linear was observed 1 time(s), but no FLOP "
+                 "formula is registered.");
+    free(text);
+
+    /* RSS measured, memory unavailable for a collector reason, profile
+     * partial; a total missing from the report is skipped. */
+    json_object_set_new(totals,
+                        "process_peak_rss",
+                        metric("complete",
+                               json_integer(10485760),
+                               "bytes",
+                               "child_process_lifetime",
+                               "wait4.ru_maxrss"));
+    json_object_set_new(totals,
+                        "peak_memory",
+                        metric("unavailable",
+                               json_null(),
+                               "bytes",
+                               "pytorch_tensor_bytes",
+                               "torch.profiler.allocation_events"));
+    json_object_del(totals, "latency_iqr");
+    json_object_set_new(json_object_get(report, "context"),
+                        "profile_status",
+                        json_string("partial"));
+    json_array_clear(json_object_get(report, "diagnostics"));
+    text = ts_workload_summary(report, &err);
+    CHECK_EQ_STR(text,
+                 "Workload on cpu (1 PyTorch threads)\n"
+                 "  First call: 0.449 ms\n"
+                 "  Latency (block median): 0.018 ms\n"
+                 "  Throughput: 1,734,801.967 samples/s\n"
+                 "  Operator FLOPs: partial (known lower bound: "
+                 "1,048,576.000 FLOPs)\n"
+                 "  PyTorch peak memory: unavailable (see diagnostics)\n"
+                 "  Process peak RSS: 10.000 MiB\n"
+                 "    Scope: fresh child process lifetime\n"
+                 "  Profiler: partial (separate instrumented pass)");
+    free(text);
+
+    CHECK(ts_workload_summary(json_object_get(report, "context"), &err)
+          == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    json_decref(report);
+}
+
+int
+main(void)
+{
+    test_grouped();
+    test_totals();
+    test_summary();
+    return ts_test_report();
+}
