@@ -101,6 +101,10 @@ def measure_peak_rss(
     is stopped, which kills and reaps the group, before the exception
     propagates: no zombie or orphan is left behind.
 
+    Being its own process group, the command is a background job of a
+    terminal: it must not read from an interactive terminal (the read would
+    stop it); give it input through a file or a pipe.
+
     Returns:
         ``MetricResult`` complete, unit ``"bytes"``, scope
         ``"child_process_lifetime"``, method ``"wait4.ru_maxrss"``.
