@@ -404,6 +404,7 @@ engine_clear(PyObject *module)
         &st->s_with_kwargs,    &st->s_always_call,   &st->s_is_floating_point,
         &st->s_is_complex,     &st->s_itemsize,      &st->s_items,
         &st->s_forward,        &st->s_get_raw,       &st->s_out_shape,
+        &st->s_is_cpu,         &st->s_cpu,
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         Py_CLEAR(*strings[i]);
