@@ -25,10 +25,9 @@ def _device(device: Any) -> torch.device:
     if isinstance(device, torch.device):
         return device
     if isinstance(device, str):
-        try:
-            return torch.device(device)
-        except RuntimeError as error:
-            raise ValueError(f"device must name a torch device, got {device!r}.") from error
+        # torch's own RuntimeError for a malformed string or a bad index
+        # (contract: invalid CUDA indices raise RuntimeError).
+        return torch.device(device)
     raise TypeError(f"device must be a str or torch.device, got {type(device).__name__}.")
 
 
