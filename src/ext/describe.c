@@ -62,6 +62,11 @@ tsx_dtype_info(tsx_state *st, PyObject *dtype)
     if (d->itemsize == -1 && PyErr_Occurred()) {
         goto error;
     }
+    d->json_name = json_string(PyUnicode_AsUTF8(d->name));
+    if (d->json_name == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
     d->dtype = Py_NewRef(dtype);
     st->ndtypes++;
     return d;
@@ -273,17 +278,27 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
         *first = shape;
         *found = true;
     }
-    meta = json_pack("{s:s, s:o, s:s, s:s, s:b}",
-                     "kind",
-                     "tensor",
-                     "shape",
-                     dims,
-                     "dtype",
-                     PyUnicode_AsUTF8(info->name),
-                     "device",
-                     PyUnicode_AsUTF8(devstr),
-                     "requires_grad",
-                     rg == Py_True);
+    /* One record per tensor per hook call: built member by member with
+     * the shared "tensor"/dtype/"cpu" strings instead of json_pack, which
+     * parses its format and copies every string. */
+    meta = json_object();
+    if (meta != NULL
+        && (json_object_set_nocheck(meta, "kind", st->j_tensor)
+            || json_object_set_new_nocheck(meta, "shape", dims)
+            || json_object_set_nocheck(meta, "dtype", info->json_name)
+            || json_object_set_new_nocheck(
+                meta,
+                "device",
+                devstr == st->s_cpu ? json_incref(st->j_cpu)
+                                    : json_string(PyUnicode_AsUTF8(devstr)))
+            || json_object_set_new_nocheck(
+                meta, "requires_grad", json_boolean(rg == Py_True)))) {
+        json_decref(meta);
+        meta = NULL;
+    }
+    else if (meta == NULL) {
+        json_decref(dims);
+    }
     dims = NULL; /* stolen */
     if (meta == NULL) {
         PyErr_NoMemory();

@@ -349,6 +349,12 @@ engine_exec(PyObject *module)
     INTERN(s_out_shape, "out_shape");
     INTERN(s_is_cpu, "is_cpu");
     INTERN(s_cpu, "cpu");
+    st->j_tensor = json_string("tensor");
+    st->j_cpu = json_string("cpu");
+    if (st->j_tensor == NULL || st->j_cpu == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     st->crawl_type = (PyTypeObject *)PyType_FromModuleAndSpec(
         module, &tsx_crawl_spec, NULL);
     st->hook_type =
@@ -421,7 +427,12 @@ engine_clear(PyObject *module)
     for (int i = 0; i < st->ndtypes; i++) {
         Py_CLEAR(st->dtypes[i].dtype);
         Py_CLEAR(st->dtypes[i].name);
+        json_decref(st->dtypes[i].json_name);
+        st->dtypes[i].json_name = NULL;
     }
+    json_decref(st->j_tensor);
+    json_decref(st->j_cpu);
+    st->j_tensor = st->j_cpu = NULL;
     st->ndtypes = 0;
     tsx_op_cache_free(st);
     return 0;

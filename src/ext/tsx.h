@@ -15,8 +15,9 @@
 /* What the binding caches about a torch.dtype object (dtypes are
  * singletons, so the object pointer is the key). */
 typedef struct tsx_dtype {
-    PyObject *dtype; /* strong reference */
-    PyObject *name;  /* "torch.float32" */
+    PyObject *dtype;   /* strong reference */
+    PyObject *name;    /* "torch.float32" */
+    json_t *json_name; /* the same text as a JSON string */
     ts_dtype_class cls;
     int64_t itemsize;
 } tsx_dtype;
@@ -42,6 +43,7 @@ typedef struct tsx_state {
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
     struct tsx_op_cache *op_cache; /* resolved operators (dispatch.c) */
+    json_t *j_tensor, *j_cpu;      /* shared metadata strings */
 } tsx_state;
 
 tsx_state *tsx_get_state(PyObject *module);
