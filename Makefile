@@ -47,6 +47,7 @@ pytest: build
 bench: build
 	$(PY) bench/run.py
 	$(PY) bench/workload.py
+	$(PY) bench/op_overhead.py
 
 format-check: $(STAMP)
 	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h

@@ -76,6 +76,10 @@ typedef int (*ts_op_formula)(const ts_op_call *call,
 enum {
     TS_OPF_NATIVE = 1u << 0,    /* FlopCounterMode has this formula */
     TS_OPF_ATTENTION = 1u << 1, /* fused attention: matrix core only */
+    /* A convention TorchScan adds to torchscan_flops_v1 for an operator
+     * that contract 2.2 (or its ignore list) does not name: gradients,
+     * losses, optimizers, lookups. Documented per entry (notes). */
+    TS_OPF_EXTENSION = 1u << 2,
 };
 
 typedef struct ts_op_entry {
@@ -85,6 +89,9 @@ typedef struct ts_op_entry {
     unsigned flags;
     const char *formula_text; /* for the docs, e.g. "2*m*n*k"; NULL when
                                  ignored */
+    /* For the docs: how the formula was derived, guards, shared variants;
+     * NULL when the formula text says it all. */
+    const char *notes;
 } ts_op_entry;
 
 /* Looks a packet name up (binary search). NULL when unknown. */
@@ -92,6 +99,10 @@ const ts_op_entry *ts_op_lookup(const char *packet_name);
 
 /* The whole table, sorted by name; returns its length. */
 size_t ts_op_table(const ts_op_entry **entries);
+
+/* docs/operator-flops.md as generated from the table: a new NUL-terminated
+ * string owned by the caller (free()), or NULL when out of memory. */
+char *ts_op_docs_markdown(void);
 
 #ifdef __cplusplus
 }

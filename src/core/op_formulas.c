@@ -1,2213 +1,28 @@
-/* Operator FLOP formulas keyed by aten packet name (op_formulas.h).
+/* Operator FLOP formulas keyed by aten packet name (op_formulas.h): the
+ * table, its lookup, and the documentation generated from it.
  *
  * Three kinds of entries share one sorted table:
- *  - native formulas (TS_OPF_NATIVE) replicate torch.utils.flop_counter of
- *    torch 2.13 count for count, quirks included, because contract 1.4 takes
- *    the counts of those operators from FlopCounterMode;
+ *  - native formulas (TS_OPF_NATIVE, op_formulas_native.c) replicate
+ *    torch.utils.flop_counter of torch 2.13 count for count, quirks
+ *    included, because contract 1.4 takes the counts of those operators from
+ *    FlopCounterMode;
  *  - supplemental formulas implement contract 2.2 (torchscan_flops_v1) for
  *    operators FlopCounterMode lacks, behind the reference's guards (dense
- *    layout, real arithmetic, integer work excluded);
- *  - ignored operators (contract 1.4 ignore list) carry no formula, only the
- *    reason string reported in ignored_operators.
+ *    layout, real arithmetic, integer work excluded), and extend the same
+ *    convention to the operators that training steps run (TS_OPF_EXTENSION:
+ *    gradients, losses, optimizers; op_formulas_elementwise.c,
+ *    op_formulas_layers.c, op_formulas_optim.c);
+ *  - ignored operators (contract 1.4 ignore list, plus the same categories
+ *    for operators it does not name) carry no formula, only the reason string
+ *    reported in ignored_operators.
  *
  * Every count is built with checked int64 arithmetic: a count that does not
  * fit is TS_EOVERFLOW, never a wrapped number.
  */
-#include <math.h>
-#include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
 
-#include "torchscan/op_formulas.h"
-
-/* ---- messages -----------------------------------------------------------
- * Where the reference implementation has a message for the same condition we
- * reuse its wording, so that diagnostics read the same. */
-
-static const char MSG_LAYOUT[] =
-    "Shape FLOP formulas require dense strided tensors; sparse and nested "
-    "layouts are unsupported.";
-static const char MSG_REAL_ONLY[] =
-    "Supplemental FLOP formulas cover real arithmetic only.";
-static const char MSG_ROUNDED[] =
-    "Rounded division is not covered by the scalar arithmetic formula.";
-static const char MSG_OVERFLOW[] =
-    "The FLOP count does not fit in a signed 64-bit integer.";
-static const char MSG_NEEDS_OUTPUT[] =
-    "This formula counts output elements, but the call has no output shape.";
-static const char MSG_INCOMPLETE_COMPLEX[] =
-    "Native shape formula does not account for real operations inside "
-    "complex arithmetic.";
-static const char MSG_INCOMPLETE_ATTENTION[] =
-    "Native fused attention formula counts matrix products only; scaling, "
-    "softmax, masks, and dropout work are not covered.";
-static const char MSG_VARLEN[] =
-    "Variable-length attention (cu_seqlens / nested inputs) is counted by "
-    "FlopCounterMode from the offsets' values, which shape formulas do not "
-    "see; this call is not counted.";
-
-/* ---- reading a call ---------------------------------------------------- */
-
-/* Zero-initialised: kind TS_ARG_ABSENT. Returned for positions past nargs so
- * that formulas read schema defaults uniformly. */
-static const ts_op_arg absent_arg;
-
-static int
-clamp_count(int n, int limit)
-{
-    return n < 0 ? 0 : (n > limit ? limit : n);
-}
-
-static const ts_op_arg *
-arg_at(const ts_op_call *call, int i)
-{
-    if (i < 0 || i >= clamp_count(call->nargs, TS_OP_MAX_ARGS)) {
-        return &absent_arg;
-    }
-    return &call->args[i];
-}
-
-/* Python's "is not None": the argument was passed and is not None. */
-static bool
-given(const ts_op_arg *a)
-{
-    return a->kind != TS_ARG_ABSENT && a->kind != TS_ARG_NONE;
-}
-
-static const ts_shape *
-tensor_at(const ts_op_call *call, int i)
-{
-    const ts_op_arg *a = arg_at(call, i);
-    return a->kind == TS_ARG_TENSOR ? &a->tensor : NULL;
-}
-
-/* An output with a concrete shape, or NULL. ndim < 0 is how the caller
- * marks an output it could not describe: a None entry of a tuple result
- * (convolution_backward under output_mask), symbolic sizes, or more than
- * TS_MAX_DIMS dimensions. */
-static const ts_shape *
-out_at(const ts_op_call *call, int i)
-{
-    if (i < 0 || i >= clamp_count(call->nouts, TS_OP_MAX_OUTS)
-        || call->outs[i].ndim < 0) {
-        return NULL;
-    }
-    return &call->outs[i];
-}
-
-static bool
-overload_is(const ts_op_call *call, const char *name)
-{
-    return call->overload != NULL && strcmp(call->overload, name) == 0;
-}
-
-/* A bool argument; ints are accepted because Python bools are ints. */
-static bool
-flag_at(const ts_op_call *call, int i, bool fallback)
-{
-    const ts_op_arg *a = arg_at(call, i);
-    if (a->kind == TS_ARG_BOOL || a->kind == TS_ARG_INT) {
-        return a->i != 0;
-    }
-    return fallback;
-}
-
-/* Python equality of a Scalar argument with an integer (2.0 == 2 and
- * True == 1 hold in Python, and the reference compares that way). Returns
- * false when the argument is not a real number. */
-static bool
-scalar_equals(const ts_op_arg *a, int64_t value, bool *equal)
-{
-    switch (a->kind) {
-        case TS_ARG_INT:
-        case TS_ARG_BOOL:
-            *equal = a->i == value;
-            return true;
-        case TS_ARG_REAL:
-            *equal = a->r == (double)value;
-            return true;
-        default:
-            return false;
-    }
-}
-
-/* Scalar argument with a default of 1 (alpha, value, scale): is it != 1? */
-static int
-scalar_not_one(const ts_op_arg *a,
-               const char *name,
-               bool *not_one,
-               ts_error *err)
-{
-    bool equal = true;
-    *not_one = false;
-    if (given(a) && !scalar_equals(a, 1, &equal)) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The %s argument must be a real scalar.",
-                            name);
-    }
-    *not_one = !equal;
-    return TS_OK;
-}
-
-/* An int argument that must be a non-negative count (heads, groups). */
-static int
-count_at(const ts_op_call *call,
-         int i,
-         const char *name,
-         int64_t *value,
-         ts_error *err)
-{
-    const ts_op_arg *a = arg_at(call, i);
-    if (a->kind != TS_ARG_INT || a->i < 0) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The %s argument must be a non-negative int.",
-                            name);
-    }
-    *value = a->i;
-    return TS_OK;
-}
-
-/* Resolves a possibly negative dim against ndim like PyTorch does. */
-static int
-wrap_dim(const ts_op_arg *a, int ndim, int *dim, ts_error *err)
-{
-    if (a->kind != TS_ARG_INT) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The dim argument must be an int (named "
-                            "dimensions are not supported).");
-    }
-    if (a->i < -(int64_t)ndim || a->i >= (int64_t)ndim) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "dim %lld is out of range for a %d-D tensor.",
-                            (long long)a->i,
-                            ndim);
-    }
-    *dim = (int)(a->i < 0 ? a->i + ndim : a->i);
-    return TS_OK;
-}
-
-static bool
-shapes_equal(const ts_shape *a, const ts_shape *b)
-{
-    if (a->ndim != b->ndim) {
-        return false;
-    }
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->dims[i] != b->dims[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* ---- checked arithmetic -------------------------------------------------
- * A formula threads one calc through its arithmetic; after an overflow the
- * operations return 0 and the final check reports TS_EOVERFLOW, which keeps
- * the formulas readable while every product stays checked. */
-
-typedef struct calc {
-    bool overflow;
-} calc;
-
-static int64_t
-c_mul(calc *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!ts_mul(a, b, &r)) {
-        c->overflow = true;
-        return 0;
-    }
-    return r;
-}
-
-static int64_t
-c_add(calc *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!ts_add(a, b, &r)) {
-        c->overflow = true;
-        return 0;
-    }
-    return r;
-}
-
-static int64_t
-c_sub(calc *c, int64_t a, int64_t b)
-{
-    if (b == INT64_MIN) {
-        c->overflow = true;
-        return 0;
-    }
-    return c_add(c, a, -b);
-}
-
-static int64_t
-c_prod(calc *c, const int64_t *values, int n)
-{
-    int64_t r = 1;
-    for (int i = 0; i < n; i++) {
-        r = c_mul(c, r, values[i]);
-    }
-    return r;
-}
-
-static int64_t
-c_numel(calc *c, const ts_shape *s)
-{
-    return c_prod(c, s->dims, s->ndim);
-}
-
-static int64_t
-max0(int64_t v)
-{
-    return v < 0 ? 0 : v;
-}
-
-static int
-finish(const calc *c, int64_t flops, ts_op_result *out, ts_error *err)
-{
-    if (c->overflow) {
-        return ts_error_set(err, TS_EOVERFLOW, "%s", MSG_OVERFLOW);
-    }
-    out->flops = flops;
-    return TS_OK;
-}
-
-/* ---- guards shared by all formulas ------------------------------------- */
-
-static void
-result_clear(ts_op_result *out)
-{
-    out->flops = 0;
-    out->incomplete = false;
-    out->incomplete_message = NULL;
-}
-
-static bool
-shape_valid(const ts_shape *s)
-{
-    if (s->ndim < 0 || s->ndim > TS_MAX_DIMS) {
-        return false;
-    }
-    for (int i = 0; i < s->ndim; i++) {
-        if (s->dims[i] < 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* The first tensor an argument describes, or NULL (TENSORS lists describe
- * their first tensor only). */
-static const ts_shape *
-arg_tensor(const ts_op_arg *a)
-{
-    if (a->kind == TS_ARG_TENSOR
-        || (a->kind == TS_ARG_TENSORS && a->ntensors > 0)) {
-        return &a->tensor;
-    }
-    return NULL;
-}
-
-/* The reference bypasses every registered (non-caller) formula when a
- * tensor argument is nested or not strided, before reading shapes. */
-static int
-check_tensors(const ts_op_call *call, ts_error *err)
-{
-    int n = clamp_count(call->nargs, TS_OP_MAX_ARGS);
-    for (int i = 0; i < n; i++) {
-        const ts_shape *s = arg_tensor(&call->args[i]);
-        if (s == NULL) {
-            continue;
-        }
-        if (!s->dense) {
-            return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_LAYOUT);
-        }
-        if (s->ndim < 0) {
-            return ts_error_set(err,
-                                TS_EUNSUPPORTED,
-                                "Argument %d has no concrete shape (symbolic "
-                                "sizes or more than %d dimensions).",
-                                i,
-                                TS_MAX_DIMS);
-        }
-        if (!shape_valid(s)) {
-            return ts_error_set(
-                err, TS_EUNSUPPORTED, "Argument %d has a malformed shape.", i);
-        }
-    }
-    /* Outputs without a concrete shape (ndim < 0) are absent, not
-     * malformed: formulas that need one say so through out_at. */
-    n = clamp_count(call->nouts, TS_OP_MAX_OUTS);
-    for (int i = 0; i < n; i++) {
-        if (call->outs[i].ndim >= 0 && !shape_valid(&call->outs[i])) {
-            return ts_error_set(
-                err, TS_EUNSUPPORTED, "Output %d has a malformed shape.", i);
-        }
-    }
-    return TS_OK;
-}
-
-static bool
-arg_complex(const ts_op_arg *a)
-{
-    const ts_shape *s = arg_tensor(a);
-    return a->kind == TS_ARG_COMPLEX
-           || (s != NULL && s->dtype == TS_DTYPE_COMPLEX);
-}
-
-static bool
-arg_floating(const ts_op_arg *a)
-{
-    const ts_shape *s = arg_tensor(a);
-    if (a->kind == TS_ARG_REAL || a->kind == TS_ARG_COMPLEX) {
-        return true;
-    }
-    return s != NULL
-           && (s->dtype == TS_DTYPE_FLOAT || s->dtype == TS_DTYPE_COMPLEX);
-}
-
-static bool
-dtype_floating(ts_dtype_class d)
-{
-    return d == TS_DTYPE_FLOAT || d == TS_DTYPE_COMPLEX;
-}
-
-static bool
-any_arg(const ts_op_call *call,
-        bool (*pred)(const ts_op_arg *),
-        bool tensors_only)
-{
-    int n = clamp_count(call->nargs, TS_OP_MAX_ARGS);
-    for (int i = 0; i < n; i++) {
-        if (tensors_only && arg_tensor(&call->args[i]) == NULL) {
-            continue;
-        }
-        if (pred(&call->args[i])) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool
-any_out_dtype(const ts_op_call *call, bool (*pred)(ts_dtype_class))
-{
-    int n = clamp_count(call->nouts, TS_OP_MAX_OUTS);
-    for (int i = 0; i < n; i++) {
-        if (pred(call->outs[i].dtype)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool
-dtype_complex(ts_dtype_class d)
-{
-    return d == TS_DTYPE_COMPLEX;
-}
-
-/* Native formulas: only the layout guard applies before counting. */
-static int
-native_begin(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    result_clear(out);
-    return check_tensors(call, err);
-}
-
-/* FlopCounterMode counts complex products as if they were real ones, and
- * fused attention kernels as their two matrix products, so such counts are
- * lower bounds (incomplete_operator_formula). Complex operands are judged
- * from the arguments, plus the outputs, which stand for a complex dtype=
- * argument that the call struct does not carry. */
-static int
-native_finish(const ts_op_call *call,
-              const calc *c,
-              int64_t flops,
-              bool attention,
-              ts_op_result *out,
-              ts_error *err)
-{
-    int rc = finish(c, flops, out, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (any_arg(call, arg_complex, false)
-        || any_out_dtype(call, dtype_complex)) {
-        out->incomplete = true;
-        out->incomplete_message = MSG_INCOMPLETE_COMPLEX;
-    }
-    else if (attention) {
-        out->incomplete = true;
-        out->incomplete_message = MSG_INCOMPLETE_ATTENTION;
-    }
-    return TS_OK;
-}
-
-/* How a supplemental formula decides whether the call does floating-point
- * arithmetic at all (contract 1.4 dtype rules). Integer and boolean work
- * counts 0 without a diagnostic. */
-typedef enum {
-    /* any floating tensor or Python float among the arguments */
-    DT_LEAVES,
-    /* ...or a floating/complex output: the output stands for the dtype=
-     * argument (cumsum, norms, _safe_softmax), which the call struct does
-     * not carry and which sets the output dtype */
-    DT_LEAVES_OR_OUTPUT,
-    /* sum/mean: dtype= argument, else out=, else input: that is exactly
-     * the output's dtype */
-    DT_OUTPUT,
-    /* true division, exp, sqrt and rsqrt promote integers to floating */
-    DT_ALWAYS,
-    /* masked_fill follows its input */
-    DT_SELF,
-    /* addcmul/addcdiv: the tensor operands, not the value scalar */
-    DT_TENSOR_OPERANDS,
-} dtype_rule;
-
-/* Applies the reference's guards in its order: layout, complex operands
- * (unsupported), then integer work (counts 0). *count tells the formula to
- * go on. */
-static int
-supp_begin(const ts_op_call *call,
-           dtype_rule rule,
-           ts_op_result *out,
-           bool *count,
-           ts_error *err)
-{
-    bool is_complex, floating;
-    const ts_shape *self = tensor_at(call, 0);
-    const ts_shape *result = out_at(call, 0);
-    int rc;
-
-    *count = false;
-    result_clear(out);
-    rc = check_tensors(call, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    is_complex = any_arg(call, arg_complex, false);
-    floating = any_arg(call, arg_floating, false);
-    switch (rule) {
-        case DT_LEAVES:
-            break;
-        case DT_LEAVES_OR_OUTPUT:
-            is_complex = is_complex || any_out_dtype(call, dtype_complex);
-            floating = floating || any_out_dtype(call, dtype_floating);
-            break;
-        case DT_OUTPUT: {
-            const ts_shape *ref = result != NULL ? result : self;
-            is_complex = ref != NULL && ref->dtype == TS_DTYPE_COMPLEX;
-            floating = ref != NULL && dtype_floating(ref->dtype);
-            break;
-        }
-        case DT_ALWAYS:
-            floating = true;
-            break;
-        case DT_SELF:
-            floating = self != NULL && dtype_floating(self->dtype);
-            break;
-        case DT_TENSOR_OPERANDS:
-            floating = any_arg(call, arg_floating, true);
-            break;
-    }
-    if (is_complex) {
-        return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_REAL_ONLY);
-    }
-    *count = floating;
-    return TS_OK;
-}
-
-static int
-need_tensor(const ts_shape *s, const char *what, ts_error *err)
-{
-    if (s == NULL) {
-        return ts_error_set(
-            err, TS_EUNSUPPORTED, "The formula needs %s as a tensor.", what);
-    }
-    return TS_OK;
-}
-
-static int
-need_output(const ts_op_call *call, const ts_shape **s, ts_error *err)
-{
-    *s = out_at(call, 0);
-    if (*s == NULL) {
-        return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_NEEDS_OUTPUT);
-    }
-    return TS_OK;
-}
-
-/* ==== native formulas (FlopCounterMode parity) ========================== */
-
-/* mm_flop: m*n*2*k, two 2-D operands with equal inner dimensions. */
-static int
-mm_core(calc *c,
-        const ts_shape *a,
-        const ts_shape *b,
-        int64_t *flops,
-        ts_error *err)
-{
-    if (a == NULL || b == NULL || a->ndim != 2 || b->ndim != 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The matrix product formula needs two 2-D "
-                            "tensors.");
-    }
-    if (a->dims[1] != b->dims[0]) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Matrix product inner dimensions differ (%lld "
-                            "and %lld).",
-                            (long long)a->dims[1],
-                            (long long)b->dims[0]);
-    }
-    *flops =
-        c_mul(c, c_mul(c, c_mul(c, a->dims[0], b->dims[1]), 2), a->dims[1]);
-    return TS_OK;
-}
-
-/* bmm_flop on explicit sizes: b*m*n*2*k. */
-static int64_t
-bmm_count(calc *c, int64_t b, int64_t m, int64_t k, int64_t n)
-{
-    return c_mul(c, c_mul(c, c_mul(c, c_mul(c, b, m), n), 2), k);
-}
-
-static int
-bmm_core(calc *c,
-         const ts_shape *a,
-         const ts_shape *b,
-         int64_t *flops,
-         ts_error *err)
-{
-    if (a == NULL || b == NULL || a->ndim != 3 || b->ndim != 3) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The batched matrix product formula needs two "
-                            "3-D tensors.");
-    }
-    if (a->dims[0] != b->dims[0] || a->dims[2] != b->dims[1]) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Batched matrix product batch or inner "
-                            "dimensions differ.");
-    }
-    *flops = bmm_count(c, a->dims[0], a->dims[1], a->dims[2], b->dims[2]);
-    return TS_OK;
-}
-
-/* Shared body of mm/addmm/_scaled_mm (mat_first = index of the first
- * matrix) and bmm/baddbmm. */
-static int
-matmul_formula(const ts_op_call *call,
-               int first,
-               bool batched,
-               ts_op_result *out,
-               ts_error *err)
-{
-    calc c = {false};
-    int64_t flops = 0;
-    int rc = native_begin(call, out, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    rc = batched ? bmm_core(&c,
-                            tensor_at(call, first),
-                            tensor_at(call, first + 1),
-                            &flops,
-                            err)
-                 : mm_core(&c,
-                           tensor_at(call, first),
-                           tensor_at(call, first + 1),
-                           &flops,
-                           err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return native_finish(call, &c, flops, false, out, err);
-}
-
-static int
-f_mm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return matmul_formula(call, 0, false, out, err);
-}
-
-/* addmm counts mat1 @ mat2 only: FlopCounterMode leaves out the bias add
- * and the beta/alpha scaling. */
-static int
-f_addmm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return matmul_formula(call, 1, false, out, err);
-}
-
-static int
-f_bmm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return matmul_formula(call, 0, true, out, err);
-}
-
-static int
-f_baddbmm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return matmul_formula(call, 1, true, out, err);
-}
-
-/* conv_flop_count: prod(conv_shape) * prod(filter) * batch * c_out * c_in
- * * 2, where conv_shape is the output's spatial size (the input's when
- * transposed) and (c_out, c_in, *filter) = w. For a grouped convolution
- * w[1] is c_in/groups, and FlopCounterMode uses it as it is: we do too. */
-static int
-conv_core(calc *c,
-          const ts_shape *x,
-          const ts_shape *w,
-          const ts_shape *y,
-          bool transposed,
-          int64_t *flops,
-          ts_error *err)
-{
-    const ts_shape *spatial = transposed ? x : y;
-    int64_t n;
-    if (x == NULL || w == NULL || x->ndim < 1 || w->ndim < 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The convolution formula needs a batched input "
-                            "and a weight with at least two dimensions.");
-    }
-    if (spatial == NULL) {
-        return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_NEEDS_OUTPUT);
-    }
-    /* Python's shape[2:] is empty (product 1) on shorter shapes. */
-    n = spatial->ndim > 2 ? c_prod(c, spatial->dims + 2, spatial->ndim - 2)
-                          : 1;
-    n = c_mul(c, n, c_prod(c, w->dims + 2, w->ndim - 2));
-    n = c_mul(c, n, x->dims[0]);
-    n = c_mul(c, n, w->dims[0]);
-    n = c_mul(c, n, w->dims[1]);
-    *flops = c_mul(c, n, 2);
-    return TS_OK;
-}
-
-/* FlopCounterMode's conv_flop reads `transposed` as the 7th positional
- * argument (index 6) of every operator it is registered for. */
-static int
-conv_forward(const ts_op_call *call,
-             int transposed_index,
-             ts_op_result *out,
-             ts_error *err)
-{
-    calc c = {false};
-    int64_t flops = 0;
-    bool transposed;
-    int rc = native_begin(call, out, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    transposed =
-        transposed_index >= 0 && flag_at(call, transposed_index, false);
-    rc = conv_core(&c,
-                   tensor_at(call, 0),
-                   tensor_at(call, 1),
-                   out_at(call, 0),
-                   transposed,
-                   &flops,
-                   err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return native_finish(call, &c, flops, false, out, err);
-}
-
-/* convolution, _convolution, convolution_overrideable: index 6 is
- * `transposed`. */
-static int
-f_convolution(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return conv_forward(call, 6, out, err);
-}
-
-/* cudnn_convolution has no `transposed` argument: index 6 is `benchmark`,
- * and FlopCounterMode reads it as `transposed` anyway (with benchmark=True
- * it counts the input's spatial size). Parity means copying that. */
-static int
-f_cudnn_convolution(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return conv_forward(call, 6, out, err);
-}
-
-/* _slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding)
- * has six arguments; FlopCounterMode registers conv_flop for it, which then
- * raises TypeError for the missing `transposed`. There is no FlopCounterMode
- * number to match, so we count what conv_flop means for a forward (not
- * transposed) convolution. */
-static int
-f_slow_conv2d_forward(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return conv_forward(call, -1, out, err);
-}
-
-static ts_shape
-swap01(const ts_shape *s)
-{
-    ts_shape t = *s;
-    t.dims[0] = s->dims[1];
-    t.dims[1] = s->dims[0];
-    return t;
-}
-
-/* conv_backward_flop: grad_input is a convolution of grad_output with the
- * weight in the opposite direction; grad_weight is a convolution of the
- * input with grad_output with batch and channels swapped. FlopCounterMode
- * takes the gradients' shapes from the outputs; grad_input always has the
- * input's shape and grad_weight the weight's, so we read those from the
- * arguments and do not depend on how outputs that output_mask leaves
- * undefined are packed into outs. */
-static int
-f_convolution_backward(const ts_op_call *call,
-                       ts_op_result *out,
-                       ts_error *err)
-{
-    calc c = {false};
-    int64_t flops = 0, part = 0;
-    const ts_shape *go = tensor_at(call, 0);
-    const ts_shape *x = tensor_at(call, 1);
-    const ts_shape *w = tensor_at(call, 2);
-    const ts_op_arg *mask = arg_at(call, 10);
-    bool transposed = flag_at(call, 7, false);
-    int rc = native_begin(call, out, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (go == NULL || x == NULL || w == NULL || go->ndim < 2 || x->ndim < 2
-        || w->ndim < 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "convolution_backward needs grad_output, input "
-                            "and weight tensors with at least two "
-                            "dimensions.");
-    }
-    if (mask->kind != TS_ARG_INTS || mask->nints < 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "convolution_backward needs output_mask as a "
-                            "list of booleans.");
-    }
-    if (mask->ints[0] != 0) {
-        rc = conv_core(&c, go, w, x, !transposed, &part, err);
-        if (rc != TS_OK) {
-            return rc;
-        }
-        flops = c_add(&c, flops, part);
-    }
-    if (mask->ints[1] != 0) {
-        ts_shape tgo = swap01(go), tx = swap01(x), tw = swap01(w);
-        if (transposed) {
-            rc = conv_core(&c, &tgo, &tx, &tw, false, &part, err);
-        }
-        else {
-            rc = conv_core(&c, &tx, &tgo, &tw, false, &part, err);
-        }
-        if (rc != TS_OK) {
-            return rc;
-        }
-        flops = c_add(&c, flops, part);
-    }
-    return native_finish(call, &c, flops, false, out, err);
-}
-
-static int
-need_4d(const ts_shape *s, const char *what, ts_error *err)
-{
-    if (s == NULL || s->ndim != 4) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "The attention formula needs a 4-D %s tensor.",
-                            what);
-    }
-    return TS_OK;
-}
-
-/* sdpa_flop_count: q @ k^T then scores @ v as two bmm counts over
- * b*h_q batches, with key/value heads broadcast to query heads (GQA). The
- * shapes are read as (b, h, s, d) whatever the kernel's layout is. */
-static int
-sdpa_core(calc *c,
-          const ts_shape *q,
-          const ts_shape *k,
-          const ts_shape *v,
-          int64_t *flops,
-          ts_error *err)
-{
-    int64_t bh;
-    int rc = need_4d(q, "query", err);
-    if (rc == TS_OK) {
-        rc = need_4d(k, "key", err);
-    }
-    if (rc == TS_OK) {
-        rc = need_4d(v, "value", err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (!(q->dims[0] == k->dims[0] && k->dims[0] == v->dims[0]
-          && k->dims[1] == v->dims[1] && q->dims[3] == k->dims[3]
-          && k->dims[2] == v->dims[2])) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Attention query/key/value shapes are "
-                            "incompatible.");
-    }
-    if (k->dims[1] == 0 || q->dims[1] < k->dims[1]
-        || q->dims[1] % k->dims[1] != 0) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Attention query heads (%lld) must be a "
-                            "multiple of key/value heads (%lld).",
-                            (long long)q->dims[1],
-                            (long long)k->dims[1]);
-    }
-    bh = c_mul(c, q->dims[0], q->dims[1]);
-    *flops = c_add(c,
-                   bmm_count(c, bh, q->dims[2], q->dims[3], k->dims[2]),
-                   bmm_count(c, bh, q->dims[2], k->dims[2], v->dims[3]));
-    return TS_OK;
-}
-
-/* sdpa_backward_flop_count: the recomputed scores and four gradient
- * products, i.e. five bmm counts. */
-static int
-sdpa_backward_core(calc *c,
-                   const ts_shape *go,
-                   const ts_shape *q,
-                   const ts_shape *k,
-                   const ts_shape *v,
-                   int64_t *flops,
-                   ts_error *err)
-{
-    int64_t bh, sq, sk, dq, dv, n;
-    int rc = need_4d(go, "grad_out", err);
-    if (rc == TS_OK) {
-        rc = need_4d(q, "query", err);
-    }
-    if (rc == TS_OK) {
-        rc = need_4d(k, "key", err);
-    }
-    if (rc == TS_OK) {
-        rc = need_4d(v, "value", err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (!(q->dims[0] == k->dims[0] && k->dims[0] == v->dims[0]
-          && v->dims[0] == go->dims[0] && k->dims[1] == v->dims[1]
-          && q->dims[1] == go->dims[1])) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Attention backward batch/heads differ among "
-                            "tensors.");
-    }
-    if (k->dims[1] == 0 || q->dims[1] < k->dims[1]
-        || q->dims[1] % k->dims[1] != 0) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Attention query heads (%lld) must be a "
-                            "multiple of key/value heads (%lld).",
-                            (long long)q->dims[1],
-                            (long long)k->dims[1]);
-    }
-    if (!(q->dims[3] == k->dims[3] && v->dims[3] == go->dims[3]
-          && k->dims[2] == v->dims[2] && q->dims[2] == go->dims[2])) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Attention backward grad_out/value/key/query "
-                            "shapes are incompatible.");
-    }
-    bh = c_mul(c, q->dims[0], q->dims[1]);
-    sq = q->dims[2];
-    sk = k->dims[2];
-    dq = q->dims[3];
-    dv = v->dims[3];
-    n = bmm_count(c, bh, sq, dq, sk);
-    n = c_add(c, n, bmm_count(c, bh, sq, dv, sk));
-    n = c_add(c, n, bmm_count(c, bh, sk, sq, dv));
-    n = c_add(c, n, bmm_count(c, bh, sq, sk, dq));
-    *flops = c_add(c, n, bmm_count(c, bh, dq, sq, sk));
-    return TS_OK;
-}
-
-/* Fused attention: `first` is the index of query (grad_out precedes it in
- * backward calls); `seqlens_index` is the cu_seqlens_q / cum_seq_q argument
- * of the kernels that accept variable-length batches, or -1. */
-static int
-attention_formula(const ts_op_call *call,
-                  bool backward,
-                  int seqlens_index,
-                  ts_op_result *out,
-                  ts_error *err)
-{
-    calc c = {false};
-    int64_t flops = 0;
-    int rc = native_begin(call, out, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (seqlens_index >= 0 && given(arg_at(call, seqlens_index))) {
-        return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_VARLEN);
-    }
-    if (backward) {
-        rc = sdpa_backward_core(&c,
-                                tensor_at(call, 0),
-                                tensor_at(call, 1),
-                                tensor_at(call, 2),
-                                tensor_at(call, 3),
-                                &flops,
-                                err);
-    }
-    else {
-        rc = sdpa_core(&c,
-                       tensor_at(call, 0),
-                       tensor_at(call, 1),
-                       tensor_at(call, 2),
-                       &flops,
-                       err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return native_finish(call, &c, flops, true, out, err);
-}
-
-static int
-f_sdpa(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return attention_formula(call, false, -1, out, err);
-}
-
-static int
-f_sdpa_backward(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return attention_formula(call, true, -1, out, err);
-}
-
-/* _flash_attention_forward(query, key, value, cum_seq_q, ...): dense
- * inputs are (batch, seq, heads, dim) and FlopCounterMode passes them to
- * sdpa_flop_count unchanged, i.e. reads seq as heads; we do the same. */
-static int
-f_flash_attention_forward(const ts_op_call *call,
-                          ts_op_result *out,
-                          ts_error *err)
-{
-    return attention_formula(call, false, 3, out, err);
-}
-
-/* _efficient_attention_forward(query, key, value, bias, cu_seqlens_q, ...)
- * with the same raw-layout reading as flash. */
-static int
-f_efficient_attention_forward(const ts_op_call *call,
-                              ts_op_result *out,
-                              ts_error *err)
-{
-    return attention_formula(call, false, 4, out, err);
-}
-
-/* _flash_attention_backward(grad_out, query, key, value, out, logsumexp,
- * cum_seq_q, ...) and _efficient_attention_backward(grad_out_, query, key,
- * value, bias, out, cu_seqlens_q, ...): both have the sequence offsets at
- * index 6. */
-static int
-f_attention_backward_varlen(const ts_op_call *call,
-                            ts_op_result *out,
-                            ts_error *err)
-{
-    return attention_formula(call, true, 6, out, err);
-}
-
-/* ==== supplemental formulas (contract 2.2) ============================== */
-
-/* cost * output elements, once the guards have passed. */
-static int
-count_output(const ts_op_call *call,
-             int64_t cost,
-             ts_op_result *out,
-             ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *y;
-    int rc = need_output(call, &y, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, c_mul(&c, cost, c_numel(&c, y)), out, err);
-}
-
-/* cost * input elements, once the guards have passed. The reference reads
- * the input so that kernels returning auxiliary buffers
- * (log_sigmoid_forward) count once. */
-static int
-count_input(const ts_op_call *call,
-            int64_t cost,
-            ts_op_result *out,
-            ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    int rc = need_tensor(x, "the input", err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, c_mul(&c, cost, c_numel(&c, x)), out, err);
-}
-
-static int
-per_output(const ts_op_call *call,
-           dtype_rule rule,
-           int64_t cost,
-           ts_op_result *out,
-           ts_error *err)
-{
-    bool count;
-    int rc = supp_begin(call, rule, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    return count_output(call, cost, out, err);
-}
-
-static int
-per_input(const ts_op_call *call,
-          int64_t cost,
-          ts_op_result *out,
-          ts_error *err)
-{
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    return count_input(call, cost, out, err);
-}
-
-/* add/sub: one add per output, plus one multiply when alpha != 1. */
-static int
-f_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *y;
-    bool count, scaled = false;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = scalar_not_one(arg_at(call, 2), "alpha", &scaled, err);
-    if (rc == TS_OK) {
-        rc = need_output(call, &y, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(
-        &c, c_mul(&c, c_numel(&c, y), 1 + (scaled ? 1 : 0)), out, err);
-}
-
-static int
-f_unit(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_output(call, DT_LEAVES, 1, out, err);
-}
-
-/* exp, sqrt, rsqrt produce floats even from integer inputs. */
-static int
-f_unit_promoting(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_output(call, DT_ALWAYS, 1, out, err);
-}
-
-/* div: true division promotes integers; a rounding_mode (keyword-only,
- * index 2 of the *_mode overloads) is outside the convention. Index 2 of
- * div.out is the out tensor, so only a string there is a rounding mode. */
-static int
-f_div(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    bool rounded = arg_at(call, 2)->kind == TS_ARG_STR;
-    bool count;
-    int rc;
-    if (!rounded) {
-        return per_output(call, DT_ALWAYS, 1, out, err);
-    }
-    rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    return ts_error_set(err, TS_EUNSUPPORTED, "%s", MSG_ROUNDED);
-}
-
-static int
-f_masked_fill(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_output(call, DT_SELF, 1, out, err);
-}
-
-/* where(condition) alone is nonzero(): indices, no arithmetic. */
-static int
-f_where(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    bool count;
-    int rc;
-    if (given(arg_at(call, 1))) {
-        return per_output(call, DT_LEAVES, 1, out, err);
-    }
-    rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    return ts_error_set(err,
-                        TS_EUNSUPPORTED,
-                        "where(condition) returns indices and has no "
-                        "arithmetic convention.");
-}
-
-/* clamp: one comparison/selection per bound given. */
-static int
-f_clamp(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *y;
-    bool count;
-    int64_t bounds =
-        (given(arg_at(call, 1)) ? 1 : 0) + (given(arg_at(call, 2)) ? 1 : 0);
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_output(call, &y, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, c_mul(&c, c_numel(&c, y), bounds), out, err);
-}
-
-/* addcmul/addcdiv: product or quotient, add, and a multiply by value when
- * value != 1 (keyword-only, index 3). */
-static int
-f_addc(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *y;
-    bool count, scaled = false;
-    int rc = supp_begin(call, DT_TENSOR_OPERANDS, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = scalar_not_one(arg_at(call, 3), "value", &scaled, err);
-    if (rc == TS_OK) {
-        rc = need_output(call, &y, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(
-        &c, c_mul(&c, c_numel(&c, y), 2 + (scaled ? 1 : 0)), out, err);
-}
-
-static int
-f_sigmoid(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_output(call, DT_LEAVES, 4, out, err);
-}
-
-static int
-f_tanh(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_output(call, DT_LEAVES, 6, out, err);
-}
-
-/* silu and glu: a sigmoid (4) and a multiply per output element. */
-static int
-f_silu(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_output(call, DT_LEAVES, 5, out, err);
-}
-
-/* gelu: 5 per output (erf counts 1) or 14 for the tanh expansion. */
-static int
-f_gelu(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    const ts_op_arg *a = arg_at(call, 1);
-    int64_t cost = 5;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (a->kind == TS_ARG_STR && a->str != NULL
-        && strcmp(a->str, "tanh") == 0) {
-        cost = 14;
-    }
-    else if (a->kind != TS_ARG_ABSENT
-             && !(a->kind == TS_ARG_STR && a->str != NULL
-                  && strcmp(a->str, "none") == 0)) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "GELU estimates support only 'none' and 'tanh' "
-                            "approximations.");
-    }
-    return count_output(call, cost, out, err);
-}
-
-/* pow: only squaring by an explicit scalar 2 has a convention (one
- * multiply); a tensor exponent (pow.Tensor_Tensor, pow.Scalar) has not. */
-static int
-f_pow(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    const ts_op_arg *e = arg_at(call, 1);
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (!((e->kind == TS_ARG_INT && e->i == 2)
-          || (e->kind == TS_ARG_REAL && e->r == 2.0))) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Power FLOPs only cover an explicit scalar "
-                            "exponent of two.");
-    }
-    return count_output(call, 1, out, err);
-}
-
-static int
-f_in2(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_input(call, 2, out, err);
-}
-
-static int
-f_in3(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_input(call, 3, out, err);
-}
-
-static int
-f_in4(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_input(call, 4, out, err);
-}
-
-static int
-f_in5(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_input(call, 5, out, err);
-}
-
-static int
-f_in7(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_input(call, 7, out, err);
-}
-
-static int
-f_in10(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return per_input(call, 10, out, err);
-}
-
-/* elu(self, alpha, scale, input_scale): 6 per input, plus one multiply for
- * each scale that is not 1. */
-static int
-f_elu(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    bool count, scale = false, input_scale = false;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = scalar_not_one(arg_at(call, 2), "scale", &scale, err);
-    if (rc == TS_OK) {
-        rc = scalar_not_one(arg_at(call, 3), "input_scale", &input_scale, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return count_input(
-        call, 6 + (scale ? 1 : 0) + (input_scale ? 1 : 0), out, err);
-}
-
-/* rrelu_with_noise(self, noise, lower, upper, training, ...): in eval it is
- * a leaky ReLU with a fixed slope (4 per input); training samples slopes,
- * which has no convention. */
-static int
-f_rrelu(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (flag_at(call, 4, false)) {
-        return ts_error_set(
-            err, TS_EUNSUPPORTED, "RReLU FLOPs cover evaluation calls only.");
-    }
-    return count_input(call, 4, out, err);
-}
-
-/* Input and output element counts of a reduction. */
-static int
-reduction_sizes(
-    const ts_op_call *call, calc *c, int64_t *n, int64_t *o, ts_error *err)
-{
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_shape *y;
-    int rc = need_tensor(x, "the input", err);
-    if (rc == TS_OK) {
-        rc = need_output(call, &y, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    *n = c_numel(c, x);
-    *o = c_numel(c, y);
-    return TS_OK;
-}
-
-/* sum: one add per reduced element beyond the first of each output. */
-static int
-f_sum(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    int64_t n = 0, o = 0;
-    bool count;
-    int rc = supp_begin(call, DT_OUTPUT, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = reduction_sizes(call, &c, &n, &o, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, max0(c_sub(&c, n, o)), out, err);
-}
-
-/* mean: sum plus one division per output; a mean over empty rows is NaN
- * work with no convention. */
-static int
-f_mean(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    int64_t n = 0, o = 0;
-    bool count;
-    int rc = supp_begin(call, DT_OUTPUT, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = reduction_sizes(call, &c, &n, &o, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (n == 0 && o > 0) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Mean FLOPs require nonempty reduction rows.");
-    }
-    return finish(&c, c_add(&c, max0(c_sub(&c, n, o)), o), out, err);
-}
-
-/* Size of the dim argument (index 1) of a row-wise operator; a 0-D input
- * has rows of width 1, as in the reference. */
-static int
-row_width(const ts_op_call *call,
-          const ts_shape *x,
-          int64_t *width,
-          ts_error *err)
-{
-    int dim = 0;
-    int rc;
-    if (x->ndim == 0) {
-        *width = 1;
-        return TS_OK;
-    }
-    rc = wrap_dim(arg_at(call, 1), x->ndim, &dim, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    *width = x->dims[dim];
-    return TS_OK;
-}
-
-/* cumsum: width-1 adds per row, i.e. N - N/width. */
-static int
-f_cumsum(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    int64_t width = 0, n;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES_OR_OUTPUT, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc == TS_OK) {
-        rc = row_width(call, x, &width, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    n = c_numel(&c, x);
-    return finish(&c, width == 0 ? 0 : c_sub(&c, n, n / width), out, err);
-}
-
-/* max/min: with a second tensor it is elementwise (one comparison per
- * output); otherwise a reduction, N - O comparisons. The reference tells
- * them apart by a tensor second positional argument; max.unary_out(self,
- * *, out) also has a tensor there (its out), so the overload name decides
- * when the caller gives it, and else a 0-D "other" that yields a 0-D result
- * from a non-0-D input can only be that out tensor. */
-static int
-f_extremum(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_shape *other = tensor_at(call, 1);
-    const ts_shape *y = out_at(call, 0);
-    int64_t n = 0, o = 0;
-    bool count, elementwise = other != NULL;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (elementwise && call->overload != NULL) {
-        elementwise = !overload_is(call, "unary_out");
-    }
-    else if (elementwise && x != NULL && y != NULL) {
-        elementwise = !(other->ndim == 0 && y->ndim == 0 && x->ndim != 0
-                        && clamp_count(call->nargs, TS_OP_MAX_ARGS) == 2);
-    }
-    if (elementwise) {
-        return count_output(call, 1, out, err);
-    }
-    rc = reduction_sizes(call, &c, &n, &o, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, max0(c_sub(&c, n, o)), out, err);
-}
-
-/* norm / linalg_vector_norm (order at index 1, default 2): order 2 squares,
- * sums and takes a root (2N); orders 1 and +-inf take absolute values and
- * reduce (2N - O). */
-static int
-f_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_op_arg *p = arg_at(call, 1);
-    int64_t n = 0, o = 0;
-    bool count, two = false, one_or_inf = false;
-    int rc = supp_begin(call, DT_LEAVES_OR_OUTPUT, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (!given(p)) {
-        two = true;
-    }
-    else if (p->kind == TS_ARG_INT || p->kind == TS_ARG_BOOL) {
-        two = p->i == 2;
-        one_or_inf = p->i == 1;
-    }
-    else if (p->kind == TS_ARG_REAL) {
-        two = p->r == 2.0;
-        one_or_inf = p->r == 1.0 || isinf(p->r);
-    }
-    if (!two && !one_or_inf) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Norm FLOPs cover only orders 1, 2, and "
-                            "+/-infinity.");
-    }
-    rc = reduction_sizes(call, &c, &n, &o, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    n = c_mul(&c, n, 2);
-    return finish(&c, two ? n : max0(c_sub(&c, n, o)), out, err);
-}
-
-/* dot, vdot, mv: one multiply-add per element of the first operand. */
-static int
-f_dot(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the first operand", err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, c_mul(&c, 2, c_numel(&c, x)), out, err);
-}
-
-/* _grouped_mm(self, mat2, offs, ...): packed token rows (2-D) against
- * equal-width expert matrices (3-D): each row meets one expert, so
- * 2 * rows * k * n whatever the offsets. */
-static int
-f_grouped_mm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_shape *w = tensor_at(call, 1);
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (x == NULL || w == NULL || x->ndim != 2 || w->ndim != 3
-        || x->dims[1] != w->dims[1]) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Grouped matmul counts cover packed rows and "
-                            "equal-width expert matrices only.");
-    }
-    return finish(
-        &c, c_mul(&c, c_mul(&c, 2, c_numel(&c, x)), w->dims[2]), out, err);
-}
-
-/* Stable softmax over rows of `width`: max (width-1), subtract, exp, sum
- * (width-1) and divide per row gives 5N - 2R; log-softmax 4N - R. */
-static int
-softmax_formula(const ts_op_call *call,
-                dtype_rule rule,
-                int64_t per_elem,
-                int64_t per_row,
-                int64_t extra_per_output,
-                ts_op_result *out,
-                ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_shape *y = NULL;
-    int64_t width = 0, n, flops = 0;
-    bool count;
-    int rc = supp_begin(call, rule, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc == TS_OK) {
-        rc = row_width(call, x, &width, err);
-    }
-    if (rc == TS_OK && extra_per_output != 0) {
-        rc = need_output(call, &y, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    n = c_numel(&c, x);
-    if (width != 0) {
-        flops =
-            c_sub(&c, c_mul(&c, per_elem, n), c_mul(&c, per_row, n / width));
-    }
-    if (y != NULL) {
-        flops = c_add(&c, flops, c_mul(&c, extra_per_output, c_numel(&c, y)));
-    }
-    return finish(&c, flops, out, err);
-}
-
-static int
-f_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return softmax_formula(call, DT_LEAVES, 5, 2, 0, out, err);
-}
-
-static int
-f_log_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return softmax_formula(call, DT_LEAVES, 4, 1, 0, out, err);
-}
-
-/* _safe_softmax: softmax plus a comparison with -inf and a selection per
- * output element (rows that are fully masked give zeros). */
-static int
-f_safe_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return softmax_formula(call, DT_LEAVES_OR_OUTPUT, 5, 2, 2, out, err);
-}
-
-/* Number of affine tensors given among two argument positions. */
-static int64_t
-affine_count(const ts_op_call *call, int weight, int bias)
-{
-    return (given(arg_at(call, weight)) ? 1 : 0)
-           + (given(arg_at(call, bias)) ? 1 : 0);
-}
-
-/* native_layer_norm(input, normalized_shape, weight, bias, eps):
- * 6N + 2R + A*N (mean, centring, variance, normalisation, then affine). */
-static int
-f_layer_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_op_arg *ns = arg_at(call, 1);
-    int64_t n, row, flops;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (ns->kind != TS_ARG_INTS) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "LayerNorm FLOPs need normalized_shape as a list "
-                            "of ints.");
-    }
-    row = c_prod(&c, ns->ints, ns->nints);
-    if (c.overflow) {
-        return finish(&c, 0, out, err);
-    }
-    if (row <= 0) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "LayerNorm FLOPs require a nonempty normalized "
-                            "row.");
-    }
-    n = c_numel(&c, x);
-    flops = c_add(&c, c_mul(&c, 6, n), c_mul(&c, 2, n / row));
-    flops = c_add(&c, flops, c_mul(&c, n, affine_count(call, 2, 3)));
-    return finish(&c, flops, out, err);
-}
-
-/* native_group_norm(input, weight, bias, N, C, HxW, group, eps):
- * 6N + 2*batch*groups + A*N. */
-static int
-f_group_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    int64_t n, batch = 0, groups = 0, flops;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc == TS_OK) {
-        rc = count_at(call, 3, "N", &batch, err);
-    }
-    if (rc == TS_OK) {
-        rc = count_at(call, 6, "group", &groups, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (x->ndim < 1 || c_prod(&c, x->dims + 1, x->ndim - 1) == 0) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "GroupNorm FLOPs require a nonempty normalized "
-                            "group.");
-    }
-    n = c_numel(&c, x);
-    flops = c_add(&c, c_mul(&c, 6, n), c_mul(&c, 2, c_mul(&c, batch, groups)));
-    flops = c_add(&c, flops, c_mul(&c, n, affine_count(call, 1, 2)));
-    return finish(&c, flops, out, err);
-}
-
-/* rms_norm / _fused_rms_norm(input, normalized_shape, weight, eps):
- * square, mean and scale per element plus rsqrt work per row:
- * (3 + W)N + 2R. */
-static int
-f_rms_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_op_arg *ns = arg_at(call, 1);
-    const ts_shape *w = tensor_at(call, 2);
-    int64_t n, row, flops;
-    bool count, rows_ok;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    rows_ok = ns->kind == TS_ARG_INTS && ns->nints > 0 && ns->nints <= x->ndim;
-    for (int i = 0; rows_ok && i < ns->nints; i++) {
-        rows_ok =
-            ns->ints[i] > 0 && x->dims[x->ndim - ns->nints + i] == ns->ints[i];
-    }
-    if (!rows_ok) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "RMSNorm estimates require matching nonempty "
-                            "normalized rows.");
-    }
-    if (w != NULL) {
-        bool same = w->ndim == ns->nints;
-        for (int i = 0; same && i < ns->nints; i++) {
-            same = w->dims[i] == ns->ints[i];
-        }
-        if (!same) {
-            return ts_error_set(err,
-                                TS_EUNSUPPORTED,
-                                "RMSNorm FLOPs require a matching weight "
-                                "shape.");
-        }
-    }
-    row = c_prod(&c, ns->ints, ns->nints);
-    n = c_numel(&c, x);
-    flops = c_add(
-        &c, c_mul(&c, 3 + (w != NULL ? 1 : 0), n), c_mul(&c, 2, n / row));
-    return finish(&c, flops, out, err);
-}
-
-/* Batch norm: normalise 2N, per-channel 2C, affine A*N; training adds the
- * batch statistics (4N) and the running-stat updates (3C mean, 5C var). */
-static int
-batch_norm_formula(const ts_op_call *call,
-                   bool has_mean,
-                   bool has_var,
-                   bool training,
-                   ts_op_result *out,
-                   ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    int64_t n, ch, flops;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (x == NULL || x->ndim < 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "BatchNorm FLOPs need an input with a channel "
-                            "dimension.");
-    }
-    n = c_numel(&c, x);
-    ch = x->dims[1];
-    if (n == 0 && !c.overflow) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Empty native BatchNorm work depends on strides "
-                            "unavailable to the shape formula.");
-    }
-    flops = c_add(&c, c_mul(&c, 2, n), c_mul(&c, 2, ch));
-    flops = c_add(&c, flops, c_mul(&c, n, affine_count(call, 1, 2)));
-    if (training) {
-        flops = c_add(&c, flops, c_mul(&c, 4, n));
-        flops = c_add(
-            &c, flops, c_mul(&c, ch, (has_mean ? 3 : 0) + (has_var ? 5 : 0)));
-    }
-    return finish(&c, flops, out, err);
-}
-
-/* native_batch_norm(input, weight, bias, running_mean, running_var,
- * training, momentum, eps). */
-static int
-f_native_batch_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return batch_norm_formula(call,
-                              given(arg_at(call, 3)),
-                              given(arg_at(call, 4)),
-                              flag_at(call, 5, false),
-                              out,
-                              err);
-}
-
-/* _native_batch_norm_legit has a no_stats overload without the two
- * running-stat tensors: there, index 3 is the training flag. */
-static int
-f_native_batch_norm_legit(const ts_op_call *call,
-                          ts_op_result *out,
-                          ts_error *err)
-{
-    ts_arg_kind k3 = arg_at(call, 3)->kind;
-    if (overload_is(call, "no_stats") || overload_is(call, "no_stats_out")
-        || k3 == TS_ARG_BOOL || k3 == TS_ARG_INT) {
-        return batch_norm_formula(
-            call, false, false, flag_at(call, 3, false), out, err);
-    }
-    return f_native_batch_norm(call, out, err);
-}
-
-static int
-f_native_batch_norm_no_training(const ts_op_call *call,
-                                ts_op_result *out,
-                                ts_error *err)
-{
-    return batch_norm_formula(
-        call, given(arg_at(call, 3)), given(arg_at(call, 4)), false, out, err);
-}
-
-/* Fixed-window pooling over `rank` spatial dims: K is the nominal kernel
- * volume (a single kernel value stands for a cube, k^rank). Max pooling
- * makes K-1 comparisons per output, average pooling K-1 adds and a
- * division. The output is the first result (values, not indices). */
-static int
-pool_formula(const ts_op_call *call,
-             int rank,
-             bool maximum,
-             ts_op_result *out,
-             ts_error *err)
-{
-    calc c = {false};
-    const ts_op_arg *k = arg_at(call, 1);
-    const ts_shape *y;
-    int64_t volume = 1;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_output(call, &y, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (k->kind == TS_ARG_INT || (k->kind == TS_ARG_INTS && k->nints == 1)) {
-        int64_t side = k->kind == TS_ARG_INT ? k->i : k->ints[0];
-        for (int i = 0; i < rank; i++) {
-            volume = c_mul(&c, volume, side);
-        }
-    }
-    else if (k->kind == TS_ARG_INTS) {
-        volume = c_prod(&c, k->ints, k->nints);
-    }
-    else {
-        return ts_error_set(
-            err, TS_EUNSUPPORTED, "Pooling FLOPs need kernel_size as ints.");
-    }
-    if (volume < 0) {
-        return ts_error_set(
-            err, TS_EUNSUPPORTED, "Pooling kernel_size must be non-negative.");
-    }
-    return finish(
-        &c,
-        c_mul(&c, c_numel(&c, y), maximum ? c_sub(&c, volume, 1) : volume),
-        out,
-        err);
-}
-
-static int
-f_max_pool2d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return pool_formula(call, 2, true, out, err);
-}
-
-static int
-f_max_pool3d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return pool_formula(call, 3, true, out, err);
-}
-
-static int
-f_avg_pool2d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return pool_formula(call, 2, false, out, err);
-}
-
-static int
-f_avg_pool3d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return pool_formula(call, 3, false, out, err);
-}
-
-static int64_t
-gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* Adaptive pooling visits every element of its exact floor/ceil windows;
- * along one axis the windows of L inputs and O outputs cover
- * L + O - gcd(L, O) elements (overlaps included). Visits multiply across
- * axes and leading (batch, channel) dims; max pooling compares visits - O
- * times, average pooling adds and divides `visits` times. */
-static int
-adaptive_pool_formula(const ts_op_call *call,
-                      int rank,
-                      bool maximum,
-                      ts_op_result *out,
-                      ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_op_arg *size = arg_at(call, 1);
-    const ts_shape *y;
-    int64_t visits;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc == TS_OK) {
-        rc = need_output(call, &y, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (size->kind == TS_ARG_INTS) {
-        rank = size->nints;
-    }
-    if (rank < 1 || x->ndim < rank || y->ndim < rank) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Adaptive pooling FLOPs need input and output "
-                            "with the pooled dimensions.");
-    }
-    visits = c_prod(&c, x->dims, x->ndim - rank);
-    for (int i = 0; i < rank; i++) {
-        int64_t len = x->dims[x->ndim - rank + i];
-        int64_t o = y->dims[y->ndim - rank + i];
-        visits =
-            c_mul(&c, visits, c_sub(&c, c_add(&c, len, o), gcd64(len, o)));
-    }
-    if (maximum) {
-        visits = c_sub(&c, visits, c_numel(&c, y));
-    }
-    return finish(&c, visits, out, err);
-}
-
-static int
-f_adaptive_max_pool2d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return adaptive_pool_formula(call, 2, true, out, err);
-}
-
-static int
-f_adaptive_max_pool3d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return adaptive_pool_formula(call, 3, true, out, err);
-}
-
-static int
-f_adaptive_avg_pool2d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return adaptive_pool_formula(call, 2, false, out, err);
-}
-
-static int
-f_adaptive_avg_pool3d(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    return adaptive_pool_formula(call, 3, false, out, err);
-}
-
-/* _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p,
- * is_causal, *, attn_mask, scale): the two matrix products as in
- * FlopCounterMode, plus score scaling (1 per score), stable softmax
- * (5*scores - 2*rows) and one selection/add per score for a causal or
- * explicit mask. Not a matrix-core-only count, hence no attention flag. */
-static int
-f_cpu_attention(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *q = tensor_at(call, 0);
-    const ts_shape *k = tensor_at(call, 1);
-    const ts_shape *v = tensor_at(call, 2);
-    const ts_op_arg *dropout = arg_at(call, 3);
-    int64_t rows, scores, flops;
-    bool count, dropped = false;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (q == NULL || k == NULL || v == NULL || q->ndim != 4 || k->ndim != 4
-        || v->ndim != 4 || q->dims[0] != k->dims[0] || k->dims[1] <= 0
-        || q->dims[1] % k->dims[1] != 0 || k->dims[0] != v->dims[0]
-        || k->dims[1] != v->dims[1] || k->dims[2] != v->dims[2]
-        || q->dims[3] != k->dims[3]) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "CPU attention formula requires matching "
-                            "batches, divisible query/KV heads, Q/K widths, "
-                            "and K/V lengths.");
-    }
-    if (dropout->kind == TS_ARG_REAL) {
-        dropped = dropout->r != 0.0;
-    }
-    else if (dropout->kind == TS_ARG_INT || dropout->kind == TS_ARG_BOOL) {
-        dropped = dropout->i != 0;
-    }
-    if (dropped) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "CPU attention formula does not cover dropout.");
-    }
-    rows = c_mul(&c, c_mul(&c, q->dims[0], q->dims[1]), q->dims[2]);
-    if (rows == 0 || k->dims[2] == 0) {
-        return finish(&c, 0, out, err);
-    }
-    scores = c_mul(&c, rows, k->dims[2]);
-    flops = c_mul(&c, c_mul(&c, 2, scores), c_add(&c, q->dims[3], v->dims[3]));
-    flops = c_add(&c, flops, c_mul(&c, 6, scores));
-    flops = c_sub(&c, flops, c_mul(&c, 2, rows));
-    flops = c_add(&c,
-                  flops,
-                  c_mul(&c,
-                        scores,
-                        (flag_at(call, 4, false) ? 1 : 0)
-                            + (given(arg_at(call, 5)) ? 1 : 0)));
-    return finish(&c, flops, out, err);
-}
-
-/* Dense batched self-attention of _native_multi_head_attention:
- * four E x E projections (8BLE^2 with the 2K-per-dot native convention),
- * query scaling (BLE), the two products (4BL^2E), stable softmax
- * (5*scores - 2*rows), one add per score for a mask and one for averaging
- * the returned weights over heads. */
-static int
-mha_count(calc *c,
-          const ts_shape *q,
-          const ts_shape *k,
-          const ts_shape *v,
-          int64_t embed_dim,
-          int64_t heads,
-          bool mask,
-          bool averaged,
-          int64_t *flops,
-          ts_error *err)
-{
-    int64_t b, l, e, ble, rows, scores, n;
-    if (q == NULL || k == NULL || v == NULL || q->ndim != 3
-        || !shapes_equal(q, k) || !shapes_equal(k, v)
-        || q->dims[2] != embed_dim) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Fused MHA counts require dense batched "
-                            "self-attention with matching widths.");
-    }
-    b = q->dims[0];
-    l = q->dims[1];
-    e = q->dims[2];
-    ble = c_mul(c, c_mul(c, b, l), e);
-    rows = c_mul(c, c_mul(c, b, heads), l);
-    scores = c_mul(c, rows, l);
-    n = c_mul(c, c_mul(c, 8, ble), e);
-    n = c_add(c, n, ble);
-    n = c_add(c, n, c_mul(c, c_mul(c, 4, ble), l));
-    n = c_add(c, n, c_mul(c, 5, scores));
-    n = c_sub(c, n, c_mul(c, 2, rows));
-    *flops =
-        c_add(c, n, c_mul(c, scores, (mask ? 1 : 0) + (averaged ? 1 : 0)));
-    return TS_OK;
-}
-
-/* _native_multi_head_attention(query, key, value, embed_dim, num_head,
- * qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
- * average_attn_weights, mask_type). */
-static int
-f_native_mha(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    int64_t embed = 0, heads = 0, flops = 0;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = count_at(call, 3, "embed_dim", &embed, err);
-    if (rc == TS_OK) {
-        rc = count_at(call, 4, "num_head", &heads, err);
-    }
-    if (rc == TS_OK) {
-        rc = mha_count(&c,
-                       tensor_at(call, 0),
-                       tensor_at(call, 1),
-                       tensor_at(call, 2),
-                       embed,
-                       heads,
-                       given(arg_at(call, 9)),
-                       flag_at(call, 10, true) && flag_at(call, 11, true),
-                       &flops,
-                       err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, flops, out, err);
-}
-
-/* _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight,
- * qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps,
- * norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
- * ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type): attention without
- * returned weights, the two feed-forward linears (4*hidden*E), the
- * activation (ReLU 1 or exact GELU 5 per hidden element), two residual adds
- * and two LayerNorms with affine terms (18N + 4R). The mask sits at index
- * 18: a call cut short before the required arguments (ffn_bias_2, index 17)
- * cannot tell whether a mask was passed, so it is not counted. */
-static int
-f_encoder_layer(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *src = tensor_at(call, 0);
-    const ts_shape *ffn1 = tensor_at(call, 14);
-    int64_t embed = 0, heads = 0, attention = 0, rows, hidden, flops;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (clamp_count(call->nargs, TS_OP_MAX_ARGS) < 18) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "_transformer_encoder_layer_fwd needs its first "
-                            "18 arguments (mask is argument 18; "
-                            "TS_OP_MAX_ARGS is %d).",
-                            TS_OP_MAX_ARGS);
-    }
-    rc = count_at(call, 1, "embed_dim", &embed, err);
-    if (rc == TS_OK) {
-        rc = count_at(call, 2, "num_heads", &heads, err);
-    }
-    if (rc == TS_OK) {
-        rc = mha_count(&c,
-                       src,
-                       src,
-                       src,
-                       embed,
-                       heads,
-                       given(arg_at(call, 18)),
-                       false,
-                       &attention,
-                       err);
-    }
-    if (rc == TS_OK && (ffn1 == NULL || ffn1->ndim < 1)) {
-        rc = ts_error_set(err,
-                          TS_EUNSUPPORTED,
-                          "_transformer_encoder_layer_fwd needs ffn_weight_1 "
-                          "as a tensor.");
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    rows = c_mul(&c, src->dims[0], src->dims[1]);
-    hidden = c_mul(&c, rows, ffn1->dims[0]);
-    flops = c_add(&c, attention, c_mul(&c, c_mul(&c, 4, hidden), embed));
-    flops = c_add(
-        &c, flops, flag_at(call, 7, false) ? c_mul(&c, 5, hidden) : hidden);
-    flops = c_add(&c, flops, c_mul(&c, 18, c_numel(&c, src)));
-    flops = c_add(&c, flops, c_mul(&c, 4, rows));
-    return finish(&c, flops, out, err);
-}
+#include "op_formulas_internal.h"
 
 /* ==== the table ==========================================================
  * Sorted by strcmp (byte order) for ts_op_lookup's binary search; the tests
@@ -2215,18 +30,28 @@ f_encoder_layer(const ts_op_call *call, ts_op_result *out, ts_error *err)
 
 /* clang-format off: it would split these one-line initializers. */
 // clang-format off
-#define NATIVE(name, fn, text) {name, fn, NULL, TS_OPF_NATIVE, text}
-#define ATTENTION(name, fn, text) \
-    {name, fn, NULL, TS_OPF_NATIVE | TS_OPF_ATTENTION, text}
-#define SUPP(name, fn, text) {name, fn, NULL, 0u, text}
-#define IGNORED(name, reason) {name, NULL, reason, 0u, NULL}
+/* FlopCounterMode parity, contract 2.2, TorchScan's extension of
+ * torchscan_flops_v1, and ignored operators (contract list / extension). */
+#define NATIVE(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_NATIVE, text, notes}
+#define ATTENTION(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_NATIVE | TS_OPF_ATTENTION, text, notes}
+#define SUPP(name, fn, text, notes) {name, fn, NULL, 0u, text, notes}
+#define EXT(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_EXTENSION, text, notes}
+#define IGNORED(name, reason) {name, NULL, reason, 0u, NULL, NULL}
+#define IGNORED_EXT(name, reason) \
+    {name, NULL, reason, TS_OPF_EXTENSION, NULL, NULL}
 // clang-format on
 
 #define VIEW "Metadata-only tensor view."
 #define MOVE "Data movement is excluded from FLOPs."
 #define ALLOC "Tensor allocation is excluded from FLOPs."
 #define CREATE "Tensor creation is excluded from FLOPs."
+/* Profiler annotations (record_function, optimizer steps) mark a region;
+ * they do no arithmetic. */
 #define MARK "Profiler annotation: no arithmetic."
+#define RANDOM "Random number generation is excluded from FLOPs."
 
 #define T_MM "2*m*n*k (FlopCounterMode)"
 #define T_BMM "2*b*m*n*k (FlopCounterMode)"
@@ -2258,248 +83,1022 @@ f_encoder_layer(const ts_op_call *call, ts_op_result *out, ts_error *err)
     "5*[running_var]); empty input unsupported"
 
 static const ts_op_entry op_table[] = {
-    SUPP("aten._adaptive_avg_pool2d", f_adaptive_avg_pool2d, T_AAVG),
-    SUPP("aten._adaptive_avg_pool3d", f_adaptive_avg_pool3d, T_AAVG),
-    NATIVE("aten._convolution", f_convolution, T_CONV),
+    SUPP(
+        "aten._adaptive_avg_pool2d", ts_opf_adaptive_avg_pool2d, T_AAVG, NULL),
+    EXT("aten._adaptive_avg_pool2d_backward",
+        ts_opf_adaptive_avg_pool2d_backward,
+        "visits + grad_output elements",
+        "One division per window and one add per visit (visits as in the "
+        "forward)."),
+    SUPP(
+        "aten._adaptive_avg_pool3d", ts_opf_adaptive_avg_pool3d, T_AAVG, NULL),
+    EXT("aten._adaptive_avg_pool3d_backward",
+        ts_opf_adaptive_avg_pool3d_backward,
+        "visits + grad_output elements",
+        "One division per window and one add per visit (visits as in the "
+        "forward)."),
+    NATIVE(
+        "aten._convolution",
+        ts_opf_convolution,
+        T_CONV,
+        "Counts 2 per multiply-add of the full window (2K per output), where "
+        "module FLOPs count 2K - 1 plus the bias (docs/methodology.md)."),
     ATTENTION("aten._efficient_attention_backward",
-              f_attention_backward_varlen,
-              T_RAW_BWD),
+              ts_opf_attention_backward_varlen,
+              T_RAW_BWD,
+              NULL),
     ATTENTION("aten._efficient_attention_forward",
-              f_efficient_attention_forward,
-              T_RAW_FWD),
+              ts_opf_efficient_attention_forward,
+              T_RAW_FWD,
+              NULL),
     ATTENTION("aten._flash_attention_backward",
-              f_attention_backward_varlen,
-              T_RAW_BWD),
-    ATTENTION(
-        "aten._flash_attention_forward", f_flash_attention_forward, T_RAW_FWD),
-    SUPP("aten._fused_rms_norm", f_rms_norm, "(3 + [weight])*N + 2*rows"),
+              ts_opf_attention_backward_varlen,
+              T_RAW_BWD,
+              NULL),
+    ATTENTION("aten._flash_attention_forward",
+              ts_opf_flash_attention_forward,
+              T_RAW_FWD,
+              NULL),
+    EXT("aten._foreach_add",
+        ts_opf_foreach_add,
+        "N*(1 + [alpha != 1]); N = elements of the first list",
+        "aten.add applied to each tensor of the list."),
+    EXT("aten._foreach_add_",
+        ts_opf_foreach_add,
+        "N*(1 + [alpha != 1]); N = elements of the first list",
+        "aten.add applied to each tensor of the list."),
+    EXT("aten._foreach_addcdiv",
+        ts_opf_foreach_addc,
+        "N*(2 + [value != 1])",
+        "aten.addcmul/addcdiv per tensor; per-tensor scalars (ScalarList, "
+        "Tensor overloads) count as a multiply."),
+    EXT("aten._foreach_addcdiv_",
+        ts_opf_foreach_addc,
+        "N*(2 + [value != 1])",
+        "aten.addcmul/addcdiv per tensor; per-tensor scalars (ScalarList, "
+        "Tensor overloads) count as a multiply."),
+    EXT("aten._foreach_addcmul",
+        ts_opf_foreach_addc,
+        "N*(2 + [value != 1])",
+        "aten.addcmul/addcdiv per tensor; per-tensor scalars (ScalarList, "
+        "Tensor overloads) count as a multiply."),
+    EXT("aten._foreach_addcmul_",
+        ts_opf_foreach_addc,
+        "N*(2 + [value != 1])",
+        "aten.addcmul/addcdiv per tensor; per-tensor scalars (ScalarList, "
+        "Tensor overloads) count as a multiply."),
+    EXT("aten._foreach_clamp_max",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_clamp_max_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_clamp_min",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_clamp_min_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    IGNORED_EXT("aten._foreach_copy_", MOVE),
+    EXT("aten._foreach_div",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_div_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_lerp",
+        ts_opf_foreach_lerp,
+        "3*N",
+        "aten.lerp per tensor."),
+    EXT("aten._foreach_lerp_",
+        ts_opf_foreach_lerp,
+        "3*N",
+        "aten.lerp per tensor."),
+    EXT("aten._foreach_maximum",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_maximum_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_minimum",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_minimum_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_mul",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_mul_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_neg",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_neg_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_norm",
+        ts_opf_foreach_norm,
+        "2N (order 2) or 2N - tensors (order 1 or +/-inf)",
+        "aten.norm per tensor; other orders unsupported."),
+    EXT("aten._foreach_reciprocal",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_reciprocal_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_sqrt",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_sqrt_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_sub",
+        ts_opf_foreach_add,
+        "N*(1 + [alpha != 1]); N = elements of the first list",
+        "aten.add applied to each tensor of the list."),
+    EXT("aten._foreach_sub_",
+        ts_opf_foreach_add,
+        "N*(1 + [alpha != 1]); N = elements of the first list",
+        "aten.add applied to each tensor of the list."),
+    IGNORED_EXT("aten._foreach_zero_", MOVE),
+    EXT("aten._fused_adam_",
+        ts_opf_fused_adam,
+        "N*(12 + [beta2 != 0] + [wd != 0]*(1 + [wd != 1]) + [amsgrad] + "
+        "[maximize] + [grad_scale])",
+        "torch.optim.Adam's for-loop arithmetic per element: lerp 3, mul + "
+        "addcmul 3 + [beta2 != 0], sqrt/div/add 3, addcdiv 3, L2 weight decay "
+        "grad + wd*param. Step counters are a separate _foreach_add_."),
+    EXT("aten._fused_adamw_",
+        ts_opf_fused_adamw,
+        "N*(12 + [beta2 != 0] + [wd != 0] + [amsgrad] + [maximize] + "
+        "[grad_scale])",
+        "As _fused_adam_ with decoupled weight decay param*(1 - lr*wd) (1)."),
+    SUPP("aten._fused_rms_norm",
+         ts_opf_rms_norm,
+         "(3 + [weight])*N + 2*rows",
+         NULL),
+    EXT("aten._fused_sgd_",
+        ts_opf_fused_sgd,
+        "N*([maximize] + [grad_scale] + [wd != 0]*(1 + [wd != 1]) + [momentum "
+        "!= 0]*([not first step]*(2 + [dampening != 0]) + [nesterov]*(1 + "
+        "[momentum != 1])) + 1 + [lr != -1])",
+        "torch.optim.SGD's for-loop arithmetic per parameter element, so "
+        "fused, foreach and for-loop steps count the same."),
     SUPP("aten._grouped_mm",
-         f_grouped_mm,
-         "2*prod(input)*n (2-D packed rows, 3-D equal-width experts)"),
-    SUPP("aten._log_softmax", f_log_softmax, "4*N - rows"),
-    SUPP("aten._native_batch_norm_legit", f_native_batch_norm_legit, T_BN),
+         ts_opf_grouped_mm,
+         "2*prod(input)*n (2-D packed rows, 3-D equal-width experts)",
+         NULL),
+    EXT("aten._index_put_impl_",
+        ts_opf_index_put,
+        "values elements with accumulate=True; 0 otherwise",
+        "Without accumulate a scatter (data movement). values must have the "
+        "full rank of the indexed positions (broadcast to a higher rank is "
+        "unsupported)."),
+    IGNORED_EXT("aten._local_scalar_dense", MOVE),
+    SUPP("aten._log_softmax", ts_opf_log_softmax, "4*N - rows", NULL),
+    EXT("aten._log_softmax_backward_data",
+        ts_opf_softmax_backward,
+        "4*N - rows",
+        "dy - exp(y)*rowsum(dy): row sums, exp, multiply, subtract."),
+    SUPP("aten._native_batch_norm_legit",
+         ts_opf_native_batch_norm_legit,
+         T_BN,
+         NULL),
     SUPP("aten._native_batch_norm_legit_no_training",
-         f_native_batch_norm_no_training,
-         "2N + 2C + A*N (eval); empty input unsupported"),
+         ts_opf_native_batch_norm_no_training,
+         "2N + 2C + A*N (eval); empty input unsupported",
+         NULL),
     SUPP("aten._native_multi_head_attention",
-         f_native_mha,
+         ts_opf_native_mha,
          "8BLE^2 + BLE + 4BL^2E + 5*scores - 2*rows + scores*([mask] + "
-         "[need_weights and average_attn_weights])"),
-    SUPP("aten._prelu_kernel", f_in4, T_IN("4")),
-    SUPP("aten._safe_softmax", f_safe_softmax, "5*N - 2*rows + 2*out"),
-    ATTENTION("aten._scaled_dot_product_cudnn_attention", f_sdpa, T_SDPA),
+         "[need_weights and average_attn_weights])",
+         NULL),
+    SUPP("aten._prelu_kernel", ts_opf_in4, T_IN("4"), NULL),
+    IGNORED_EXT("aten._reshape_alias", VIEW),
+    SUPP("aten._safe_softmax",
+         ts_opf_safe_softmax,
+         "5*N - 2*rows + 2*out",
+         NULL),
+    ATTENTION(
+        "aten._scaled_dot_product_cudnn_attention", ts_opf_sdpa, T_SDPA, NULL),
     ATTENTION("aten._scaled_dot_product_cudnn_attention_backward",
-              f_sdpa_backward,
-              T_SDPA_BWD),
-    ATTENTION("aten._scaled_dot_product_efficient_attention", f_sdpa, T_SDPA),
+              ts_opf_sdpa_backward,
+              T_SDPA_BWD,
+              NULL),
+    ATTENTION("aten._scaled_dot_product_efficient_attention",
+              ts_opf_sdpa,
+              T_SDPA,
+              NULL),
     ATTENTION("aten._scaled_dot_product_efficient_attention_backward",
-              f_sdpa_backward,
-              T_SDPA_BWD),
-    ATTENTION("aten._scaled_dot_product_flash_attention", f_sdpa, T_SDPA),
+              ts_opf_sdpa_backward,
+              T_SDPA_BWD,
+              NULL),
+    ATTENTION(
+        "aten._scaled_dot_product_flash_attention", ts_opf_sdpa, T_SDPA, NULL),
     ATTENTION("aten._scaled_dot_product_flash_attention_backward",
-              f_sdpa_backward,
-              T_SDPA_BWD),
+              ts_opf_sdpa_backward,
+              T_SDPA_BWD,
+              NULL),
     SUPP("aten._scaled_dot_product_flash_attention_for_cpu",
-         f_cpu_attention,
+         ts_opf_cpu_attention,
          "2*scores*(d_q + d_v) + scores + 5*scores - 2*rows + "
-         "scores*([is_causal] + [attn_mask]); dropout unsupported"),
+         "scores*([is_causal] + [attn_mask]); dropout unsupported",
+         "The CPU fused SDPA kernel: the matrix products as FlopCounterMode "
+         "counts them plus scaling, stable softmax and masking, so the count "
+         "is complete (FlopCounterMode has no formula for this kernel)."),
+    EXT("aten._scaled_dot_product_flash_attention_for_cpu_backward",
+        ts_opf_cpu_attention_backward,
+        "2*scores*(3*d_q + 2*d_v) + scores*(6 + [is_causal] + [attn_mask]) + "
+        "rows*(2*d_v - 1) + (h_q - h_kv)*b*s_k*(d_q + d_v); dropout "
+        "unsupported",
+        "FlopCounterMode's five SDPA-backward products, probabilities "
+        "recomputed from logsumexp (scale, mask, subtract, exp), "
+        "rowsum(dO*O), dS = P*(dP - D) and its scaling, and the sums of dK/dV "
+        "over grouped query heads."),
     NATIVE("aten._scaled_mm",
-           f_mm,
-           "2*m*n*k; scales and bias not counted (FlopCounterMode)"),
+           ts_opf_mm,
+           "2*m*n*k; scales and bias not counted (FlopCounterMode)",
+           NULL),
     NATIVE("aten._slow_conv2d_forward",
-           f_slow_conv2d_forward,
+           ts_opf_slow_conv2d_forward,
            "2*batch*w[0]*w[1]*prod(kernel)*prod(output spatial) "
            "(FlopCounterMode's conv formula; its own call raises TypeError "
-           "here)"),
-    SUPP("aten._softmax", f_softmax, "5*N - 2*rows"),
+           "here)",
+           NULL),
+    SUPP("aten._softmax", ts_opf_softmax, "5*N - 2*rows", NULL),
+    EXT("aten._softmax_backward_data",
+        ts_opf_softmax_backward,
+        "4*N - rows",
+        "y*(dy - rowsum(dy*y)): multiply, row sums, subtract, multiply."),
     IGNORED("aten._to_copy", MOVE),
     SUPP("aten._transformer_encoder_layer_fwd",
-         f_encoder_layer,
+         ts_opf_encoder_layer,
          "MHA (no weights) + 4*hidden*E + (5*hidden GELU or hidden ReLU) + "
-         "18N + 4*rows"),
+         "18N + 4*rows",
+         NULL),
+    EXT("aten._unsafe_index",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Every output element is an input element an index selects: no "
+        "arithmetic. Counted 0 by an explicit formula (shown in by_operator) "
+        "because its gradient accumulates and is counted."),
+    EXT("aten._unsafe_index_put",
+        ts_opf_index_put,
+        "values elements with accumulate=True; 0 otherwise",
+        "Without accumulate a scatter (data movement). values must have the "
+        "full rank of the indexed positions (broadcast to a higher rank is "
+        "unsupported)."),
     IGNORED("aten._unsafe_view", VIEW),
-    SUPP("aten.abs", f_unit, T_UNIT),
-    SUPP("aten.abs_", f_unit, T_UNIT),
-    SUPP("aten.adaptive_max_pool2d", f_adaptive_max_pool2d, T_AMAX),
-    SUPP("aten.adaptive_max_pool3d", f_adaptive_max_pool3d, T_AMAX),
-    SUPP("aten.add", f_add, T_ADD),
-    SUPP("aten.add_", f_add, T_ADD),
-    SUPP("aten.addcdiv", f_addc, "out*(2 + [value != 1])"),
-    SUPP("aten.addcdiv_", f_addc, "out*(2 + [value != 1])"),
-    SUPP("aten.addcmul", f_addc, "out*(2 + [value != 1])"),
-    SUPP("aten.addcmul_", f_addc, "out*(2 + [value != 1])"),
+    EXT("aten._upsample_nearest_exact1d",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Each output copies the nearest source element; the source index is "
+        "integer work."),
+    EXT("aten._upsample_nearest_exact1d_backward",
+        ts_opf_upsample_nearest_backward,
+        "grad_output - grad_input elements",
+        "Gradients sharing a source element are summed."),
+    EXT("aten._upsample_nearest_exact2d",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Each output copies the nearest source element; the source index is "
+        "integer work."),
+    EXT("aten._upsample_nearest_exact2d_backward",
+        ts_opf_upsample_nearest_backward,
+        "grad_output - grad_input elements",
+        "Gradients sharing a source element are summed."),
+    EXT("aten._upsample_nearest_exact3d",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Each output copies the nearest source element; the source index is "
+        "integer work."),
+    EXT("aten._upsample_nearest_exact3d_backward",
+        ts_opf_upsample_nearest_backward,
+        "grad_output - grad_input elements",
+        "Gradients sharing a source element are summed."),
+    SUPP("aten.abs", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.abs_", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.adaptive_max_pool2d", ts_opf_adaptive_max_pool2d, T_AMAX, NULL),
+    EXT("aten.adaptive_max_pool2d_backward",
+        ts_opf_scatter_grad,
+        "grad_output elements",
+        "Each gradient element is added into the position its index names."),
+    SUPP("aten.adaptive_max_pool3d", ts_opf_adaptive_max_pool3d, T_AMAX, NULL),
+    EXT("aten.adaptive_max_pool3d_backward",
+        ts_opf_scatter_grad,
+        "grad_output elements",
+        "Each gradient element is added into the position its index names."),
+    SUPP("aten.add", ts_opf_add, T_ADD, NULL),
+    SUPP("aten.add_", ts_opf_add, T_ADD, NULL),
+    SUPP("aten.addcdiv", ts_opf_addc, "out*(2 + [value != 1])", NULL),
+    SUPP("aten.addcdiv_", ts_opf_addc, "out*(2 + [value != 1])", NULL),
+    SUPP("aten.addcmul", ts_opf_addc, "out*(2 + [value != 1])", NULL),
+    SUPP("aten.addcmul_", ts_opf_addc, "out*(2 + [value != 1])", NULL),
     NATIVE("aten.addmm",
-           f_addmm,
+           ts_opf_addmm,
            "2*m*n*k of mat1 @ mat2; bias and scaling not counted "
-           "(FlopCounterMode)"),
+           "(FlopCounterMode)",
+           "The bias add and the beta/alpha scaling are not counted, as in "
+           "FlopCounterMode; module FLOPs of nn.Linear count the bias "
+           "(docs/methodology.md)."),
     IGNORED("aten.alias", VIEW),
+    EXT("aten.all",
+        ts_opf_all_any,
+        "N for a floating input; 0 for boolean/integer",
+        "A floating element is tested against zero (1); combining the tests "
+        "is boolean work."),
+    EXT("aten.any",
+        ts_opf_all_any,
+        "N for a floating input; 0 for boolean/integer",
+        "A floating element is tested against zero (1); combining the tests "
+        "is boolean work."),
+    IGNORED_EXT("aten.arange", CREATE),
     IGNORED("aten.as_strided", VIEW),
-    SUPP("aten.avg_pool2d", f_avg_pool2d, T_POOL_AVG),
-    SUPP("aten.avg_pool3d", f_avg_pool3d, T_POOL_AVG),
+    IGNORED_EXT("aten.as_strided_", VIEW),
+    SUPP("aten.avg_pool2d", ts_opf_avg_pool2d, T_POOL_AVG, NULL),
+    EXT("aten.avg_pool2d_backward",
+        ts_opf_avg_pool2d_backward,
+        "grad_output*(K + 1)",
+        "Divide by the window divisor, add into the K window positions."),
+    SUPP("aten.avg_pool3d", ts_opf_avg_pool3d, T_POOL_AVG, NULL),
+    EXT("aten.avg_pool3d_backward",
+        ts_opf_avg_pool3d_backward,
+        "grad_output*(K + 1)",
+        "Divide by the window divisor, add into the K window positions."),
     NATIVE("aten.baddbmm",
-           f_baddbmm,
+           ts_opf_baddbmm,
            "2*b*m*n*k of batch1 @ batch2; bias and scaling not counted "
-           "(FlopCounterMode)"),
-    NATIVE("aten.bmm", f_bmm, T_BMM),
+           "(FlopCounterMode)",
+           "The added tensor and the scaling are not counted, as in "
+           "FlopCounterMode."),
+    IGNORED_EXT("aten.bernoulli", RANDOM),
+    IGNORED_EXT("aten.bernoulli_", RANDOM),
+    EXT("aten.bitwise_and",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    EXT("aten.bitwise_and_",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    EXT("aten.bitwise_not",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    EXT("aten.bitwise_not_",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    EXT("aten.bitwise_or",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    EXT("aten.bitwise_or_",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    EXT("aten.bitwise_xor",
+        ts_opf_boolean,
+        "0",
+        "Integer/boolean arithmetic is excluded by torchscan_flops_v1."),
+    NATIVE("aten.bmm", ts_opf_bmm, T_BMM, NULL),
     IGNORED("aten.cat", MOVE),
-    SUPP("aten.celu", f_in7, T_IN("7")),
-    SUPP("aten.celu_", f_in7, T_IN("7")),
-    SUPP("aten.clamp", f_clamp, "out*([min given] + [max given])"),
-    SUPP("aten.clamp_", f_clamp, "out*([min given] + [max given])"),
-    SUPP("aten.clamp_max", f_unit, T_UNIT),
-    SUPP("aten.clamp_max_", f_unit, T_UNIT),
-    SUPP("aten.clamp_min", f_unit, T_UNIT),
-    SUPP("aten.clamp_min_", f_unit, T_UNIT),
+    SUPP("aten.celu", ts_opf_in7, T_IN("7"), NULL),
+    SUPP("aten.celu_", ts_opf_in7, T_IN("7"), NULL),
+    SUPP("aten.clamp", ts_opf_clamp, "out*([min given] + [max given])", NULL),
+    SUPP("aten.clamp_", ts_opf_clamp, "out*([min given] + [max given])", NULL),
+    SUPP("aten.clamp_max", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.clamp_max_", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.clamp_min", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.clamp_min_", ts_opf_unit, T_UNIT, NULL),
     IGNORED("aten.clone", MOVE),
+    IGNORED_EXT("aten.constant_pad_nd", MOVE),
     IGNORED("aten.contiguous", MOVE),
-    NATIVE("aten.convolution", f_convolution, T_CONV),
+    NATIVE(
+        "aten.convolution",
+        ts_opf_convolution,
+        T_CONV,
+        "Counts 2 per multiply-add of the full window (2K per output), where "
+        "module FLOPs count 2K - 1 plus the bias (docs/methodology.md)."),
     NATIVE("aten.convolution_backward",
-           f_convolution_backward,
+           ts_opf_convolution_backward,
            "[output_mask[0]] conv count of grad_input + [output_mask[1]] conv "
-           "count of grad_weight (FlopCounterMode)"),
-    NATIVE("aten.convolution_overrideable", f_convolution, T_CONV),
+           "count of grad_weight (FlopCounterMode)",
+           NULL),
+    NATIVE(
+        "aten.convolution_overrideable",
+        ts_opf_convolution,
+        T_CONV,
+        "Counts 2 per multiply-add of the full window (2K per output), where "
+        "module FLOPs count 2K - 1 plus the bias (docs/methodology.md)."),
     IGNORED("aten.copy_", MOVE),
-    SUPP("aten.cos", f_unit, T_UNIT),
-    SUPP("aten.cos_", f_unit, T_UNIT),
+    SUPP("aten.cos", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.cos_", ts_opf_unit, T_UNIT, NULL),
     NATIVE("aten.cudnn_convolution",
-           f_cudnn_convolution,
+           ts_opf_cudnn_convolution,
            T_CONV "; argument 6 (benchmark) is read as transposed, as "
-                  "FlopCounterMode does"),
-    SUPP("aten.cumsum", f_cumsum, "N - N/width along dim"),
-    SUPP("aten.cumsum_", f_cumsum, "N - N/width along dim"),
+                  "FlopCounterMode does",
+           NULL),
+    SUPP("aten.cumsum", ts_opf_cumsum, "N - N/width along dim", NULL),
+    SUPP("aten.cumsum_", ts_opf_cumsum, "N - N/width along dim", NULL),
     IGNORED("aten.detach", VIEW),
-    SUPP("aten.div", f_div, "out (true division); rounding_mode unsupported"),
-    SUPP("aten.div_", f_div, "out (true division); rounding_mode unsupported"),
-    SUPP("aten.dot", f_dot, "2*prod(first operand)"),
-    SUPP("aten.elu", f_elu, "(6 + [scale != 1] + [input_scale != 1])*N"),
-    SUPP("aten.elu_", f_elu, "(6 + [scale != 1] + [input_scale != 1])*N"),
+    IGNORED_EXT("aten.detach_", VIEW),
+    IGNORED_EXT("aten.diagonal", VIEW),
+    SUPP("aten.div",
+         ts_opf_div,
+         "out (true division); rounding_mode unsupported",
+         "Integer inputs promote to floating and count. A rounding_mode has "
+         "no convention: unsupported."),
+    SUPP("aten.div_",
+         ts_opf_div,
+         "out (true division); rounding_mode unsupported",
+         NULL),
+    SUPP("aten.dot", ts_opf_dot, "2*prod(first operand)", NULL),
+    SUPP("aten.elu",
+         ts_opf_elu,
+         "(6 + [scale != 1] + [input_scale != 1])*N",
+         NULL),
+    SUPP("aten.elu_",
+         ts_opf_elu,
+         "(6 + [scale != 1] + [input_scale != 1])*N",
+         NULL),
+    EXT("aten.embedding",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Every output element is an input element an index selects: no "
+        "arithmetic. Counted 0 by an explicit formula (shown in by_operator) "
+        "because its gradient accumulates and is counted."),
+    EXT("aten.embedding_dense_backward",
+        ts_opf_embedding_backward,
+        "(1 + [scale_grad_by_freq])*grad_output elements",
+        "Each gradient row is added into its table row; scale_grad_by_freq "
+        "divides by the index frequency first. padding_idx rows are counted "
+        "(their positions are data)."),
     IGNORED("aten.empty", ALLOC),
     IGNORED("aten.empty_like", ALLOC),
+    IGNORED_EXT("aten.empty_permuted", ALLOC),
     IGNORED("aten.empty_strided", ALLOC),
+    EXT("aten.eq",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.eq_",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.erf",
+        ts_opf_unit_promoting,
+        "out",
+        "erf counts 1 in torchscan_flops_v1; integer inputs promote to "
+        "floating."),
+    EXT("aten.erf_",
+        ts_opf_unit_promoting,
+        "out",
+        "erf counts 1 in torchscan_flops_v1; integer inputs promote to "
+        "floating."),
     SUPP("aten.exp",
-         f_unit_promoting,
-         "out (integer inputs promote to floating)"),
+         ts_opf_unit_promoting,
+         "out (integer inputs promote to floating)",
+         NULL),
+    SUPP("aten.exp_",
+         ts_opf_unit_promoting,
+         "out (integer inputs promote to floating)",
+         NULL),
     IGNORED("aten.expand", VIEW),
     IGNORED("aten.fill_", MOVE),
+    IGNORED_EXT("aten.flip", MOVE),
     IGNORED("aten.full", CREATE),
     IGNORED("aten.full_like", CREATE),
-    SUPP("aten.gelu", f_gelu, "5*out (exact) or 14*out (tanh)"),
-    SUPP("aten.gelu_", f_gelu, "5*out (exact) or 14*out (tanh)"),
-    SUPP("aten.glu", f_silu, "5*out"),
-    SUPP("aten.hardshrink", f_in3, T_IN("3")),
-    SUPP("aten.hardsigmoid", f_in4, T_IN("4")),
-    SUPP("aten.hardsigmoid_", f_in4, T_IN("4")),
-    SUPP("aten.hardswish", f_in5, T_IN("5")),
-    SUPP("aten.hardswish_", f_in5, T_IN("5")),
-    SUPP("aten.hardtanh", f_in2, T_IN("2")),
-    SUPP("aten.hardtanh_", f_in2, T_IN("2")),
-    SUPP("aten.leaky_relu", f_in4, T_IN("4")),
-    SUPP("aten.leaky_relu_", f_in4, T_IN("4")),
+    EXT("aten.gather",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Every output element is an input element an index selects: no "
+        "arithmetic. Counted 0 by an explicit formula (shown in by_operator) "
+        "because its gradient accumulates and is counted."),
+    EXT("aten.ge",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.ge_",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    SUPP("aten.gelu",
+         ts_opf_gelu,
+         "5*out (exact) or 14*out (tanh)",
+         "Any other approximate value is unsupported."),
+    SUPP("aten.gelu_", ts_opf_gelu, "5*out (exact) or 14*out (tanh)", NULL),
+    EXT("aten.gelu_backward",
+        ts_opf_gelu_backward,
+        "11*out (exact) or 23*out (tanh)",
+        "The CPU kernel's expression: exact cdf (4) + pdf (4) + grad*(cdf + "
+        "x*pdf) (3); tanh: x^2, x^3, inner, tanh (6), and the product rule "
+        "(23). Other approximate values unsupported."),
+    SUPP("aten.glu", ts_opf_silu, "5*out", NULL),
+    EXT("aten.gt",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.gt_",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    SUPP("aten.hardshrink", ts_opf_in3, T_IN("3"), NULL),
+    SUPP("aten.hardsigmoid", ts_opf_in4, T_IN("4"), NULL),
+    SUPP("aten.hardsigmoid_", ts_opf_in4, T_IN("4"), NULL),
+    EXT("aten.hardsigmoid_backward",
+        ts_opf_hardsigmoid_backward,
+        "3*out",
+        "grad/6 inside (-3, 3): two bound tests and a multiply."),
+    SUPP("aten.hardswish", ts_opf_in5, T_IN("5"), NULL),
+    SUPP("aten.hardswish_", ts_opf_in5, T_IN("5"), NULL),
+    EXT("aten.hardswish_backward",
+        ts_opf_hardswish_backward,
+        "5*out",
+        "grad*(x/3 + 0.5) inside [-3, 3]: two bound tests, divide, add, "
+        "multiply."),
+    SUPP("aten.hardtanh", ts_opf_in2, T_IN("2"), NULL),
+    SUPP("aten.hardtanh_", ts_opf_in2, T_IN("2"), NULL),
+    EXT("aten.hardtanh_backward",
+        ts_opf_hardtanh_backward,
+        "2*out",
+        "grad inside (min, max): the two bound tests of hardtanh (2) with the "
+        "selection folded in."),
+    EXT("aten.index",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Every output element is an input element an index selects: no "
+        "arithmetic. Counted 0 by an explicit formula (shown in by_operator) "
+        "because its gradient accumulates and is counted."),
+    EXT("aten.index_put",
+        ts_opf_index_put,
+        "values elements with accumulate=True; 0 otherwise",
+        "Without accumulate a scatter (data movement). values must have the "
+        "full rank of the indexed positions (broadcast to a higher rank is "
+        "unsupported)."),
+    EXT("aten.index_put_",
+        ts_opf_index_put,
+        "values elements with accumulate=True; 0 otherwise",
+        "Without accumulate a scatter (data movement). values must have the "
+        "full rank of the indexed positions (broadcast to a higher rank is "
+        "unsupported)."),
+    EXT("aten.index_select",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Every output element is an input element an index selects: no "
+        "arithmetic. Counted 0 by an explicit formula (shown in by_operator) "
+        "because its gradient accumulates and is counted."),
+    EXT("aten.le",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.le_",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    SUPP("aten.leaky_relu", ts_opf_in4, T_IN("4"), NULL),
+    SUPP("aten.leaky_relu_", ts_opf_in4, T_IN("4"), NULL),
+    EXT("aten.leaky_relu_backward",
+        ts_opf_leaky_relu_backward,
+        "2*out",
+        "grad or grad*slope: a masked selection and a multiply."),
+    EXT("aten.lerp",
+        ts_opf_lerp,
+        "3*out",
+        "self + weight*(end - self): subtract, multiply, add."),
+    EXT("aten.lerp_",
+        ts_opf_lerp,
+        "3*out",
+        "self + weight*(end - self): subtract, multiply, add."),
     IGNORED("aten.lift_fresh", CREATE),
     IGNORED("aten.lift_fresh_copy", CREATE),
     SUPP("aten.linalg_vector_norm",
-         f_norm,
-         "2N (order 2 or None) or max(0, 2N - out) (order 1 or +/-inf)"),
-    SUPP("aten.log", f_unit, T_UNIT),
-    SUPP("aten.log_", f_unit, T_UNIT),
-    SUPP("aten.log_sigmoid_forward", f_in7, T_IN("7")),
-    SUPP("aten.masked_fill", f_masked_fill, "out (dtype of the input)"),
-    SUPP("aten.masked_fill_", f_masked_fill, "out (dtype of the input)"),
+         ts_opf_norm,
+         "2N (order 2 or None) or max(0, 2N - out) (order 1 or +/-inf)",
+         NULL),
+    SUPP("aten.log", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.log_", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.log_sigmoid_forward", ts_opf_in7, T_IN("7"), NULL),
+    EXT("aten.lt",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.lt_",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    SUPP("aten.masked_fill",
+         ts_opf_masked_fill,
+         "out (dtype of the input)",
+         "Counts 0 when the input is integer or boolean."),
+    SUPP("aten.masked_fill_",
+         ts_opf_masked_fill,
+         "out (dtype of the input)",
+         NULL),
     SUPP("aten.max",
-         f_extremum,
-         "out (with a second tensor) or max(0, N - out) (reduction)"),
-    SUPP("aten.max_pool2d_with_indices", f_max_pool2d, T_POOL_MAX),
-    SUPP("aten.max_pool3d_with_indices", f_max_pool3d, T_POOL_MAX),
-    SUPP("aten.maximum", f_unit, T_UNIT),
-    SUPP("aten.mean", f_mean, "max(0, N - out) + out; empty rows unsupported"),
+         ts_opf_extremum,
+         "out (with a second tensor) or max(0, N - out) (reduction)",
+         NULL),
+    SUPP("aten.max_pool2d_with_indices", ts_opf_max_pool2d, T_POOL_MAX, NULL),
+    EXT("aten.max_pool2d_with_indices_backward",
+        ts_opf_scatter_grad,
+        "grad_output elements",
+        "Each gradient element is added into the position its index names."),
+    SUPP("aten.max_pool3d_with_indices", ts_opf_max_pool3d, T_POOL_MAX, NULL),
+    EXT("aten.max_pool3d_with_indices_backward",
+        ts_opf_scatter_grad,
+        "grad_output elements",
+        "Each gradient element is added into the position its index names."),
+    SUPP("aten.maximum", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.mean",
+         ts_opf_mean,
+         "max(0, N - out) + out; empty rows unsupported",
+         "dtype as for sum."),
     SUPP("aten.min",
-         f_extremum,
-         "out (with a second tensor) or max(0, N - out) (reduction)"),
-    SUPP("aten.minimum", f_unit, T_UNIT),
-    SUPP("aten.mish", f_in10, T_IN("10")),
-    SUPP("aten.mish_", f_in10, T_IN("10")),
-    NATIVE("aten.mm", f_mm, T_MM),
-    SUPP("aten.mul", f_unit, T_UNIT),
-    SUPP("aten.mul_", f_unit, T_UNIT),
-    SUPP("aten.mv", f_dot, "2*prod(first operand)"),
+         ts_opf_extremum,
+         "out (with a second tensor) or max(0, N - out) (reduction)",
+         NULL),
+    SUPP("aten.minimum", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.mish", ts_opf_in10, T_IN("10"), NULL),
+    SUPP("aten.mish_", ts_opf_in10, T_IN("10"), NULL),
+    EXT("aten.mkldnn_rnn_layer",
+        ts_opf_mkldnn_lstm,
+        "rows*(8H*(I + R) + 32H + 8H*[biases]); rows = steps*batch",
+        "One direction of one nn.LSTM layer on CPU (oneDNN). Gates 2*4H*(I + "
+        "R) + 4H, biases 8H, cell 28H (3 sigmoids, tanh, c and h updates). "
+        "LSTM (mode 2) only."),
+    EXT("aten.mkldnn_rnn_layer_backward",
+        ts_opf_mkldnn_lstm_backward,
+        "rows*(16H*(I + R) + 23H + 4H*[biases])",
+        "Four matrix products (dx, dW_ih, dh, dW_hh), the cell and gate "
+        "gradients from the saved gates (23H), the bias gradient sum (4H). "
+        "LSTM only."),
+    NATIVE("aten.mm", ts_opf_mm, T_MM, NULL),
+    EXT("aten.mse_loss",
+        ts_opf_mse_loss,
+        "2N + [reduction != none]*(N - 1) + [mean]",
+        "Difference and square per element, then the reduction."),
+    EXT("aten.mse_loss_backward",
+        ts_opf_mse_loss_backward,
+        "3N",
+        "(self - target)*norm*grad, norm = 2 or 2/N (a scalar)."),
+    SUPP("aten.mul", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.mul_", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.mv", ts_opf_dot, "2*prod(first operand)", NULL),
     IGNORED("aten.narrow", VIEW),
-    SUPP("aten.native_batch_norm", f_native_batch_norm, T_BN),
-    SUPP("aten.native_group_norm", f_group_norm, "6N + 2*batch*groups + A*N"),
-    SUPP("aten.native_layer_norm", f_layer_norm, "6N + 2*rows + A*N"),
-    SUPP("aten.neg", f_unit, T_UNIT),
+    SUPP("aten.native_batch_norm",
+         ts_opf_native_batch_norm,
+         T_BN,
+         "A = number of affine tensors given (weight, bias)."),
+    EXT("aten.native_batch_norm_backward",
+        ts_opf_batch_norm_backward,
+        "[grad_weight or training grad_input]*(4N - C) + [grad_bias or "
+        "training grad_input]*(N - C) + [grad_input]*(training: 4N + (2 + "
+        "[weight])*C; eval: N + (3 + [weight])*C)",
+        "x^ = (x - mean)*invstd (2N) and sum(dy*x^) (2N - C); sum(dy) (N - "
+        "C); training grad_input w*invstd*(dy - mean(dy) - x^*mean(dy*x^)) "
+        "(4N, per-channel means 2C); eval grad_input dy*w*invstd (N, invstd "
+        "from running_var 3C). C = channels."),
+    EXT("aten.native_dropout",
+        ts_opf_native_dropout,
+        "2*N in training; 0 with train=False",
+        "Multiply by the mask and by 1/(1-p); drawing the mask is random "
+        "number generation (excluded, see bernoulli). Equals the CPU path "
+        "bernoulli_ + div_ + mul."),
+    EXT("aten.native_dropout_backward",
+        ts_opf_native_dropout_backward,
+        "2*out",
+        "grad * mask * scale."),
+    SUPP("aten.native_group_norm",
+         ts_opf_group_norm,
+         "6N + 2*batch*groups + A*N",
+         NULL),
+    SUPP("aten.native_layer_norm",
+         ts_opf_layer_norm,
+         "6N + 2*rows + A*N",
+         "A = number of affine tensors given (weight, bias); rows = N / "
+         "prod(normalized_shape)."),
+    EXT("aten.native_layer_norm_backward",
+        ts_opf_layer_norm_backward,
+        "[grad_input or grad_weight]*2N + [grad_input]*(7 + [weight])*N + "
+        "[grad_weight]*(2N - W) + [grad_bias]*(N - W)",
+        "x^ recomputed (2N); grad_input rstd*(dy^ - mean(dy^) - "
+        "x^*mean(dy^*x^)) with dy^ = dy*w; W = prod(normalized_shape); "
+        "weight/bias gradients are column sums over the rows."),
+    EXT("aten.ne",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    EXT("aten.ne_",
+        ts_opf_unit,
+        "out",
+        "One comparison per output element; integer/boolean operands count "
+        "0."),
+    SUPP("aten.neg", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.neg_", ts_opf_unit, T_UNIT, NULL),
+    IGNORED_EXT("aten.new_empty", ALLOC),
+    IGNORED_EXT("aten.new_empty_strided", ALLOC),
+    IGNORED_EXT("aten.new_full", CREATE),
+    IGNORED_EXT("aten.new_ones", CREATE),
+    IGNORED_EXT("aten.new_zeros", CREATE),
+    EXT("aten.nll_loss2d_backward",
+        ts_opf_nll_loss_backward,
+        "T*(1 + [weight] + [mean])",
+        "-grad (*weight) (/total_weight) written at each target position of a "
+        "zero-filled gradient."),
+    EXT("aten.nll_loss2d_forward",
+        ts_opf_nll_loss,
+        "T*(1 + [weight]) + [reduction != none]*(T - 1) + [mean]*(1 + "
+        "[weight]*(T - 1)); T = target elements",
+        "Picking the target log-probability is a lookup (0); negate and "
+        "weight per target, then reduce. Ignored targets are counted (their "
+        "positions are data)."),
+    EXT("aten.nll_loss_backward",
+        ts_opf_nll_loss_backward,
+        "T*(1 + [weight] + [mean])",
+        "-grad (*weight) (/total_weight) written at each target position of a "
+        "zero-filled gradient."),
+    EXT("aten.nll_loss_forward",
+        ts_opf_nll_loss,
+        "T*(1 + [weight]) + [reduction != none]*(T - 1) + [mean]*(1 + "
+        "[weight]*(T - 1)); T = target elements",
+        "Picking the target log-probability is a lookup (0); negate and "
+        "weight per target, then reduce. Ignored targets are counted (their "
+        "positions are data)."),
     SUPP("aten.norm",
-         f_norm,
-         "2N (order 2 or None) or max(0, 2N - out) (order 1 or +/-inf)"),
+         ts_opf_norm,
+         "2N (order 2 or None) or max(0, 2N - out) (order 1 or +/-inf)",
+         NULL),
     IGNORED("aten.ones", CREATE),
     IGNORED("aten.ones_like", CREATE),
     IGNORED("aten.permute", VIEW),
-    SUPP("aten.pow",
-         f_pow,
-         "out for a scalar exponent of 2; other exponents unsupported"),
-    SUPP("aten.pow_",
-         f_pow,
-         "out for a scalar exponent of 2; other exponents unsupported"),
-    SUPP("aten.prelu", f_in4, T_IN("4")),
-    SUPP("aten.reciprocal", f_unit, T_UNIT),
-    SUPP("aten.reciprocal_", f_unit, T_UNIT),
-    SUPP("aten.relu", f_unit, T_UNIT),
-    SUPP("aten.relu_", f_unit, T_UNIT),
-    SUPP("aten.rms_norm", f_rms_norm, "(3 + [weight])*N + 2*rows"),
-    SUPP(
-        "aten.rrelu_with_noise", f_rrelu, "4*N in eval; training unsupported"),
+    EXT("aten.pow",
+        ts_opf_pow,
+        "out*cost(n) for an integer scalar exponent n: cost = floor(log2|n|) "
+        "+ popcount(|n|) - 1, +1 if n < 0; out for +-0.5",
+        "Square-and-multiply, as the CPU kernel specialises x^2, x^3, x^-1, "
+        "x^-2; x^0 and x^1 are fills/copies (0). Contract 2.2 gives the "
+        "exponent 2 (out). Other real exponents (exp(y*log x)) and tensor "
+        "exponents are unsupported."),
+    EXT("aten.pow_",
+        ts_opf_pow,
+        "out*cost(n) for an integer scalar exponent n: cost = floor(log2|n|) "
+        "+ popcount(|n|) - 1, +1 if n < 0; out for +-0.5",
+        "Square-and-multiply, as the CPU kernel specialises x^2, x^3, x^-1, "
+        "x^-2; x^0 and x^1 are fills/copies (0). Contract 2.2 gives the "
+        "exponent 2 (out). Other real exponents (exp(y*log x)) and tensor "
+        "exponents are unsupported."),
+    SUPP("aten.prelu", ts_opf_in4, T_IN("4"), NULL),
+    SUPP("aten.reciprocal", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.reciprocal_", ts_opf_unit, T_UNIT, NULL),
+    IGNORED_EXT("aten.reflection_pad1d", MOVE),
+    IGNORED_EXT("aten.reflection_pad2d", MOVE),
+    IGNORED_EXT("aten.reflection_pad3d", MOVE),
+    SUPP("aten.relu", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.relu_", ts_opf_unit, T_UNIT, NULL),
+    IGNORED_EXT("aten.repeat", MOVE),
+    IGNORED_EXT("aten.replication_pad1d", MOVE),
+    IGNORED_EXT("aten.replication_pad2d", MOVE),
+    IGNORED_EXT("aten.replication_pad3d", MOVE),
+    SUPP("aten.rms_norm", ts_opf_rms_norm, "(3 + [weight])*N + 2*rows", NULL),
+    IGNORED_EXT("aten.roll", MOVE),
+    SUPP("aten.rrelu_with_noise",
+         ts_opf_rrelu,
+         "4*N in eval; training unsupported",
+         NULL),
     SUPP("aten.rrelu_with_noise_",
-         f_rrelu,
-         "4*N in eval; training unsupported"),
+         ts_opf_rrelu,
+         "4*N in eval; training unsupported",
+         NULL),
     SUPP("aten.rsqrt",
-         f_unit_promoting,
-         "out (integer inputs promote to floating)"),
+         ts_opf_unit_promoting,
+         "out (integer inputs promote to floating)",
+         NULL),
+    SUPP("aten.rsqrt_",
+         ts_opf_unit_promoting,
+         "out (integer inputs promote to floating)",
+         NULL),
+    SUPP("aten.rsub", ts_opf_add, T_ADD, "other - alpha*self, as sub."),
     IGNORED("aten.scalar_tensor", CREATE),
+    EXT("aten.scatter",
+        ts_opf_scatter,
+        "0; index elements with reduce='add' or 'multiply'",
+        "A plain scatter moves data; other reduce values are unsupported."),
+    EXT("aten.scatter_",
+        ts_opf_scatter,
+        "0; index elements with reduce='add' or 'multiply'",
+        "A plain scatter moves data; other reduce values are unsupported."),
+    EXT("aten.scatter_add",
+        ts_opf_scatter_add,
+        "index elements",
+        "One add per index element."),
+    EXT("aten.scatter_add_",
+        ts_opf_scatter_add,
+        "index elements",
+        "One add per index element."),
     IGNORED("aten.select", VIEW),
-    SUPP("aten.sigmoid", f_sigmoid, "4*out"),
-    SUPP("aten.sigmoid_", f_sigmoid, "4*out"),
-    SUPP("aten.silu", f_silu, "5*out"),
-    SUPP("aten.silu_", f_silu, "5*out"),
-    SUPP("aten.sin", f_unit, T_UNIT),
-    SUPP("aten.sin_", f_unit, T_UNIT),
+    IGNORED_EXT("aten.select_backward", MOVE),
+    IGNORED_EXT("aten.select_scatter", MOVE),
+    SUPP("aten.sigmoid", ts_opf_sigmoid, "4*out", NULL),
+    SUPP("aten.sigmoid_", ts_opf_sigmoid, "4*out", NULL),
+    EXT("aten.sigmoid_backward",
+        ts_opf_sigmoid_tanh_backward,
+        "3*out",
+        "grad*y*(1 - y) from the saved output."),
+    SUPP("aten.silu", ts_opf_silu, "5*out", NULL),
+    SUPP("aten.silu_", ts_opf_silu, "5*out", NULL),
+    SUPP("aten.sin", ts_opf_unit, T_UNIT, NULL),
+    SUPP("aten.sin_", ts_opf_unit, T_UNIT, NULL),
     IGNORED("aten.slice", VIEW),
-    SUPP("aten.softplus", f_in7, T_IN("7")),
-    SUPP("aten.softshrink", f_in5, T_IN("5")),
+    IGNORED_EXT("aten.slice_backward", MOVE),
+    IGNORED_EXT("aten.slice_scatter", MOVE),
+    SUPP("aten.softplus", ts_opf_in7, T_IN("7"), NULL),
+    SUPP("aten.softshrink", ts_opf_in5, T_IN("5"), NULL),
     IGNORED("aten.split", MOVE),
     IGNORED("aten.split_with_sizes", MOVE),
     SUPP("aten.sqrt",
-         f_unit_promoting,
-         "out (integer inputs promote to floating)"),
+         ts_opf_unit_promoting,
+         "out (integer inputs promote to floating)",
+         NULL),
+    SUPP("aten.sqrt_",
+         ts_opf_unit_promoting,
+         "out (integer inputs promote to floating)",
+         NULL),
     IGNORED("aten.squeeze", VIEW),
     IGNORED("aten.squeeze_", VIEW),
-    SUPP("aten.sub", f_add, T_ADD),
-    SUPP("aten.sub_", f_add, T_ADD),
-    SUPP("aten.sum", f_sum, "max(0, N - out)"),
+    IGNORED_EXT("aten.stack", MOVE),
+    SUPP("aten.sub", ts_opf_add, T_ADD, NULL),
+    SUPP("aten.sub_", ts_opf_add, T_ADD, NULL),
+    SUPP("aten.sum",
+         ts_opf_sum,
+         "max(0, N - out)",
+         "dtype from the dtype= argument, else out=, else the input; integer "
+         "sums count 0."),
     IGNORED("aten.t", VIEW),
-    SUPP("aten.tanh", f_tanh, "6*out"),
-    SUPP("aten.tanh_", f_tanh, "6*out"),
-    SUPP("aten.threshold", f_in2, T_IN("2")),
-    SUPP("aten.threshold_", f_in2, T_IN("2")),
+    IGNORED_EXT("aten.t_", VIEW),
+    SUPP("aten.tanh", ts_opf_tanh, "6*out", NULL),
+    SUPP("aten.tanh_", ts_opf_tanh, "6*out", NULL),
+    EXT("aten.tanh_backward",
+        ts_opf_sigmoid_tanh_backward,
+        "3*out",
+        "grad*(1 - y*y) from the saved output."),
+    SUPP("aten.threshold", ts_opf_in2, T_IN("2"), NULL),
+    SUPP("aten.threshold_", ts_opf_in2, T_IN("2"), NULL),
+    EXT("aten.threshold_backward",
+        ts_opf_threshold_backward,
+        "out",
+        "grad where x > threshold: one masked selection, as relu counts 1."),
     IGNORED("aten.to", MOVE),
     IGNORED("aten.transpose", VIEW),
+    IGNORED_EXT("aten.transpose_", VIEW),
+    EXT("aten.tril",
+        ts_opf_masked_fill,
+        "out (0 for integer/boolean input)",
+        "Positional masking: one selection per element, as masked_fill; the "
+        "position test is integer work."),
+    EXT("aten.tril_",
+        ts_opf_masked_fill,
+        "out (0 for integer/boolean input)",
+        "Positional masking: one selection per element, as masked_fill; the "
+        "position test is integer work."),
+    EXT("aten.triu",
+        ts_opf_masked_fill,
+        "out (0 for integer/boolean input)",
+        "Positional masking: one selection per element, as masked_fill; the "
+        "position test is integer work."),
+    EXT("aten.triu_",
+        ts_opf_masked_fill,
+        "out (0 for integer/boolean input)",
+        "Positional masking: one selection per element, as masked_fill; the "
+        "position test is integer work."),
     IGNORED("aten.unbind", VIEW),
+    IGNORED_EXT("aten.unfold", VIEW),
+    IGNORED_EXT("aten.unsafe_split", MOVE),
+    IGNORED_EXT("aten.unsafe_split_with_sizes", MOVE),
     IGNORED("aten.unsqueeze", VIEW),
-    SUPP("aten.vdot", f_dot, "2*prod(first operand)"),
+    IGNORED_EXT("aten.unsqueeze_", VIEW),
+    EXT("aten.upsample_bilinear2d",
+        ts_opf_upsample_bilinear2d,
+        "9*out",
+        "h0*(w0*a + w1*b) + h1*(w0*c + w1*d), as the CPU kernel evaluates "
+        "it."),
+    EXT("aten.upsample_bilinear2d_backward",
+        ts_opf_upsample_bilinear2d_backward,
+        "12*grad_output",
+        "4 taps, each a two-weight product and an add."),
+    EXT("aten.upsample_linear1d",
+        ts_opf_upsample_linear1d,
+        "3*out",
+        "w0*x0 + w1*x1; weights and indices are per output column (not "
+        "counted)."),
+    EXT("aten.upsample_linear1d_backward",
+        ts_opf_upsample_linear1d_backward,
+        "4*grad_output",
+        "2 taps, each a weight multiply and an add."),
+    EXT("aten.upsample_nearest1d",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Each output copies the nearest source element; the source index is "
+        "integer work."),
+    EXT("aten.upsample_nearest1d_backward",
+        ts_opf_upsample_nearest_backward,
+        "grad_output - grad_input elements",
+        "Gradients sharing a source element are summed."),
+    EXT("aten.upsample_nearest2d",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Each output copies the nearest source element; the source index is "
+        "integer work."),
+    EXT("aten.upsample_nearest2d_backward",
+        ts_opf_upsample_nearest_backward,
+        "grad_output - grad_input elements",
+        "Gradients sharing a source element are summed."),
+    EXT("aten.upsample_nearest3d",
+        ts_opf_lookup,
+        "0 (lookup)",
+        "Each output copies the nearest source element; the source index is "
+        "integer work."),
+    EXT("aten.upsample_nearest3d_backward",
+        ts_opf_upsample_nearest_backward,
+        "grad_output - grad_input elements",
+        "Gradients sharing a source element are summed."),
+    EXT("aten.upsample_trilinear3d",
+        ts_opf_upsample_trilinear3d,
+        "21*out",
+        "Two bilinear planes (9 each) blended (3)."),
+    EXT("aten.upsample_trilinear3d_backward",
+        ts_opf_upsample_trilinear3d_backward,
+        "32*grad_output",
+        "8 taps, each a three-weight product and an add."),
+    SUPP("aten.vdot", ts_opf_dot, "2*prod(first operand)", NULL),
     IGNORED("aten.view", VIEW),
-    SUPP("aten.where", f_where, T_UNIT),
+    SUPP("aten.where",
+         ts_opf_where,
+         T_UNIT,
+         "where(condition) alone returns indices: unsupported."),
     IGNORED("aten.zero_", MOVE),
     IGNORED("aten.zeros", CREATE),
     IGNORED("aten.zeros_like", CREATE),
-    /* Profiler annotations (record_function, optimizer steps) mark a
-     * region; they do no arithmetic. */
-    IGNORED("profiler._record_function_enter", MARK),
-    IGNORED("profiler._record_function_enter_new", MARK),
-    IGNORED("profiler._record_function_exit", MARK),
+    IGNORED_EXT("profiler._record_function_enter", MARK),
+    IGNORED_EXT("profiler._record_function_enter_new", MARK),
+    IGNORED_EXT("profiler._record_function_exit", MARK),
 };
 
 #undef NATIVE
 #undef ATTENTION
 #undef SUPP
+#undef EXT
 #undef IGNORED
+#undef IGNORED_EXT
 
 const ts_op_entry *
 ts_op_lookup(const char *packet_name)
@@ -2531,4 +1130,231 @@ ts_op_table(const ts_op_entry **entries)
         *entries = op_table;
     }
     return sizeof op_table / sizeof op_table[0];
+}
+
+/* ==== documentation =====================================================
+ * docs/operator-flops.md is this function's output (tools/op_docs.c prints
+ * it; test_op_formulas checks the checked-in file against it), so the docs
+ * cannot drift from the formulas. */
+
+typedef struct md_buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} md_buf;
+
+static void
+md_put(md_buf *b, const char *s, size_t n)
+{
+    if (b->failed) {
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *data;
+        while (b->len + n + 1 > cap) {
+            cap *= 2;
+        }
+        data = realloc(b->data, cap);
+        if (data == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->data = data;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void
+md_puts(md_buf *b, const char *s)
+{
+    md_put(b, s, strlen(s));
+}
+
+/* Table-cell text: characters that Markdown would read as emphasis, table
+ * separators or escapes are escaped. Underscores are left alone: GitHub
+ * Markdown does not read them as emphasis inside words. */
+static void
+md_cell(md_buf *b, const char *s)
+{
+    for (; s != NULL && *s != '\0'; s++) {
+        if (*s == '*' || *s == '|' || *s == '\\') {
+            md_put(b, "\\", 1);
+        }
+        md_put(b, s, 1);
+    }
+}
+
+/* A code span: no escaping inside, except the table separator. */
+static void
+md_code(md_buf *b, const char *s)
+{
+    md_puts(b, "`");
+    for (; *s != '\0'; s++) {
+        if (*s == '|') {
+            md_put(b, "\\", 1);
+        }
+        md_put(b, s, 1);
+    }
+    md_puts(b, "`");
+}
+
+/* The in-place variant "aten.x_" of a packet "aten.x" with the same
+ * formula, text and flags (or the same ignore reason) shares its row. */
+static bool
+is_variant_of(const ts_op_entry *v, const ts_op_entry *base)
+{
+    size_t n = strlen(base->name);
+    return strlen(v->name) == n + 1 && strncmp(v->name, base->name, n) == 0
+           && v->name[n] == '_' && v->formula == base->formula
+           && v->flags == base->flags
+           && (v->formula != NULL
+                   ? v->formula_text != NULL && base->formula_text != NULL
+                         && strcmp(v->formula_text, base->formula_text) == 0
+                   : strcmp(v->ignore_reason, base->ignore_reason) == 0);
+}
+
+static const char *
+convention_of(const ts_op_entry *e)
+{
+    if ((e->flags & TS_OPF_ATTENTION) != 0) {
+        return "FlopCounterMode (matrix products only: "
+               "incomplete_operator_formula)";
+    }
+    if ((e->flags & TS_OPF_NATIVE) != 0) {
+        return "FlopCounterMode";
+    }
+    if ((e->flags & TS_OPF_EXTENSION) != 0) {
+        return e->formula != NULL ? "torchscan_flops_v1, TorchScan extension"
+                                  : "TorchScan extension of the ignore list";
+    }
+    return e->formula != NULL ? "torchscan_flops_v1 (contract 2.2)"
+                              : "contract 1.4 ignore list";
+}
+
+/* Rows of one section: counted (formula != NULL) or ignored entries. */
+static void
+md_rows(md_buf *b, const ts_op_entry *t, size_t n, bool counted)
+{
+    for (size_t i = 0; i < n; i++) {
+        if ((t[i].formula != NULL) != counted
+            || (i > 0 && is_variant_of(&t[i], &t[i - 1]))) {
+            continue;
+        }
+        md_puts(b, "| ");
+        md_code(b, t[i].name);
+        /* Variants sort right after their base ('_' follows the name's
+         * end), so they are the next entries. */
+        for (size_t j = i + 1; j < n && is_variant_of(&t[j], &t[i]); j++) {
+            md_puts(b, ", ");
+            md_code(b, t[j].name);
+        }
+        md_puts(b, " | ");
+        if (counted) {
+            md_code(b, t[i].formula_text);
+            md_puts(b, " | ");
+            md_cell(b, convention_of(&t[i]));
+            md_puts(b, " | ");
+            md_cell(b, t[i].notes);
+        }
+        else {
+            md_cell(b, t[i].ignore_reason);
+            md_puts(b, " | ");
+            md_cell(b, convention_of(&t[i]));
+        }
+        md_puts(b, " |\n");
+    }
+}
+
+char *
+ts_op_docs_markdown(void)
+{
+    md_buf b = {NULL, 0, 0, false};
+    size_t n = sizeof op_table / sizeof op_table[0];
+    size_t native = 0, contract = 0, extension = 0, ignored = 0;
+    char line[256];
+
+    for (size_t i = 0; i < n; i++) {
+        const ts_op_entry *e = &op_table[i];
+        if (e->formula == NULL) {
+            ignored++;
+        }
+        else if ((e->flags & TS_OPF_NATIVE) != 0) {
+            native++;
+        }
+        else if ((e->flags & TS_OPF_EXTENSION) != 0) {
+            extension++;
+        }
+        else {
+            contract++;
+        }
+    }
+    md_puts(&b,
+            "# Operator FLOP formulas\n"
+            "\n"
+            "<!-- Generated from the formula table in src/core/op_formulas.c "
+            "by tools/op_docs.c; do not edit.\n"
+            "     Regenerate: build-c/torchscan-op-docs > "
+            "docs/operator-flops.md -->\n"
+            "\n"
+            "`measure_flops`, and the operator report of `crawl_module`, "
+            "count every aten operator a workload runs with the formula of "
+            "its operator packet below. In-place and `out=` overloads share "
+            "their packet's formula; in-place packets (`aten.add_`) are "
+            "listed with their functional packet. An operator that is "
+            "neither counted nor ignored gives an `uncounted_operator` "
+            "diagnostic and a `partial` total; an argument a formula cannot "
+            "honour gives `unsupported_operator_formula`, never a guess.\n"
+            "\n"
+            "Counting convention `torchscan_flops_v1`: each scalar add, "
+            "multiply, divide, exp, sqrt, erf, comparison or selection "
+            "counts 1, sigmoid 4, tanh 6, and a multiply-add of a matrix "
+            "product 2. Views, copies, fills, allocation, random number "
+            "generation, integer and boolean arithmetic count nothing. On "
+            "matrix products, convolutions and fused attention the counts "
+            "are PyTorch's `FlopCounterMode`'s. Why these counts differ from "
+            "module FLOPs: [methodology.md](methodology.md).\n"
+            "\n"
+            "Symbols: `N` input elements, `out` output elements, `rows` "
+            "rows of a row-wise operator (N / width), `C` channels, `K` "
+            "kernel volume, `T` loss targets, `[x]` is 1 when x holds and 0 "
+            "otherwise. Training-step operators (gradients, losses, "
+            "optimizers) count the arithmetic of their gradient or update "
+            "formula per element; see the notes.\n"
+            "\n");
+    snprintf(line,
+             sizeof line,
+             "%zu operator packets: %zu counted (%zu FlopCounterMode, %zu "
+             "contract 2.2, %zu TorchScan extensions), %zu ignored.\n\n",
+             n,
+             native + contract + extension,
+             native,
+             contract,
+             extension,
+             ignored);
+    md_puts(&b, line);
+    md_puts(&b,
+            "## Counted operators\n"
+            "\n"
+            "| operator | formula | convention | notes |\n"
+            "| --- | --- | --- | --- |\n");
+    md_rows(&b, op_table, n, true);
+    md_puts(&b,
+            "\n"
+            "## Ignored operators\n"
+            "\n"
+            "Listed in `ignored_operators` with their call count and reason; "
+            "they never make a total partial.\n"
+            "\n"
+            "| operator | reason | convention |\n"
+            "| --- | --- | --- |\n");
+    md_rows(&b, op_table, n, false);
+    if (b.failed) {
+        free(b.data);
+        return NULL;
+    }
+    return b.data;
 }

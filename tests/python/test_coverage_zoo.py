@@ -330,7 +330,9 @@ def bert(attn: str) -> Case:
 def gpt2(attn: str) -> Case:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2)
+    config = GPT2Config(
+        vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=2
+    )
     ids, mask = _tokens()
     return Case(
         _hf(GPT2LMHeadModel, config, attn),
@@ -453,14 +455,22 @@ def prototype(name: str) -> Case:
     return BUILDERS[name]()
 
 
-def fresh(name: str) -> Case:
+def _unmasked(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k != "attention_mask"}
+
+
+def fresh(name: str, masks: bool = True) -> Case:
+    """A copy of the prototype. ``masks=False`` drops the attention masks of the Hugging Face
+    inputs: transformers inspects mask values (``mask.all()``) to choose a path, which meta
+    tensors cannot answer, so the meta comparisons use unpadded inputs on both devices."""
     case = prototype(name)
-    return Case(copy.deepcopy(case.model), case.args, case.kwargs, case.train_kwargs, case.loss)
+    kwargs = case.kwargs if masks else _unmasked(case.kwargs)
+    return Case(copy.deepcopy(case.model), case.args, kwargs, case.train_kwargs, case.loss)
 
 
 def meta_case(name: str) -> Case:
-    """The same case with the model built on the meta device and meta inputs: nothing is
-    allocated, nothing is initialised."""
+    """The case with the model built on the meta device and meta inputs (no attention masks,
+    see fresh()): nothing is allocated, nothing is initialised."""
     case = prototype(name)
     with torch.device("meta"):
         torch.manual_seed(0)
@@ -469,7 +479,7 @@ def meta_case(name: str) -> Case:
     return Case(
         meta.model,
         tuple(to_meta(a) for a in case.args),
-        {k: to_meta(v) for k, v in case.kwargs.items()},
+        {k: to_meta(v) for k, v in _unmasked(case.kwargs).items()},
         {k: to_meta(v) for k, v in case.train_kwargs.items()},
         meta.loss,
     )

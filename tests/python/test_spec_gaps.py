@@ -12,12 +12,6 @@ from torchscan import crawl_module, measure_flops
 from test_models import TinyResNet, _bert, needs_transformers
 
 
-@pytest.mark.xfail(
-    reason="GAP (SPEC 3.1): a CNN training step is partial: nll_loss_forward/backward, _log_softmax_backward_data, "
-    "native_batch_norm_backward, max_pool2d_with_indices_backward, threshold_backward and profiler markers "
-    "are uncounted",
-    strict=True,
-)
 def test_cnn_training_step_operator_total_is_complete():
     torch.manual_seed(0)
     model = TinyResNet()
@@ -36,11 +30,6 @@ def test_cnn_training_step_operator_total_is_complete():
 
 
 @needs_transformers
-@pytest.mark.xfail(
-    reason="GAP (SPEC 3.1): BERT inference operator FLOPs are partial (embedding, gather, all, "
-    "_local_scalar_dense uncounted)",
-    strict=True,
-)
 def test_bert_inference_operator_total_is_complete():
     torch.manual_seed(0)
     model = _bert()

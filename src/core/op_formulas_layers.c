@@ -1,0 +1,1452 @@
+/* Layer-level formulas of torchscan_flops_v1: softmax, normalisation,
+ * pooling, CPU attention and the fused transformer kernels (contract 2.2),
+ * and their extensions: gradients of those layers, losses, interpolation,
+ * index lookups and the oneDNN LSTM kernel.
+ */
+#include "op_formulas_internal.h"
+
+static int
+softmax_formula(const ts_op_call *call,
+                dtype_rule rule,
+                int64_t per_elem,
+                int64_t per_row,
+                int64_t extra_per_output,
+                ts_op_result *out,
+                ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    const ts_shape *y = NULL;
+    int64_t width = 0, n, flops = 0;
+    bool count;
+    int rc = supp_begin(call, rule, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc == TS_OK) {
+        rc = row_width(call, x, 1, &width, err);
+    }
+    if (rc == TS_OK && extra_per_output != 0) {
+        rc = need_output(call, &y, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    n = c_numel(&c, x);
+    if (width != 0) {
+        flops =
+            c_sub(&c, c_mul(&c, per_elem, n), c_mul(&c, per_row, n / width));
+    }
+    if (y != NULL) {
+        flops = c_add(&c, flops, c_mul(&c, extra_per_output, c_numel(&c, y)));
+    }
+    return finish(&c, flops, out, err);
+}
+
+int
+ts_opf_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return softmax_formula(call, DT_LEAVES, 5, 2, 0, out, err);
+}
+
+int
+ts_opf_log_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return softmax_formula(call, DT_LEAVES, 4, 1, 0, out, err);
+}
+
+/* _safe_softmax: softmax plus a comparison with -inf and a selection per
+ * output element (rows that are fully masked give zeros). */
+int
+ts_opf_safe_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return softmax_formula(call, DT_LEAVES_OR_OUTPUT, 5, 2, 2, out, err);
+}
+
+/* Number of affine tensors given among two argument positions. */
+static int64_t
+affine_count(const ts_op_call *call, int weight, int bias)
+{
+    return (given(arg_at(call, weight)) ? 1 : 0)
+           + (given(arg_at(call, bias)) ? 1 : 0);
+}
+
+/* native_layer_norm(input, normalized_shape, weight, bias, eps):
+ * 6N + 2R + A*N (mean, centring, variance, normalisation, then affine). */
+int
+ts_opf_layer_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    const ts_op_arg *ns = arg_at(call, 1);
+    int64_t n, row, flops;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (ns->kind != TS_ARG_INTS) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "LayerNorm FLOPs need normalized_shape as a list "
+                            "of ints.");
+    }
+    row = c_prod(&c, ns->ints, ns->nints);
+    if (c.overflow) {
+        return finish(&c, 0, out, err);
+    }
+    if (row <= 0) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "LayerNorm FLOPs require a nonempty normalized "
+                            "row.");
+    }
+    n = c_numel(&c, x);
+    flops = c_add(&c, c_mul(&c, 6, n), c_mul(&c, 2, n / row));
+    flops = c_add(&c, flops, c_mul(&c, n, affine_count(call, 2, 3)));
+    return finish(&c, flops, out, err);
+}
+
+/* native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+ * 6N + 2*batch*groups + A*N. */
+int
+ts_opf_group_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    int64_t n, batch = 0, groups = 0, flops;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc == TS_OK) {
+        rc = count_at(call, 3, "N", &batch, err);
+    }
+    if (rc == TS_OK) {
+        rc = count_at(call, 6, "group", &groups, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (x->ndim < 1 || c_prod(&c, x->dims + 1, x->ndim - 1) == 0) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "GroupNorm FLOPs require a nonempty normalized "
+                            "group.");
+    }
+    n = c_numel(&c, x);
+    flops = c_add(&c, c_mul(&c, 6, n), c_mul(&c, 2, c_mul(&c, batch, groups)));
+    flops = c_add(&c, flops, c_mul(&c, n, affine_count(call, 1, 2)));
+    return finish(&c, flops, out, err);
+}
+
+/* rms_norm / _fused_rms_norm(input, normalized_shape, weight, eps):
+ * square, mean and scale per element plus rsqrt work per row:
+ * (3 + W)N + 2R. */
+int
+ts_opf_rms_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    const ts_op_arg *ns = arg_at(call, 1);
+    const ts_shape *w = tensor_at(call, 2);
+    int64_t n, row, flops;
+    bool count, rows_ok;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    rows_ok = ns->kind == TS_ARG_INTS && ns->nints > 0 && ns->nints <= x->ndim;
+    for (int i = 0; rows_ok && i < ns->nints; i++) {
+        rows_ok =
+            ns->ints[i] > 0 && x->dims[x->ndim - ns->nints + i] == ns->ints[i];
+    }
+    if (!rows_ok) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "RMSNorm estimates require matching nonempty "
+                            "normalized rows.");
+    }
+    if (w != NULL) {
+        bool same = w->ndim == ns->nints;
+        for (int i = 0; same && i < ns->nints; i++) {
+            same = w->dims[i] == ns->ints[i];
+        }
+        if (!same) {
+            return ts_error_set(err,
+                                TS_EUNSUPPORTED,
+                                "RMSNorm FLOPs require a matching weight "
+                                "shape.");
+        }
+    }
+    row = c_prod(&c, ns->ints, ns->nints);
+    n = c_numel(&c, x);
+    flops = c_add(
+        &c, c_mul(&c, 3 + (w != NULL ? 1 : 0), n), c_mul(&c, 2, n / row));
+    return finish(&c, flops, out, err);
+}
+
+/* Batch norm: normalise 2N, per-channel 2C, affine A*N; training adds the
+ * batch statistics (4N) and the running-stat updates (3C mean, 5C var). */
+static int
+batch_norm_formula(const ts_op_call *call,
+                   bool has_mean,
+                   bool has_var,
+                   bool training,
+                   ts_op_result *out,
+                   ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    int64_t n, ch, flops;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    if (x == NULL || x->ndim < 2) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "BatchNorm FLOPs need an input with a channel "
+                            "dimension.");
+    }
+    n = c_numel(&c, x);
+    ch = x->dims[1];
+    if (n == 0 && !c.overflow) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "Empty native BatchNorm work depends on strides "
+                            "unavailable to the shape formula.");
+    }
+    flops = c_add(&c, c_mul(&c, 2, n), c_mul(&c, 2, ch));
+    flops = c_add(&c, flops, c_mul(&c, n, affine_count(call, 1, 2)));
+    if (training) {
+        flops = c_add(&c, flops, c_mul(&c, 4, n));
+        flops = c_add(
+            &c, flops, c_mul(&c, ch, (has_mean ? 3 : 0) + (has_var ? 5 : 0)));
+    }
+    return finish(&c, flops, out, err);
+}
+
+/* native_batch_norm(input, weight, bias, running_mean, running_var,
+ * training, momentum, eps). */
+int
+ts_opf_native_batch_norm(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err)
+{
+    return batch_norm_formula(call,
+                              given(arg_at(call, 3)),
+                              given(arg_at(call, 4)),
+                              flag_at(call, 5, false),
+                              out,
+                              err);
+}
+
+/* _native_batch_norm_legit has a no_stats overload without the two
+ * running-stat tensors: there, index 3 is the training flag. */
+int
+ts_opf_native_batch_norm_legit(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err)
+{
+    ts_arg_kind k3 = arg_at(call, 3)->kind;
+    if (overload_is(call, "no_stats") || overload_is(call, "no_stats_out")
+        || k3 == TS_ARG_BOOL || k3 == TS_ARG_INT) {
+        return batch_norm_formula(
+            call, false, false, flag_at(call, 3, false), out, err);
+    }
+    return ts_opf_native_batch_norm(call, out, err);
+}
+
+int
+ts_opf_native_batch_norm_no_training(const ts_op_call *call,
+                                     ts_op_result *out,
+                                     ts_error *err)
+{
+    return batch_norm_formula(
+        call, given(arg_at(call, 3)), given(arg_at(call, 4)), false, out, err);
+}
+
+/* Nominal kernel volume K of the kernel_size argument at `index` over
+ * `rank` spatial dims (a single value stands for a cube, k^rank). */
+static int
+kernel_volume(const ts_op_call *call,
+              int index,
+              int rank,
+              calc *c,
+              int64_t *volume,
+              ts_error *err)
+{
+    const ts_op_arg *k = arg_at(call, index);
+    *volume = 1;
+    if (k->kind == TS_ARG_INT || (k->kind == TS_ARG_INTS && k->nints == 1)) {
+        int64_t side = k->kind == TS_ARG_INT ? k->i : k->ints[0];
+        for (int i = 0; i < rank; i++) {
+            *volume = c_mul(c, *volume, side);
+        }
+    }
+    else if (k->kind == TS_ARG_INTS) {
+        *volume = c_prod(c, k->ints, k->nints);
+    }
+    else {
+        return ts_error_set(
+            err, TS_EUNSUPPORTED, "Pooling FLOPs need kernel_size as ints.");
+    }
+    if (*volume < 0) {
+        return ts_error_set(
+            err, TS_EUNSUPPORTED, "Pooling kernel_size must be non-negative.");
+    }
+    return TS_OK;
+}
+
+/* Fixed-window pooling over `rank` spatial dims: K is the nominal kernel
+ * volume. Max pooling makes K-1 comparisons per output, average pooling K-1
+ * adds and a division. The output is the first result (values, not
+ * indices). */
+static int
+pool_formula(const ts_op_call *call,
+             int rank,
+             bool maximum,
+             ts_op_result *out,
+             ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *y;
+    int64_t volume = 1;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_output(call, &y, err);
+    if (rc == TS_OK) {
+        rc = kernel_volume(call, 1, rank, &c, &volume, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(
+        &c,
+        c_mul(&c, c_numel(&c, y), maximum ? c_sub(&c, volume, 1) : volume),
+        out,
+        err);
+}
+
+int
+ts_opf_max_pool2d(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return pool_formula(call, 2, true, out, err);
+}
+
+int
+ts_opf_max_pool3d(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return pool_formula(call, 3, true, out, err);
+}
+
+int
+ts_opf_avg_pool2d(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return pool_formula(call, 2, false, out, err);
+}
+
+int
+ts_opf_avg_pool3d(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return pool_formula(call, 3, false, out, err);
+}
+
+static int64_t
+gcd64(int64_t a, int64_t b)
+{
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Adaptive pooling visits every element of its exact floor/ceil windows;
+ * along one axis the windows of L inputs and O outputs cover
+ * L + O - gcd(L, O) elements (overlaps included). Visits multiply across
+ * axes and leading (batch, channel) dims. `size` is the output_size
+ * argument when the call has one (it sets the pooled rank), else NULL. */
+static int
+adaptive_visits(const ts_shape *x,
+                const ts_shape *y,
+                const ts_op_arg *size,
+                int rank,
+                calc *c,
+                int64_t *visits,
+                ts_error *err)
+{
+    if (size != NULL && size->kind == TS_ARG_INTS) {
+        rank = size->nints;
+    }
+    if (rank < 1 || x->ndim < rank || y->ndim < rank) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "Adaptive pooling FLOPs need input and output "
+                            "with the pooled dimensions.");
+    }
+    *visits = c_prod(c, x->dims, x->ndim - rank);
+    for (int i = 0; i < rank; i++) {
+        int64_t len = x->dims[x->ndim - rank + i];
+        int64_t o = y->dims[y->ndim - rank + i];
+        *visits = c_mul(c, *visits, c_sub(c, c_add(c, len, o), gcd64(len, o)));
+    }
+    return TS_OK;
+}
+
+/* Max pooling compares visits - O times, average pooling adds and divides
+ * `visits` times. */
+static int
+adaptive_pool_formula(const ts_op_call *call,
+                      int rank,
+                      bool maximum,
+                      ts_op_result *out,
+                      ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    const ts_shape *y;
+    int64_t visits = 0;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc == TS_OK) {
+        rc = need_output(call, &y, err);
+    }
+    if (rc == TS_OK) {
+        rc = adaptive_visits(x, y, arg_at(call, 1), rank, &c, &visits, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (maximum) {
+        visits = c_sub(&c, visits, c_numel(&c, y));
+    }
+    return finish(&c, visits, out, err);
+}
+
+int
+ts_opf_adaptive_max_pool2d(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return adaptive_pool_formula(call, 2, true, out, err);
+}
+
+int
+ts_opf_adaptive_max_pool3d(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return adaptive_pool_formula(call, 3, true, out, err);
+}
+
+int
+ts_opf_adaptive_avg_pool2d(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return adaptive_pool_formula(call, 2, false, out, err);
+}
+
+int
+ts_opf_adaptive_avg_pool3d(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return adaptive_pool_formula(call, 3, false, out, err);
+}
+
+/* _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p,
+ * is_causal, *, attn_mask, scale): the two matrix products as in
+ * FlopCounterMode, plus score scaling (1 per score), stable softmax
+ * (5*scores - 2*rows) and one selection/add per score for a causal or
+ * explicit mask. Not a matrix-core-only count, hence no attention flag. */
+int
+ts_opf_cpu_attention(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *q = tensor_at(call, 0);
+    const ts_shape *k = tensor_at(call, 1);
+    const ts_shape *v = tensor_at(call, 2);
+    const ts_op_arg *dropout = arg_at(call, 3);
+    int64_t rows, scores, flops;
+    bool count, dropped = false;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    if (q == NULL || k == NULL || v == NULL || q->ndim != 4 || k->ndim != 4
+        || v->ndim != 4 || q->dims[0] != k->dims[0] || k->dims[1] <= 0
+        || q->dims[1] % k->dims[1] != 0 || k->dims[0] != v->dims[0]
+        || k->dims[1] != v->dims[1] || k->dims[2] != v->dims[2]
+        || q->dims[3] != k->dims[3]) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "CPU attention formula requires matching "
+                            "batches, divisible query/KV heads, Q/K widths, "
+                            "and K/V lengths.");
+    }
+    if (dropout->kind == TS_ARG_REAL) {
+        dropped = dropout->r != 0.0;
+    }
+    else if (dropout->kind == TS_ARG_INT || dropout->kind == TS_ARG_BOOL) {
+        dropped = dropout->i != 0;
+    }
+    if (dropped) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "CPU attention formula does not cover dropout.");
+    }
+    rows = c_mul(&c, c_mul(&c, q->dims[0], q->dims[1]), q->dims[2]);
+    if (rows == 0 || k->dims[2] == 0) {
+        return finish(&c, 0, out, err);
+    }
+    scores = c_mul(&c, rows, k->dims[2]);
+    flops = c_mul(&c, c_mul(&c, 2, scores), c_add(&c, q->dims[3], v->dims[3]));
+    flops = c_add(&c, flops, c_mul(&c, 6, scores));
+    flops = c_sub(&c, flops, c_mul(&c, 2, rows));
+    flops = c_add(&c,
+                  flops,
+                  c_mul(&c,
+                        scores,
+                        (flag_at(call, 4, false) ? 1 : 0)
+                            + (given(arg_at(call, 5)) ? 1 : 0)));
+    return finish(&c, flops, out, err);
+}
+
+/* Dense batched self-attention of _native_multi_head_attention:
+ * four E x E projections (8BLE^2 with the 2K-per-dot native convention),
+ * query scaling (BLE), the two products (4BL^2E), stable softmax
+ * (5*scores - 2*rows), one add per score for a mask and one for averaging
+ * the returned weights over heads. */
+static int
+mha_count(calc *c,
+          const ts_shape *q,
+          const ts_shape *k,
+          const ts_shape *v,
+          int64_t embed_dim,
+          int64_t heads,
+          bool mask,
+          bool averaged,
+          int64_t *flops,
+          ts_error *err)
+{
+    int64_t b, l, e, ble, rows, scores, n;
+    if (q == NULL || k == NULL || v == NULL || q->ndim != 3
+        || !shapes_equal(q, k) || !shapes_equal(k, v)
+        || q->dims[2] != embed_dim) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "Fused MHA counts require dense batched "
+                            "self-attention with matching widths.");
+    }
+    b = q->dims[0];
+    l = q->dims[1];
+    e = q->dims[2];
+    ble = c_mul(c, c_mul(c, b, l), e);
+    rows = c_mul(c, c_mul(c, b, heads), l);
+    scores = c_mul(c, rows, l);
+    n = c_mul(c, c_mul(c, 8, ble), e);
+    n = c_add(c, n, ble);
+    n = c_add(c, n, c_mul(c, c_mul(c, 4, ble), l));
+    n = c_add(c, n, c_mul(c, 5, scores));
+    n = c_sub(c, n, c_mul(c, 2, rows));
+    *flops =
+        c_add(c, n, c_mul(c, scores, (mask ? 1 : 0) + (averaged ? 1 : 0)));
+    return TS_OK;
+}
+
+/* _native_multi_head_attention(query, key, value, embed_dim, num_head,
+ * qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
+ * average_attn_weights, mask_type). */
+int
+ts_opf_native_mha(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    int64_t embed = 0, heads = 0, flops = 0;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = count_at(call, 3, "embed_dim", &embed, err);
+    if (rc == TS_OK) {
+        rc = count_at(call, 4, "num_head", &heads, err);
+    }
+    if (rc == TS_OK) {
+        rc = mha_count(&c,
+                       tensor_at(call, 0),
+                       tensor_at(call, 1),
+                       tensor_at(call, 2),
+                       embed,
+                       heads,
+                       given(arg_at(call, 9)),
+                       flag_at(call, 10, true) && flag_at(call, 11, true),
+                       &flops,
+                       err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, flops, out, err);
+}
+
+/* _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight,
+ * qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps,
+ * norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+ * ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type): attention without
+ * returned weights, the two feed-forward linears (4*hidden*E), the
+ * activation (ReLU 1 or exact GELU 5 per hidden element), two residual adds
+ * and two LayerNorms with affine terms (18N + 4R). The mask sits at index
+ * 18: a call cut short before the required arguments (ffn_bias_2, index 17)
+ * cannot tell whether a mask was passed, so it is not counted. */
+int
+ts_opf_encoder_layer(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *src = tensor_at(call, 0);
+    const ts_shape *ffn1 = tensor_at(call, 14);
+    int64_t embed = 0, heads = 0, attention = 0, rows, hidden, flops;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    if (clamp_count(call->nargs, TS_OP_MAX_ARGS) < 18) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "_transformer_encoder_layer_fwd needs its first "
+                            "18 arguments (mask is argument 18; "
+                            "TS_OP_MAX_ARGS is %d).",
+                            TS_OP_MAX_ARGS);
+    }
+    rc = count_at(call, 1, "embed_dim", &embed, err);
+    if (rc == TS_OK) {
+        rc = count_at(call, 2, "num_heads", &heads, err);
+    }
+    if (rc == TS_OK) {
+        rc = mha_count(&c,
+                       src,
+                       src,
+                       src,
+                       embed,
+                       heads,
+                       given(arg_at(call, 18)),
+                       false,
+                       &attention,
+                       err);
+    }
+    if (rc == TS_OK && (ffn1 == NULL || ffn1->ndim < 1)) {
+        rc = ts_error_set(err,
+                          TS_EUNSUPPORTED,
+                          "_transformer_encoder_layer_fwd needs ffn_weight_1 "
+                          "as a tensor.");
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    rows = c_mul(&c, src->dims[0], src->dims[1]);
+    hidden = c_mul(&c, rows, ffn1->dims[0]);
+    flops = c_add(&c, attention, c_mul(&c, c_mul(&c, 4, hidden), embed));
+    flops = c_add(
+        &c, flops, flag_at(call, 7, false) ? c_mul(&c, 5, hidden) : hidden);
+    flops = c_add(&c, flops, c_mul(&c, 18, c_numel(&c, src)));
+    flops = c_add(&c, flops, c_mul(&c, 4, rows));
+    return finish(&c, flops, out, err);
+}
+
+/* ==== extensions: gradients, losses, interpolation, lookups, RNN ========
+ * Gradients count the arithmetic of their textbook formula given what the
+ * forward saved (values it returned or kept are not recomputed unless the
+ * kernel's signature shows that it recomputes them). Scattering a gradient
+ * into a zero-filled buffer counts one add per contribution: a shape
+ * formula cannot tell a first write from an accumulation. */
+
+/* ---- softmax gradients --------------------------------------------------
+ * _softmax_backward_data(grad, y, dim, input_dtype): dx = y * (dy -
+ * sum(dy * y)) per row: multiply N, row sums N - R, subtract N, multiply N:
+ * 4N - R. _log_softmax_backward_data: dx = dy - exp(y) * sum(dy): row sums
+ * N - R, exp, multiply, subtract: 4N - R. */
+int
+ts_opf_softmax_backward(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *g = tensor_at(call, 0);
+    int64_t width = 0, n;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(g, "grad_output", err);
+    if (rc == TS_OK) {
+        rc = row_width(call, g, 2, &width, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    n = c_numel(&c, g);
+    return finish(
+        &c, width == 0 ? 0 : c_sub(&c, c_mul(&c, 4, n), n / width), out, err);
+}
+
+/* The boolean output_mask argument (grad_input, grad_weight, grad_bias). */
+static int
+output_mask(const ts_op_call *call, int index, bool mask[3], ts_error *err)
+{
+    const ts_op_arg *m = arg_at(call, index);
+    if (m->kind != TS_ARG_INTS || m->nints < 3) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "The formula needs output_mask as a list of "
+                            "three booleans.");
+    }
+    for (int i = 0; i < 3; i++) {
+        mask[i] = m->ints[i] != 0;
+    }
+    return TS_OK;
+}
+
+/* native_batch_norm_backward(grad_out, input, weight, running_mean,
+ * running_var, save_mean, save_invstd, train, eps, output_mask), with
+ * x^ = (x - mean) * invstd over N elements in C channels (M = N/C each):
+ *  - x^ (2N) and sum(dy * x^) (2N - C) when grad_weight is wanted or
+ *    training grad_input needs them; sum(dy) (N - C) for grad_bias or
+ *    training grad_input;
+ *  - training grad_input: w*invstd*(dy - sum(dy)/M - x^*sum(dy x^)/M):
+ *    4N, plus 2C for the two means and C for w*invstd with a weight;
+ *  - evaluation grad_input: dy * w * invstd, N, plus 3C for invstd =
+ *    1/sqrt(running_var + eps) and C for the weight product. */
+int
+ts_opf_batch_norm_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 1);
+    bool mask[3] = {false, false, false}, count;
+    bool train = flag_at(call, 7, false);
+    bool weighted = given(arg_at(call, 2));
+    bool xhat, sum_dy;
+    int64_t n, ch, flops = 0;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = output_mask(call, 9, mask, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (x == NULL || x->ndim < 2) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "BatchNorm FLOPs need an input with a channel "
+                            "dimension.");
+    }
+    n = c_numel(&c, x);
+    ch = x->dims[1];
+    if (n == 0) {
+        return finish(&c, 0, out, err);
+    }
+    xhat = mask[1] || (train && mask[0]);
+    sum_dy = mask[2] || (train && mask[0]);
+    if (xhat) {
+        flops =
+            c_add(&c, c_mul(&c, 2, n), max0(c_sub(&c, c_mul(&c, 2, n), ch)));
+    }
+    if (sum_dy) {
+        flops = c_add(&c, flops, max0(c_sub(&c, n, ch)));
+    }
+    if (mask[0]) {
+        int64_t per_channel = (train ? 2 : 3) + (weighted ? 1 : 0);
+        flops = c_add(&c, flops, c_mul(&c, train ? 4 : 1, n));
+        flops = c_add(&c, flops, c_mul(&c, per_channel, ch));
+    }
+    return finish(&c, flops, out, err);
+}
+
+/* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+ * weight, bias, output_mask), N elements in R rows of width W:
+ *  - x^ = (x - mean) * rstd: 2N for grad_input or grad_weight;
+ *  - grad_input: dy^ = dy * w (N with a weight), row sums of dy^ (N - R)
+ *    and of dy^ * x^ (2N - R), their means (2R), then
+ *    rstd * (dy^ - mean(dy^) - x^ * mean(dy^ x^)) (4N): (7 + [weight])N,
+ *    the row terms cancelling;
+ *  - grad_weight: column sums of dy * x^ over the R rows (2N - W);
+ *  - grad_bias: column sums of dy (N - W). */
+int
+ts_opf_layer_norm_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 1);
+    const ts_op_arg *ns = arg_at(call, 2);
+    bool mask[3] = {false, false, false}, count;
+    bool weighted = given(arg_at(call, 5));
+    int64_t n, row, flops = 0;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc == TS_OK) {
+        rc = output_mask(call, 7, mask, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (ns->kind != TS_ARG_INTS) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "LayerNorm FLOPs need normalized_shape as a list "
+                            "of ints.");
+    }
+    row = c_prod(&c, ns->ints, ns->nints);
+    if (c.overflow) {
+        return finish(&c, 0, out, err);
+    }
+    if (row <= 0) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "LayerNorm FLOPs require a nonempty normalized "
+                            "row.");
+    }
+    n = c_numel(&c, x);
+    if (mask[0] || mask[1]) {
+        flops = c_mul(&c, 2, n);
+    }
+    if (mask[0]) {
+        flops = c_add(&c, flops, c_mul(&c, 7 + (weighted ? 1 : 0), n));
+    }
+    if (mask[1]) {
+        flops = c_add(&c, flops, max0(c_sub(&c, c_mul(&c, 2, n), row)));
+    }
+    if (mask[2]) {
+        flops = c_add(&c, flops, max0(c_sub(&c, n, row)));
+    }
+    return finish(&c, flops, out, err);
+}
+
+/* ---- pooling gradients ---------------------------------------------------
+ * max_pool{2,3}d_with_indices_backward and adaptive_max_pool{2,3}d_backward
+ * (grad_output, self, ...): each gradient element is added into the input
+ * position its index names: one add per grad_output element. */
+int
+ts_opf_scatter_grad(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_input(call, 1, out, err);
+}
+
+/* avg_pool{2,3}d_backward(grad_output, self, kernel_size, ...): each
+ * gradient element is divided by its window's divisor (1) and added into
+ * the K positions of its window: K + 1 per grad_output element. */
+static int
+avg_pool_backward(const ts_op_call *call,
+                  int rank,
+                  ts_op_result *out,
+                  ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *g = tensor_at(call, 0);
+    int64_t volume = 1;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(g, "grad_output", err);
+    if (rc == TS_OK) {
+        rc = kernel_volume(call, 2, rank, &c, &volume, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(
+        &c, c_mul(&c, c_numel(&c, g), c_add(&c, volume, 1)), out, err);
+}
+
+int
+ts_opf_avg_pool2d_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return avg_pool_backward(call, 2, out, err);
+}
+
+int
+ts_opf_avg_pool3d_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return avg_pool_backward(call, 3, out, err);
+}
+
+/* _adaptive_avg_pool{2,3}d_backward(grad_output, self): one division per
+ * output window (O) and one add per visit, the forward's visits. */
+static int
+adaptive_avg_pool_backward(const ts_op_call *call,
+                           int rank,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *g = tensor_at(call, 0);
+    const ts_shape *x = tensor_at(call, 1);
+    int64_t visits = 0;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(g, "grad_output", err);
+    if (rc == TS_OK) {
+        rc = need_tensor(x, "the input", err);
+    }
+    if (rc == TS_OK) {
+        rc = adaptive_visits(x, g, NULL, rank, &c, &visits, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, c_add(&c, visits, c_numel(&c, g)), out, err);
+}
+
+int
+ts_opf_adaptive_avg_pool2d_backward(const ts_op_call *call,
+                                    ts_op_result *out,
+                                    ts_error *err)
+{
+    return adaptive_avg_pool_backward(call, 2, out, err);
+}
+
+int
+ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
+                                    ts_op_result *out,
+                                    ts_error *err)
+{
+    return adaptive_avg_pool_backward(call, 3, out, err);
+}
+
+/* ---- losses --------------------------------------------------------------
+ * reduction: 0 none, 1 mean, 2 sum (at::Reduction); absent means mean. */
+static int
+reduction_at(const ts_op_call *call, int index, int64_t *mode, ts_error *err)
+{
+    const ts_op_arg *r = arg_at(call, index);
+    /* The schema default of every loss with a default is Mean. */
+    if (r->kind == TS_ARG_ABSENT) {
+        *mode = 1;
+        return TS_OK;
+    }
+    if (r->kind != TS_ARG_INT || r->i < 0 || r->i > 2) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "Loss FLOPs need reduction as 0 (none), 1 (mean) "
+                            "or 2 (sum).");
+    }
+    *mode = r->i;
+    return TS_OK;
+}
+
+/* nll_loss{,2d}_forward(self, target, weight, reduction, ignore_index), T
+ * targets: picking the target's log-probability is a lookup (0); it is
+ * negated (1) and weighted (1 with weight) per target; sum adds T - 1;
+ * mean also adds the T - 1 weights when weighted and divides once. Targets
+ * equal to ignore_index are counted too: their values are data. */
+int
+ts_opf_nll_loss(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *target = tensor_at(call, 1);
+    bool count, weighted = given(arg_at(call, 2));
+    int64_t mode = 0, t, flops;
+    int rc = supp_begin(call, DT_SELF, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(target, "the target", err);
+    if (rc == TS_OK) {
+        rc = reduction_at(call, 3, &mode, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    t = c_numel(&c, target);
+    flops = c_mul(&c, t, 1 + (weighted ? 1 : 0));
+    if (mode != 0) {
+        flops = c_add(&c, flops, max0(t - 1));
+    }
+    if (mode == 1) {
+        flops = c_add(&c, flops, 1 + (weighted ? max0(t - 1) : 0));
+    }
+    return finish(&c, flops, out, err);
+}
+
+/* nll_loss{,2d}_backward(grad_output, self, target, weight, reduction,
+ * ignore_index, total_weight): -grad (* weight) (/ total_weight for mean)
+ * written at each target position of a zero-filled gradient. */
+int
+ts_opf_nll_loss_backward(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *target = tensor_at(call, 2);
+    bool count, weighted = given(arg_at(call, 3));
+    int64_t mode = 0;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(target, "the target", err);
+    if (rc == TS_OK) {
+        rc = reduction_at(call, 4, &mode, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c,
+                  c_mul(&c,
+                        c_numel(&c, target),
+                        1 + (weighted ? 1 : 0) + (mode == 1 ? 1 : 0)),
+                  out,
+                  err);
+}
+
+/* mse_loss(self, target, reduction): difference and square per element
+ * (2N); sum adds N - 1, mean adds N - 1 and divides once. */
+int
+ts_opf_mse_loss(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 0);
+    bool count;
+    int64_t mode = 0, n, flops;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc == TS_OK) {
+        rc = reduction_at(call, 2, &mode, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    n = c_numel(&c, x);
+    flops = c_mul(&c, 2, n);
+    if (mode != 0) {
+        flops = c_add(&c, flops, c_add(&c, max0(n - 1), mode == 1 ? 1 : 0));
+    }
+    return finish(&c, flops, out, err);
+}
+
+/* mse_loss_backward(grad, self, target, reduction): (self - target) * norm
+ * * grad with norm = 2 (or 2/N for mean, a scalar): 3 per element. */
+int
+ts_opf_mse_loss_backward(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 1);
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, c_mul(&c, 3, c_numel(&c, x)), out, err);
+}
+
+/* ---- interpolation -------------------------------------------------------
+ * Source indices and interpolation weights depend on the output row or
+ * column only (integer index work and O(H + W) weights), so only the
+ * per-element arithmetic of the CPU kernel counts. Linear interpolation
+ * blends 2^rank taps separably: 1-D w0*x0 + w1*x1 (3), 2-D
+ * h0*(w0*a + w1*b) + h1*(w0*c + w1*d) (9), 3-D two such planes blended
+ * (21). The gradient hands each grad_output element to the 2^rank taps,
+ * each with its weight product (rank multiplies) and an add: 2^rank *
+ * (rank + 1), i.e. 4, 12, 32. */
+int
+ts_opf_upsample_linear1d(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 3, out, err);
+}
+
+int
+ts_opf_upsample_bilinear2d(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 9, out, err);
+}
+
+int
+ts_opf_upsample_trilinear3d(const ts_op_call *call,
+                            ts_op_result *out,
+                            ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 21, out, err);
+}
+
+int
+ts_opf_upsample_linear1d_backward(const ts_op_call *call,
+                                  ts_op_result *out,
+                                  ts_error *err)
+{
+    return per_input(call, 4, out, err);
+}
+
+int
+ts_opf_upsample_bilinear2d_backward(const ts_op_call *call,
+                                    ts_op_result *out,
+                                    ts_error *err)
+{
+    return per_input(call, 12, out, err);
+}
+
+int
+ts_opf_upsample_trilinear3d_backward(const ts_op_call *call,
+                                     ts_op_result *out,
+                                     ts_error *err)
+{
+    return per_input(call, 32, out, err);
+}
+
+/* Nearest upsampling copies the source element (a lookup, see
+ * ts_opf_lookup); its gradient sums the grad_output elements that share a
+ * source: grad_output elements - grad_input elements adds. */
+int
+ts_opf_upsample_nearest_backward(const ts_op_call *call,
+                                 ts_op_result *out,
+                                 ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *g = tensor_at(call, 0);
+    const ts_shape *y;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(g, "grad_output", err);
+    if (rc == TS_OK) {
+        rc = need_output(call, &y, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(
+        &c, max0(c_sub(&c, c_numel(&c, g), c_numel(&c, y))), out, err);
+}
+
+/* ---- lookups -------------------------------------------------------------
+ * embedding, gather, index, index_select, nearest upsampling: every output
+ * element is an input element that an index selects. Index arithmetic is
+ * integer work, so they count 0 -- through an explicit formula, not the
+ * ignore list, so that they appear in by_operator next to the gradients
+ * that do accumulate (embedding_dense_backward, index_put). Only the layout
+ * guard applies: no arithmetic means complex operands change nothing. */
+int
+ts_opf_lookup(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    result_clear(out);
+    return check_tensors(call, err);
+}
+
+/* embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+ * scale_grad_by_freq): every gradient row is added into its table row (one
+ * add per grad_output element); scale_grad_by_freq divides each by its
+ * index's frequency first (one more per element; counting the frequencies
+ * is integer work). Rows of padding_idx are counted too: which rows they are
+ * is data. */
+int
+ts_opf_embedding_backward(const ts_op_call *call,
+                          ts_op_result *out,
+                          ts_error *err)
+{
+    return per_input(call, flag_at(call, 4, false) ? 2 : 1, out, err);
+}
+
+/* index_put(self, indices, values, accumulate), _index_put_impl_ and
+ * _unsafe_index_put: without accumulate a scatter of values (data
+ * movement, 0); with it, one add per element of values. values must have
+ * the full rank of the indexed result (first index's dims plus the
+ * unindexed dims of self): values broadcast to a higher rank would hide how
+ * many positions are added to, which the shapes alone do not tell. */
+int
+ts_opf_index_put(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *self = tensor_at(call, 0);
+    const ts_op_arg *indices = arg_at(call, 1);
+    const ts_shape *values = tensor_at(call, 2);
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count || !flag_at(call, 3, false)) {
+        return rc;
+    }
+    if (self == NULL || values == NULL || indices->kind != TS_ARG_TENSORS
+        || indices->ntensors < 1
+        || values->ndim
+               != indices->tensor.ndim + self->ndim - indices->ntensors) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "Accumulating index_put FLOPs need values with "
+                            "the full rank of the indexed positions.");
+    }
+    return finish(&c, c_numel(&c, values), out, err);
+}
+
+/* scatter_add(self, dim, index, src): one add per index element. */
+int
+ts_opf_scatter_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *index = tensor_at(call, 2);
+    bool count;
+    int rc = supp_begin(call, DT_SELF, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(index, "the index", err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, c_numel(&c, index), out, err);
+}
+
+/* scatter(self, dim, index, src|value, *, reduce): a plain scatter moves
+ * data (0); reduce="add" or "multiply" does one operation per index
+ * element. */
+int
+ts_opf_scatter(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    const ts_op_arg *reduce = arg_at(call, 4);
+    if (reduce->kind != TS_ARG_STR) {
+        return ts_opf_lookup(call, out, err);
+    }
+    if (reduce->str == NULL
+        || (strcmp(reduce->str, "add") != 0
+            && strcmp(reduce->str, "multiply") != 0)) {
+        result_clear(out);
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "scatter FLOPs cover reduce='add' and "
+                            "'multiply' only.");
+    }
+    return ts_opf_scatter_add(call, out, err);
+}
+
+/* ---- oneDNN LSTM layer ---------------------------------------------------
+ * mkldnn_rnn_layer runs one direction of one LSTM layer over all time
+ * steps (the CPU path of nn.LSTM). Per time step and batch row, with input
+ * width I, recurrent width R (= hidden H without projections):
+ *  - gates: W_ih x and W_hh h, 2 * 4H * (I + R) with the matmul
+ *    convention, their sum 4H, and the two biases 8H when present;
+ *  - cell: three sigmoid gates (12H), the tanh candidate (6H),
+ *    c = f*c + i*g (3H), h = o * tanh(c) (7H): 28H.
+ * The backward pass (mkldnn_rnn_layer_backward) reuses the saved gates:
+ *  - dh = dy + dh_next (H), do = dh * tanh(c) (H),
+ *    dc = dc_next + dh * o * (1 - tanh(c)^2) (5H),
+ *    di, dg, df, dc_prev (4H), sigmoid gate gradients d*s*(1-s) (9H),
+ *    tanh gate gradient d*(1-g^2) (3H): 23H;
+ *  - the bias gradient sums the gate gradients (4H when biased; the second
+ *    bias has the same gradient);
+ *  - four matrix products: dx, dW_ih, dh_prev, dW_hh: 16H * (I + R). */
+static int
+lstm_sizes(const ts_op_call *call,
+           int mode_index,
+           int hidden_index,
+           int64_t *rows,
+           int64_t *in,
+           int64_t *rec,
+           int64_t *hidden,
+           ts_error *err)
+{
+    const ts_shape *x = tensor_at(call, 0);
+    const ts_shape *w_ih = tensor_at(call, 1);
+    const ts_shape *w_hh = tensor_at(call, 2);
+    const ts_op_arg *mode = arg_at(call, mode_index);
+    calc c = {false};
+    int rc;
+    if (mode->kind != TS_ARG_INT || mode->i != 2) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "oneDNN RNN FLOPs cover LSTM layers (mode 2) "
+                            "only.");
+    }
+    rc = count_at(call, hidden_index, "hidden_size", hidden, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (x == NULL || x->ndim < 1 || w_ih == NULL || w_hh == NULL
+        || w_ih->ndim != 2 || w_hh->ndim != 2
+        || w_ih->dims[1] != x->dims[x->ndim - 1]
+        || w_ih->dims[0] != c_mul(&c, 4, *hidden)
+        || w_hh->dims[0] != w_ih->dims[0] || c.overflow) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "LSTM FLOPs need an input of width I and gate "
+                            "weights of shapes (4H, I) and (4H, R).");
+    }
+    *in = w_ih->dims[1];
+    *rec = w_hh->dims[1];
+    *rows = *in == 0 ? 0 : c_numel(&c, x) / *in;
+    return TS_OK;
+}
+
+int
+ts_opf_mkldnn_lstm(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    int64_t rows = 0, in = 0, rec = 0, h = 0, per_row;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = lstm_sizes(call, 9, 10, &rows, &in, &rec, &h, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    per_row = c_mul(&c, c_mul(&c, 8, h), c_add(&c, in, rec));
+    per_row = c_add(
+        &c, per_row, c_mul(&c, h, 4 + 28 + (flag_at(call, 12, true) ? 8 : 0)));
+    return finish(&c, c_mul(&c, rows, per_row), out, err);
+}
+
+int
+ts_opf_mkldnn_lstm_backward(const ts_op_call *call,
+                            ts_op_result *out,
+                            ts_error *err)
+{
+    calc c = {false};
+    int64_t rows = 0, in = 0, rec = 0, h = 0, per_row;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = lstm_sizes(call, 14, 15, &rows, &in, &rec, &h, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    per_row = c_mul(&c, c_mul(&c, 16, h), c_add(&c, in, rec));
+    per_row = c_add(
+        &c, per_row, c_mul(&c, h, 23 + (flag_at(call, 17, true) ? 4 : 0)));
+    return finish(&c, c_mul(&c, rows, per_row), out, err);
+}
+
+/* _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query,
+ * key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask, scale),
+ * the gradient of the forward formula above, rows = B*Hq*Tq and scores =
+ * rows*S:
+ *  - the five matrix products of FlopCounterMode's SDPA backward
+ *    (recomputed scores, dP, dV, dQ, dK): 2*scores*(3*Dq + 2*Dv);
+ *  - recomputing the probabilities: scale (1), mask (1 each for causal and
+ *    attn_mask), P = exp(S - logsumexp) (2) per score;
+ *  - D = rowsum(dO * O): rows * (2*Dv - 1);
+ *  - dS = P * (dP - D) (2) and its scaling (1) per score;
+ *  - grouped-query attention sums dK and dV over each group's extra query
+ *    heads: (Hq - Hkv) * B * S * (Dq + Dv) adds.
+ * Dropout has no convention here (as in the forward). */
+int
+ts_opf_cpu_attention_backward(const ts_op_call *call,
+                              ts_op_result *out,
+                              ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *g = tensor_at(call, 0);
+    const ts_shape *q = tensor_at(call, 1);
+    const ts_shape *k = tensor_at(call, 2);
+    const ts_shape *v = tensor_at(call, 3);
+    const ts_op_arg *dropout = arg_at(call, 6);
+    int64_t rows, scores, flops, extra_heads;
+    bool count, dropped = false;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    if (g == NULL || q == NULL || k == NULL || v == NULL || q->ndim != 4
+        || k->ndim != 4 || v->ndim != 4 || g->ndim != 4
+        || q->dims[0] != k->dims[0] || k->dims[1] <= 0
+        || q->dims[1] % k->dims[1] != 0 || k->dims[0] != v->dims[0]
+        || k->dims[1] != v->dims[1] || k->dims[2] != v->dims[2]
+        || q->dims[3] != k->dims[3] || g->dims[0] != q->dims[0]
+        || g->dims[1] != q->dims[1] || g->dims[2] != q->dims[2]
+        || g->dims[3] != v->dims[3]) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "CPU attention backward formula requires "
+                            "matching batches, divisible query/KV heads, "
+                            "Q/K widths, K/V lengths and grad_out shape.");
+    }
+    if (dropout->kind == TS_ARG_REAL) {
+        dropped = dropout->r != 0.0;
+    }
+    else if (dropout->kind == TS_ARG_INT || dropout->kind == TS_ARG_BOOL) {
+        dropped = dropout->i != 0;
+    }
+    if (dropped) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "CPU attention formula does not cover dropout.");
+    }
+    rows = c_mul(&c, c_mul(&c, q->dims[0], q->dims[1]), q->dims[2]);
+    if (rows == 0 || k->dims[2] == 0) {
+        return finish(&c, 0, out, err);
+    }
+    scores = c_mul(&c, rows, k->dims[2]);
+    flops =
+        c_mul(&c,
+              c_mul(&c, 2, scores),
+              c_add(&c, c_mul(&c, 3, q->dims[3]), c_mul(&c, 2, v->dims[3])));
+    flops = c_add(&c,
+                  flops,
+                  c_mul(&c,
+                        scores,
+                        6 + (flag_at(call, 7, false) ? 1 : 0)
+                            + (given(arg_at(call, 8)) ? 1 : 0)));
+    flops =
+        c_add(&c,
+              flops,
+              c_mul(&c, rows, max0(c_sub(&c, c_mul(&c, 2, v->dims[3]), 1))));
+    extra_heads = c_mul(&c, c_sub(&c, q->dims[1], k->dims[1]), k->dims[0]);
+    flops = c_add(&c,
+                  flops,
+                  c_mul(&c,
+                        c_mul(&c, extra_heads, k->dims[2]),
+                        c_add(&c, q->dims[3], v->dims[3])));
+    return finish(&c, flops, out, err);
+}
