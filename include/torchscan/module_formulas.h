@@ -37,8 +37,153 @@ typedef enum {
     TS_MOD_DROPOUT, /* exact nn.Dropout */
     TS_MOD_LAYERNORM,
     TS_MOD_MHA, /* nn.MultiheadAttention */
+    /* Newer pointwise activations (contract 2.1, POINTWISE_TYPES): a fixed
+     * cost per input element, no MACs, DMAs N + O. */
+    TS_MOD_HARDTANH,
+    TS_MOD_THRESHOLD,
+    TS_MOD_HARDSHRINK,
+    TS_MOD_SOFTSIGN,
+    TS_MOD_HARDSIGMOID,
+    TS_MOD_PRELU,
+    TS_MOD_RRELU, /* eval only */
+    TS_MOD_HARDSWISH,
+    TS_MOD_SOFTSHRINK,
+    TS_MOD_CELU,
+    TS_MOD_SELU,
+    TS_MOD_LOGSIGMOID,
+    TS_MOD_SOFTPLUS,
+    TS_MOD_TANHSHRINK,
+    TS_MOD_MISH,
+    TS_MOD_GELU, /* approximate 'none' or 'tanh' */
+    TS_MOD_SILU,
+    /* Softmax family: costs per element and per normalized row */
+    TS_MOD_SOFTMAX,
+    TS_MOD_SOFTMAX2D,
+    TS_MOD_LOGSOFTMAX,
+    TS_MOD_SOFTMIN,
+    /* Non-pointwise primitives */
+    TS_MOD_GLU,
+    TS_MOD_GROUPNORM,
+    TS_MOD_RMSNORM,
+    /* Layout types (LAYOUT_TYPES) */
+    TS_MOD_EMBEDDING,
+    TS_MOD_UNFLATTEN,
+    TS_MOD_PIXEL_SHUFFLE, /* PixelShuffle and PixelUnshuffle */
+    TS_MOD_CHANNEL_SHUFFLE,
+    TS_MOD_UNFOLD,
+    TS_MOD_PAD,          /* reflection, replication, circular Pad1-3d */
+    TS_MOD_CONSTANT_PAD, /* ConstantPad1-3d, ZeroPad1-3d */
+    TS_MOD_UPSAMPLE,     /* Upsample, UpsamplingNearest2d/Bilinear2d */
+    /* Native Transformer family (exact native types, unchanged forwards) */
+    TS_MOD_TRANSFORMER_ENCODER_LAYER,
+    TS_MOD_TRANSFORMER_DECODER_LAYER,
+    TS_MOD_TRANSFORMER_ENCODER,
+    TS_MOD_TRANSFORMER_DECODER,
+    TS_MOD_TRANSFORMER,
+    /* Beyond the reference (SPEC 3.4); conventions in
+     * docs/module-formulas.md */
+    TS_MOD_EMBEDDING_BAG,
+    TS_MOD_RNN,      /* RNN, LSTM, GRU (rnn_mode) */
+    TS_MOD_RNN_CELL, /* RNNCell, LSTMCell, GRUCell (rnn_mode) */
+    TS_MOD_INSTANCENORM,
+    TS_MOD_LOCAL_RESPONSE_NORM,
+    TS_MOD_BILINEAR,
+    TS_MOD_COSINE_SIMILARITY,
+    TS_MOD_PAIRWISE_DISTANCE,
+    TS_MOD_FOLD,
+    TS_MOD_FEATURE_DROPOUT, /* Dropout1d/2d/3d */
+    TS_MOD_ALPHA_DROPOUT,   /* AlphaDropout, FeatureAlphaDropout */
+    TS_MOD_MAXUNPOOL,
+    TS_MOD_LPPOOL,
     TS_MOD_KIND_COUNT
 } ts_module_kind;
+
+/* Recurrent cell types of TS_MOD_RNN and TS_MOD_RNN_CELL. */
+typedef enum {
+    TS_RNN_TANH = 0,
+    TS_RNN_RELU,
+    TS_RNN_LSTM,
+    TS_RNN_GRU,
+} ts_rnn_mode;
+
+/* Upsample interpolation modes. */
+typedef enum {
+    TS_UPSAMPLE_NEAREST = 0, /* nearest and nearest-exact */
+    TS_UPSAMPLE_LINEAR,      /* 2 neighbours */
+    TS_UPSAMPLE_BILINEAR,    /* 4 */
+    TS_UPSAMPLE_TRILINEAR,   /* 8 */
+    TS_UPSAMPLE_BICUBIC,     /* 16 */
+    TS_UPSAMPLE_AREA,        /* adaptive average pooling */
+} ts_upsample_mode;
+
+/* EmbeddingBag reductions. */
+typedef enum {
+    TS_BAG_SUM = 0,
+    TS_BAG_MEAN,
+    TS_BAG_MAX,
+} ts_bag_mode;
+
+/* ---- native Transformer sub-layers ---------------------------------------
+ * A Transformer-family module is described by its sub-layers' hyperparameters
+ * (read once by the binding), so that its formulas can reuse the
+ * MultiheadAttention, Linear and LayerNorm formulas term by term. A stack
+ * (TransformerEncoder/Decoder) holds `count` copies of one layer: the binding
+ * refuses stacks whose layers differ. */
+
+typedef struct ts_attention_desc {
+    int64_t embed_dim, num_heads, kdim, vdim;
+    bool has_in_proj_bias, has_out_proj_bias;
+    bool add_bias_kv, add_zero_attn, batch_first;
+    double dropout;
+    int64_t param_numel;
+} ts_attention_desc;
+
+typedef struct ts_linear_desc {
+    int64_t in_features, out_features;
+    bool has_bias;
+    int64_t param_numel;
+} ts_linear_desc;
+
+typedef enum {
+    TS_NORM_NONE = 0, /* no norm (a stack built with norm=None) */
+    TS_NORM_IDENTITY,
+    TS_NORM_LAYERNORM,
+} ts_norm_kind;
+
+typedef struct ts_norm_desc {
+    ts_norm_kind kind;
+    bool has_weight, has_bias;
+    int64_t normalized_numel;
+    int64_t param_numel;
+} ts_norm_desc;
+
+typedef enum {
+    TS_ACT_RELU = 0,
+    TS_ACT_GELU, /* exact (erf) GELU */
+} ts_activation;
+
+typedef struct ts_transformer_layer_desc {
+    int64_t count; /* layers: 1 for a layer, len(layers) for a stack */
+    bool decoder;  /* has cross-attention and a third norm */
+    bool norm_first;
+    ts_activation activation;
+    ts_attention_desc self_attn, cross_attn;
+    ts_linear_desc linear1, linear2;
+    ts_norm_desc norm[3];
+    /* p of dropout (feed-forward), dropout1, dropout2, dropout3; used only
+     * in training */
+    double dropout[4];
+} ts_transformer_layer_desc;
+
+typedef struct ts_transformer_desc {
+    /* encoder layers (count 0: none) and decoder layers */
+    ts_transformer_layer_desc encoder, decoder;
+    /* the stacks' final norms */
+    ts_norm_desc encoder_norm, decoder_norm;
+    /* TransformerEncoder.enable_nested_tensor: padding masks are then
+     * applied by nested tensors, which the estimates do not model */
+    bool enable_nested_tensor;
+} ts_transformer_desc;
 
 /* Hyperparameters of one module, read once when the crawl starts. Fields a
  * family does not use are zero. Spatial tuples hold `rank` entries. */
@@ -78,7 +223,61 @@ typedef struct ts_module_desc {
      * when the parameters are materialized: "P" of the Linear, Conv,
      * ConvTranspose, LayerNorm and MultiheadAttention DMAs. */
     int64_t param_numel;
+    /* Set by the binding when the module is of a native family but in a
+     * configuration the formulas do not model (a static string, e.g.
+     * "Embedding with max_norm renormalizes rows"): every metric is then a
+     * NotImplementedError with this text. */
+    const char *refusal;
+    /* Softmax, LogSoftmax, Softmin, CosineSimilarity: the dim argument
+     * (dim_is_none below: Softmax's legacy implicit dim). */
+    int64_t dim;
+    /* GroupNorm */
+    int64_t num_groups;
+    /* LocalResponseNorm window; LPPool norm_type and PairwiseDistance p */
+    int64_t size;
+    double norm_p;
+    /* EmbeddingBag */
+    int64_t embedding_dim;
+    /* ConstantPadNd: (left, right) pairs from the last axis backwards, as
+     * the padding tuple of F.pad (pad_count entries) */
+    int64_t pad[6];
+    /* Fold: output_size per spatial axis (kernel/stride/padding/dilation
+     * above, rank 2) */
+    int64_t output_size[3];
+    /* RNN family */
+    int64_t input_size, hidden_size, num_layers, proj_size;
+    /* Bilinear (in1_features is in_features) */
+    int64_t in2_features;
+    /* Native Transformer family */
+    ts_transformer_desc transformer;
+    ts_upsample_mode upsample_mode;
+    ts_bag_mode bag_mode;
+    ts_rnn_mode rnn_mode;
+    int pad_count;
+    bool dim_is_none;
+    bool approximate_tanh; /* GELU(approximate='tanh') */
+    bool bidirectional;    /* RNN family */
 } ts_module_desc;
+
+/* Mask roles of the Transformer family's calls (slots of
+ * ts_module_call.tf_mask), and the three sequences whose causal hints
+ * (src/tgt/memory is_causal) the call may set. */
+typedef enum {
+    TS_TF_SRC_MASK = 0,
+    TS_TF_TGT_MASK,
+    TS_TF_MEMORY_MASK,
+    TS_TF_SRC_KEY_PADDING_MASK,
+    TS_TF_TGT_KEY_PADDING_MASK,
+    TS_TF_MEMORY_KEY_PADDING_MASK,
+    TS_TF_MASK_COUNT
+} ts_tf_mask;
+
+typedef enum {
+    TS_TF_SRC = 0,
+    TS_TF_TGT,
+    TS_TF_MEMORY,
+    TS_TF_SEQ_COUNT
+} ts_tf_seq;
 
 /* One call of the module. `input` is the first tensor of the ordered inputs,
  * `output` the first tensor of the output. */
@@ -96,6 +295,22 @@ typedef struct ts_module_call {
     /* the attention-weights output: present, and its ndim (3 = averaged) */
     bool has_weights_output;
     int weights_ndim;
+    /* The second tensor of two-input families: input2 of Bilinear, x2 of
+     * CosineSimilarity and PairwiseDistance, memory of the Transformer
+     * decoders, tgt of nn.Transformer, h_n of RNN/LSTM/GRU (has_second
+     * below). */
+    ts_shape second;
+    /* LSTM: elements of c_n; EmbeddingBag: elements of offsets (0 when
+     * absent) */
+    int64_t aux_numel;
+    /* Transformer family: elements of each mask passed, by role */
+    int64_t tf_mask_numel[TS_TF_MASK_COUNT];
+    bool has_second;
+    bool has_per_sample_weights; /* EmbeddingBag */
+    /* Transformer family: which masks were passed, and the causal hints
+     * set to True */
+    bool tf_mask[TS_TF_MASK_COUNT];
+    bool tf_causal[TS_TF_SEQ_COUNT];
 } ts_module_call;
 
 typedef enum {
@@ -131,6 +346,13 @@ int ts_module_estimate(const ts_module_desc *desc,
 
 /* Name of a kind, for docs and debugging ("linear", "conv", ...). */
 const char *ts_module_kind_name(ts_module_kind kind);
+
+/* True for the kinds whose formulas cover a whole subtree: the call's
+ * estimates include the work of the module's children (MultiheadAttention
+ * and the native Transformer family, contract 1.10 "Built-in handlers").
+ * Such a module is a metric boundary: its children's estimates must not be
+ * added again (they are owned by it). */
+bool ts_module_kind_owns_subtree(ts_module_kind kind);
 
 #ifdef __cplusplus
 }

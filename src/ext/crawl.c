@@ -79,7 +79,11 @@ typedef struct native_class {
     int rank;
 } native_class;
 
-/* Native families whose formulas apply when the forward is unchanged. */
+/* Native families whose formulas apply when the forward is unchanged,
+ * sorted by strcmp (binary search; a Python test checks the order). A
+ * subclass that keeps the native forward (LazyLinear) resolves to its base
+ * through the MRO; aliases such as ZeroPad2d and UpsamplingNearest2d are
+ * listed so that the docs' class index names them. */
 static const native_class native_classes[] = {
     {"AdaptiveAvgPool1d", TS_MOD_ADAPTIVE_AVGPOOL, 1},
     {"AdaptiveAvgPool2d", TS_MOD_ADAPTIVE_AVGPOOL, 2},
@@ -87,34 +91,113 @@ static const native_class native_classes[] = {
     {"AdaptiveMaxPool1d", TS_MOD_ADAPTIVE_MAXPOOL, 1},
     {"AdaptiveMaxPool2d", TS_MOD_ADAPTIVE_MAXPOOL, 2},
     {"AdaptiveMaxPool3d", TS_MOD_ADAPTIVE_MAXPOOL, 3},
+    {"AlphaDropout", TS_MOD_ALPHA_DROPOUT, 0},
     {"AvgPool1d", TS_MOD_AVGPOOL, 1},
     {"AvgPool2d", TS_MOD_AVGPOOL, 2},
     {"AvgPool3d", TS_MOD_AVGPOOL, 3},
     {"BatchNorm1d", TS_MOD_BATCHNORM, 1},
     {"BatchNorm2d", TS_MOD_BATCHNORM, 2},
     {"BatchNorm3d", TS_MOD_BATCHNORM, 3},
+    {"Bilinear", TS_MOD_BILINEAR, 0},
+    {"CELU", TS_MOD_CELU, 0},
+    {"ChannelShuffle", TS_MOD_CHANNEL_SHUFFLE, 0},
+    {"CircularPad1d", TS_MOD_PAD, 1},
+    {"CircularPad2d", TS_MOD_PAD, 2},
+    {"CircularPad3d", TS_MOD_PAD, 3},
+    {"ConstantPad1d", TS_MOD_CONSTANT_PAD, 1},
+    {"ConstantPad2d", TS_MOD_CONSTANT_PAD, 2},
+    {"ConstantPad3d", TS_MOD_CONSTANT_PAD, 3},
     {"Conv1d", TS_MOD_CONV, 1},
     {"Conv2d", TS_MOD_CONV, 2},
     {"Conv3d", TS_MOD_CONV, 3},
     {"ConvTranspose1d", TS_MOD_CONVTRANSPOSE, 1},
     {"ConvTranspose2d", TS_MOD_CONVTRANSPOSE, 2},
     {"ConvTranspose3d", TS_MOD_CONVTRANSPOSE, 3},
+    {"CosineSimilarity", TS_MOD_COSINE_SIMILARITY, 0},
     {"Dropout", TS_MOD_DROPOUT, 0},
+    {"Dropout1d", TS_MOD_FEATURE_DROPOUT, 1},
+    {"Dropout2d", TS_MOD_FEATURE_DROPOUT, 2},
+    {"Dropout3d", TS_MOD_FEATURE_DROPOUT, 3},
     {"ELU", TS_MOD_ELU, 0},
+    {"Embedding", TS_MOD_EMBEDDING, 0},
+    {"EmbeddingBag", TS_MOD_EMBEDDING_BAG, 0},
+    {"FeatureAlphaDropout", TS_MOD_ALPHA_DROPOUT, 0},
     {"Flatten", TS_MOD_FLATTEN, 0},
+    {"Fold", TS_MOD_FOLD, 2},
+    {"GELU", TS_MOD_GELU, 0},
+    {"GLU", TS_MOD_GLU, 0},
+    {"GRU", TS_MOD_RNN, 0},
+    {"GRUCell", TS_MOD_RNN_CELL, 0},
+    {"GroupNorm", TS_MOD_GROUPNORM, 0},
+    {"Hardshrink", TS_MOD_HARDSHRINK, 0},
+    {"Hardsigmoid", TS_MOD_HARDSIGMOID, 0},
+    {"Hardswish", TS_MOD_HARDSWISH, 0},
+    {"Hardtanh", TS_MOD_HARDTANH, 0},
     {"Identity", TS_MOD_IDENTITY, 0},
+    {"InstanceNorm1d", TS_MOD_INSTANCENORM, 1},
+    {"InstanceNorm2d", TS_MOD_INSTANCENORM, 2},
+    {"InstanceNorm3d", TS_MOD_INSTANCENORM, 3},
+    {"LPPool1d", TS_MOD_LPPOOL, 1},
+    {"LPPool2d", TS_MOD_LPPOOL, 2},
+    {"LPPool3d", TS_MOD_LPPOOL, 3},
+    {"LSTM", TS_MOD_RNN, 0},
+    {"LSTMCell", TS_MOD_RNN_CELL, 0},
     {"LayerNorm", TS_MOD_LAYERNORM, 0},
     {"LeakyReLU", TS_MOD_LEAKYRELU, 0},
     {"Linear", TS_MOD_LINEAR, 0},
+    {"LocalResponseNorm", TS_MOD_LOCAL_RESPONSE_NORM, 0},
+    {"LogSigmoid", TS_MOD_LOGSIGMOID, 0},
+    {"LogSoftmax", TS_MOD_LOGSOFTMAX, 0},
     {"MaxPool1d", TS_MOD_MAXPOOL, 1},
     {"MaxPool2d", TS_MOD_MAXPOOL, 2},
     {"MaxPool3d", TS_MOD_MAXPOOL, 3},
+    {"MaxUnpool1d", TS_MOD_MAXUNPOOL, 1},
+    {"MaxUnpool2d", TS_MOD_MAXUNPOOL, 2},
+    {"MaxUnpool3d", TS_MOD_MAXUNPOOL, 3},
+    {"Mish", TS_MOD_MISH, 0},
     {"MultiheadAttention", TS_MOD_MHA, 0},
+    {"PReLU", TS_MOD_PRELU, 0},
+    {"PairwiseDistance", TS_MOD_PAIRWISE_DISTANCE, 0},
+    {"PixelShuffle", TS_MOD_PIXEL_SHUFFLE, 0},
+    {"PixelUnshuffle", TS_MOD_PIXEL_SHUFFLE, 0},
+    {"RMSNorm", TS_MOD_RMSNORM, 0},
+    {"RNN", TS_MOD_RNN, 0},
+    {"RNNCell", TS_MOD_RNN_CELL, 0},
+    {"RReLU", TS_MOD_RRELU, 0},
     {"ReLU", TS_MOD_RELU, 0},
     {"ReLU6", TS_MOD_RELU6, 0},
+    {"ReflectionPad1d", TS_MOD_PAD, 1},
+    {"ReflectionPad2d", TS_MOD_PAD, 2},
+    {"ReflectionPad3d", TS_MOD_PAD, 3},
+    {"ReplicationPad1d", TS_MOD_PAD, 1},
+    {"ReplicationPad2d", TS_MOD_PAD, 2},
+    {"ReplicationPad3d", TS_MOD_PAD, 3},
+    {"SELU", TS_MOD_SELU, 0},
+    {"SiLU", TS_MOD_SILU, 0},
     {"Sigmoid", TS_MOD_SIGMOID, 0},
+    {"Softmax", TS_MOD_SOFTMAX, 0},
+    {"Softmax2d", TS_MOD_SOFTMAX2D, 0},
+    {"Softmin", TS_MOD_SOFTMIN, 0},
+    {"Softplus", TS_MOD_SOFTPLUS, 0},
+    {"Softshrink", TS_MOD_SOFTSHRINK, 0},
+    {"Softsign", TS_MOD_SOFTSIGN, 0},
     {"SyncBatchNorm", TS_MOD_BATCHNORM, 0},
     {"Tanh", TS_MOD_TANH, 0},
+    {"Tanhshrink", TS_MOD_TANHSHRINK, 0},
+    {"Threshold", TS_MOD_THRESHOLD, 0},
+    {"Transformer", TS_MOD_TRANSFORMER, 0},
+    {"TransformerDecoder", TS_MOD_TRANSFORMER_DECODER, 0},
+    {"TransformerDecoderLayer", TS_MOD_TRANSFORMER_DECODER_LAYER, 0},
+    {"TransformerEncoder", TS_MOD_TRANSFORMER_ENCODER, 0},
+    {"TransformerEncoderLayer", TS_MOD_TRANSFORMER_ENCODER_LAYER, 0},
+    {"Unflatten", TS_MOD_UNFLATTEN, 0},
+    {"Unfold", TS_MOD_UNFOLD, 0},
+    {"Upsample", TS_MOD_UPSAMPLE, 0},
+    {"UpsamplingBilinear2d", TS_MOD_UPSAMPLE, 0},
+    {"UpsamplingNearest2d", TS_MOD_UPSAMPLE, 0},
+    {"ZeroPad1d", TS_MOD_CONSTANT_PAD, 1},
+    {"ZeroPad2d", TS_MOD_CONSTANT_PAD, 2},
+    {"ZeroPad3d", TS_MOD_CONSTANT_PAD, 3},
     {"_BatchNorm", TS_MOD_BATCHNORM, 0},
 };
 
@@ -447,6 +530,384 @@ param_numel(tsx_state *st, PyObject *module)
     return total;
 }
 
+static int tsx_module_desc(tsx_state *st,
+                           PyObject *module,
+                           const native_class *native,
+                           PyObject *native_type,
+                           ts_module_desc *d);
+
+/* Reads a string attribute and sets *index to its position in `names`
+ * (NULL terminated), or -1 when the value is not listed (the caller
+ * refuses it). Returns -1 on error, else 0. */
+static int
+attr_choice(PyObject *obj,
+            const char *name,
+            const char *const *names,
+            int *index)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    *index = -1;
+    if (v == NULL) {
+        return -1;
+    }
+    for (int i = 0; PyUnicode_Check(v) && names[i] != NULL; i++) {
+        if (PyUnicode_CompareWithASCIIString(v, names[i]) == 0) {
+            *index = i;
+            break;
+        }
+    }
+    Py_DECREF(v);
+    return 0;
+}
+
+/* Reads an int attribute that may be None (Softmax's legacy dim). */
+static int
+attr_int_or_none(PyObject *obj, const char *name, int64_t *out, bool *none)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    if (v == NULL) {
+        return -1;
+    }
+    *none = v == Py_None;
+    *out = 0;
+    if (!*none) {
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+        *out = x;
+    }
+    Py_DECREF(v);
+    return 0;
+}
+
+/* normalized_shape of LayerNorm and RMSNorm: its element count. */
+static int
+read_normalized_shape(PyObject *module, ts_module_desc *d)
+{
+    int64_t shape[TS_MAX_DIMS];
+    PyObject *ns = PyObject_GetAttrString(module, "normalized_shape");
+    Py_ssize_t n;
+    if (ns == NULL) {
+        return -1;
+    }
+    n = PyObject_Length(ns);
+    Py_DECREF(ns);
+    if (n < 0 || n > TS_MAX_DIMS) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError,
+                            "normalized_shape has too many dims");
+        }
+        return -1;
+    }
+    if (attr_tuple(module, "normalized_shape", (int)n, shape, NULL, NULL)
+        < 0) {
+        return -1;
+    }
+    d->normalized_ndim = (int)n;
+    d->normalized_numel = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!ts_mul(d->normalized_numel, shape[i], &d->normalized_numel)) {
+            PyErr_SetString(PyExc_OverflowError,
+                            "normalized_shape is too large");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Keeps the first reason a Transformer-family module is refused. */
+static void
+refuse(ts_module_desc *d, const char *reason)
+{
+    if (d->refusal == NULL) {
+        d->refusal = reason;
+    }
+}
+
+static const char *const REFUSE_SUBLAYER =
+    "Transformer estimates need native sub-layers (MultiheadAttention, "
+    "Linear, Dropout, LayerNorm) with unchanged forwards";
+static const char *const REFUSE_ACTIVATION =
+    "Transformer estimates support the ReLU or exact GELU activation only";
+
+/* The description of `obj` (a child module or an attribute such as
+ * `activation`) as the crawl would read it: unknown when not native. */
+static int
+object_desc(tsx_state *st, PyObject *obj, ts_module_desc *out)
+{
+    PyObject *native_type = NULL;
+    const native_class *native = native_of(obj, &native_type);
+    return tsx_module_desc(st, obj, native, native_type, out);
+}
+
+/* Reads child `name` and refuses the parent unless it is of kind `want`;
+ * a refused child passes its reason on. */
+static int
+child_desc(tsx_state *st,
+           PyObject *module,
+           const char *name,
+           ts_module_kind want,
+           ts_module_desc *parent,
+           ts_module_desc *out)
+{
+    PyObject *child = PyObject_GetAttrString(module, name);
+    int rc;
+    if (child == NULL) {
+        return -1;
+    }
+    rc = object_desc(st, child, out);
+    Py_DECREF(child);
+    if (rc == 0 && out->refusal != NULL) {
+        refuse(parent, out->refusal);
+    }
+    if (rc == 0 && out->kind != want) {
+        refuse(parent, REFUSE_SUBLAYER);
+    }
+    return rc;
+}
+
+static void
+attention_of(const ts_module_desc *m, ts_attention_desc *a)
+{
+    a->embed_dim = m->embed_dim;
+    a->num_heads = m->num_heads;
+    a->kdim = m->kdim;
+    a->vdim = m->vdim;
+    a->has_in_proj_bias = m->has_in_proj_bias;
+    a->has_out_proj_bias = m->has_out_proj_bias;
+    a->add_bias_kv = m->add_bias_kv;
+    a->add_zero_attn = m->add_zero_attn;
+    a->batch_first = m->batch_first;
+    a->dropout = m->attn_dropout;
+    a->param_numel = m->param_numel;
+}
+
+static void
+linear_of(const ts_module_desc *m, ts_linear_desc *l)
+{
+    l->in_features = m->in_features;
+    l->out_features = m->out_features;
+    l->has_bias = m->has_bias;
+    l->param_numel = m->param_numel;
+}
+
+static void
+norm_of(const ts_module_desc *m, ts_norm_desc *n)
+{
+    n->kind = m->kind == TS_MOD_LAYERNORM  ? TS_NORM_LAYERNORM
+              : m->kind == TS_MOD_IDENTITY ? TS_NORM_IDENTITY
+                                           : TS_NORM_NONE;
+    n->has_weight = m->has_weight;
+    n->has_bias = m->has_bias;
+    n->normalized_numel = m->normalized_numel;
+    n->param_numel = m->param_numel;
+}
+
+/* The feed-forward activation: F.relu or F.gelu (the strings "relu" and
+ * "gelu" resolve to them), or an nn.ReLU / exact nn.GELU module. */
+static int
+read_activation(tsx_state *st,
+                PyObject *layer,
+                ts_activation *act,
+                ts_module_desc *d)
+{
+    PyObject *a = PyObject_GetAttrString(layer, "activation");
+    PyObject *functional =
+        a ? PyImport_ImportModule("torch.nn.functional") : NULL;
+    PyObject *relu =
+        functional ? PyObject_GetAttrString(functional, "relu") : NULL;
+    PyObject *gelu = relu ? PyObject_GetAttrString(functional, "gelu") : NULL;
+    ts_module_desc m;
+    int rc = -1;
+    if (gelu == NULL) {
+        goto done;
+    }
+    rc = 0;
+    if (a == relu || a == gelu) {
+        *act = a == relu ? TS_ACT_RELU : TS_ACT_GELU;
+    }
+    else if ((rc = object_desc(st, a, &m)) == 0) {
+        if (m.kind == TS_MOD_RELU) {
+            *act = TS_ACT_RELU;
+        }
+        else if (m.kind == TS_MOD_GELU && !m.approximate_tanh
+                 && m.refusal == NULL) {
+            *act = TS_ACT_GELU;
+        }
+        else {
+            refuse(d, REFUSE_ACTIVATION);
+        }
+    }
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(functional);
+    Py_XDECREF(relu);
+    Py_XDECREF(gelu);
+    return rc;
+}
+
+/* One TransformerEncoderLayer (decoder = false) or TransformerDecoderLayer:
+ * the attention blocks, the feed-forward Linear pair, the norms, the
+ * dropouts' p (used in training only) and the activation. */
+static int
+read_transformer_layer(tsx_state *st,
+                       PyObject *module,
+                       bool decoder,
+                       ts_module_desc *d,
+                       ts_transformer_layer_desc *l)
+{
+    static const char *const attn[2] = {"self_attn", "multihead_attn"};
+    static const char *const norms[3] = {"norm1", "norm2", "norm3"};
+    static const char *const drops[4] = {
+        "dropout", "dropout1", "dropout2", "dropout3"};
+    int blocks = decoder ? 3 : 2;
+    ts_module_desc sub;
+    int t;
+    memset(l, 0, sizeof *l);
+    l->count = 1;
+    l->decoder = decoder;
+    TRY(t = attr_true(module, "norm_first"));
+    l->norm_first = t;
+    for (int i = 0; i < (decoder ? 2 : 1); i++) {
+        TRY(child_desc(st, module, attn[i], TS_MOD_MHA, d, &sub));
+        attention_of(&sub, i ? &l->cross_attn : &l->self_attn);
+    }
+    TRY(child_desc(st, module, "linear1", TS_MOD_LINEAR, d, &sub));
+    linear_of(&sub, &l->linear1);
+    TRY(child_desc(st, module, "linear2", TS_MOD_LINEAR, d, &sub));
+    linear_of(&sub, &l->linear2);
+    for (int i = 0; i < blocks; i++) {
+        TRY(child_desc(st, module, norms[i], TS_MOD_LAYERNORM, d, &sub));
+        norm_of(&sub, &l->norm[i]);
+    }
+    for (int i = 0; i <= blocks; i++) {
+        TRY(child_desc(st, module, drops[i], TS_MOD_DROPOUT, d, &sub));
+        l->dropout[i] = sub.p;
+    }
+    TRY(read_activation(st, module, &l->activation, d));
+    return 0;
+error:
+    return -1;
+}
+
+/* A TransformerEncoder/Decoder: its layers, which must all read alike
+ * (they are clones unless the caller replaced one), and its final norm
+ * (LayerNorm, Identity or None). Layer descriptions are compared bytewise:
+ * both come from memset-cleared structs. */
+static int
+read_transformer_stack(tsx_state *st,
+                       PyObject *module,
+                       bool decoder,
+                       ts_module_desc *d,
+                       ts_transformer_layer_desc *l,
+                       ts_norm_desc *norm)
+{
+    ts_module_kind want = decoder ? TS_MOD_TRANSFORMER_DECODER_LAYER
+                                  : TS_MOD_TRANSFORMER_ENCODER_LAYER;
+    PyObject *layers = PyObject_GetAttrString(module, "layers");
+    PyObject *final = NULL;
+    Py_ssize_t n = layers ? PyObject_Length(layers) : -1;
+    ts_module_desc sub;
+    int rc = -1;
+    if (n < 0) {
+        goto done;
+    }
+    if (n == 0) {
+        refuse(d, "Transformer estimates need at least one layer");
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(layers, i);
+        int got = item ? object_desc(st, item, &sub) : -1;
+        Py_XDECREF(item);
+        if (got < 0) {
+            goto done;
+        }
+        const ts_transformer_layer_desc *one =
+            decoder ? &sub.transformer.decoder : &sub.transformer.encoder;
+        if (sub.kind != want) {
+            refuse(d, REFUSE_SUBLAYER);
+        }
+        else if (sub.refusal != NULL) {
+            refuse(d, sub.refusal);
+        }
+        else if (i == 0) {
+            memcpy(l, one, sizeof *l);
+        }
+        else if (memcmp(l, one, sizeof *l) != 0) {
+            refuse(d, "Transformer estimates need identical stacked layers");
+        }
+    }
+    l->count = n;
+    final = PyObject_GetAttrString(module, "norm");
+    if (final == NULL) {
+        goto done;
+    }
+    norm->kind = TS_NORM_NONE;
+    if (final != Py_None) {
+        if (object_desc(st, final, &sub) < 0) {
+            goto done;
+        }
+        if (sub.kind != TS_MOD_LAYERNORM && sub.kind != TS_MOD_IDENTITY) {
+            refuse(d,
+                   "Transformer estimates support LayerNorm, Identity or "
+                   "None final norms");
+        }
+        norm_of(&sub, norm);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(layers);
+    Py_XDECREF(final);
+    return rc;
+}
+
+/* The five native Transformer kinds: layers hold one layer description,
+ * stacks `count` copies and a final norm, nn.Transformer both stacks. */
+static int
+read_transformer(tsx_state *st, PyObject *module, ts_module_desc *d)
+{
+    ts_transformer_desc *t = &d->transformer;
+    ts_module_desc sub;
+    int on;
+    switch (d->kind) {
+        case TS_MOD_TRANSFORMER_ENCODER_LAYER:
+            return read_transformer_layer(st, module, false, d, &t->encoder);
+        case TS_MOD_TRANSFORMER_DECODER_LAYER:
+            return read_transformer_layer(st, module, true, d, &t->decoder);
+        case TS_MOD_TRANSFORMER_ENCODER:
+            if ((on = attr_true(module, "enable_nested_tensor")) < 0) {
+                return -1;
+            }
+            t->enable_nested_tensor = on;
+            return read_transformer_stack(
+                st, module, false, d, &t->encoder, &t->encoder_norm);
+        case TS_MOD_TRANSFORMER_DECODER:
+            return read_transformer_stack(
+                st, module, true, d, &t->decoder, &t->decoder_norm);
+        case TS_MOD_TRANSFORMER:
+            if (child_desc(
+                    st, module, "encoder", TS_MOD_TRANSFORMER_ENCODER, d, &sub)
+                < 0) {
+                return -1;
+            }
+            memcpy(&t->encoder, &sub.transformer.encoder, sizeof t->encoder);
+            t->encoder_norm = sub.transformer.encoder_norm;
+            t->enable_nested_tensor = sub.transformer.enable_nested_tensor;
+            if (child_desc(
+                    st, module, "decoder", TS_MOD_TRANSFORMER_DECODER, d, &sub)
+                < 0) {
+                return -1;
+            }
+            memcpy(&t->decoder, &sub.transformer.decoder, sizeof t->decoder);
+            t->decoder_norm = sub.transformer.decoder_norm;
+            return 0;
+        default:
+            return 0;
+    }
+}
+
 static int
 tsx_module_desc(tsx_state *st,
                 PyObject *module,
@@ -545,6 +1006,7 @@ tsx_module_desc(tsx_state *st,
             d->return_indices = t;
             break;
         case TS_MOD_BATCHNORM:
+        case TS_MOD_INSTANCENORM:
             TRY(attr_int(module, "num_features", &d->num_features));
             TRY(t = attr_true(module, "track_running_stats"));
             d->track_running_stats = t;
@@ -556,40 +1018,15 @@ tsx_module_desc(tsx_state *st,
             d->momentum_is_none = !t;
             break;
         case TS_MOD_DROPOUT:
+        case TS_MOD_FEATURE_DROPOUT:
+        case TS_MOD_ALPHA_DROPOUT:
             TRY(attr_real(module, "p", &d->p));
             TRY(t = attr_true(module, "inplace"));
             d->inplace = t;
             break;
-        case TS_MOD_LAYERNORM: {
-            int64_t shape[TS_MAX_DIMS];
-            PyObject *ns = PyObject_GetAttrString(module, "normalized_shape");
-            Py_ssize_t n;
-            if (ns == NULL) {
-                goto error;
-            }
-            n = PyObject_Length(ns);
-            Py_DECREF(ns);
-            if (n < 0 || n > TS_MAX_DIMS) {
-                if (!PyErr_Occurred()) {
-                    PyErr_SetString(PyExc_ValueError,
-                                    "normalized_shape has too many dims");
-                }
-                goto error;
-            }
-            TRY(attr_tuple(
-                module, "normalized_shape", (int)n, shape, NULL, NULL));
-            d->normalized_ndim = (int)n;
-            d->normalized_numel = 1;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                if (!ts_mul(
-                        d->normalized_numel, shape[i], &d->normalized_numel)) {
-                    PyErr_SetString(PyExc_OverflowError,
-                                    "normalized_shape is too large");
-                    goto error;
-                }
-            }
+        case TS_MOD_LAYERNORM:
+            TRY(read_normalized_shape(module, d));
             break;
-        }
         case TS_MOD_MHA: {
             PyObject *out_proj;
             TRY(attr_int(module, "embed_dim", &d->embed_dim));
@@ -615,6 +1052,188 @@ tsx_module_desc(tsx_state *st,
             d->has_out_proj_bias = t;
             break;
         }
+        case TS_MOD_SOFTMAX:
+        case TS_MOD_LOGSOFTMAX:
+        case TS_MOD_SOFTMIN:
+            TRY(attr_int_or_none(module, "dim", &d->dim, &d->dim_is_none));
+            break;
+        case TS_MOD_COSINE_SIMILARITY:
+            TRY(attr_int(module, "dim", &d->dim));
+            break;
+        case TS_MOD_PAIRWISE_DISTANCE:
+            TRY(attr_real(module, "norm", &d->norm_p));
+            break;
+        case TS_MOD_GELU: {
+            static const char *const modes[] = {"none", "tanh", NULL};
+            TRY(attr_choice(module, "approximate", modes, &t));
+            if (t < 0) {
+                refuse(d, "GELU approximate must be 'none' or 'tanh'");
+            }
+            d->approximate_tanh = t == 1;
+            break;
+        }
+        case TS_MOD_GROUPNORM:
+            TRY(attr_int(module, "num_groups", &d->num_groups));
+            break;
+        case TS_MOD_RMSNORM:
+            TRY(read_normalized_shape(module, d));
+            break;
+        case TS_MOD_LOCAL_RESPONSE_NORM:
+            TRY(attr_int(module, "size", &d->size));
+            break;
+        case TS_MOD_EMBEDDING:
+        case TS_MOD_EMBEDDING_BAG: {
+            /* sum, mean, max: TS_BAG_* order */
+            static const char *const modes[] = {"sum", "mean", "max", NULL};
+            TRY(attr_int(module, "embedding_dim", &d->embedding_dim));
+            TRY(t = attr_present(module, "max_norm"));
+            if (t) {
+                /* max_norm renormalizes the looked-up rows in place: work
+                 * that depends on the values */
+                refuse(d, "Embedding with max_norm renormalizes rows");
+            }
+            if (d->kind == TS_MOD_EMBEDDING_BAG) {
+                TRY(attr_choice(module, "mode", modes, &t));
+                if (t < 0) {
+                    refuse(d, "EmbeddingBag mode must be sum, mean or max");
+                }
+                d->bag_mode = t < 0 ? TS_BAG_SUM : (ts_bag_mode)t;
+            }
+            break;
+        }
+        case TS_MOD_CONSTANT_PAD: {
+            PyObject *pad = PyObject_GetAttrString(module, "padding");
+            Py_ssize_t n = pad ? PyObject_Length(pad) : -1;
+            Py_XDECREF(pad);
+            if (n < 0 || n > 6) {
+                if (!PyErr_Occurred()) {
+                    PyErr_SetString(PyExc_ValueError, "padding is too long");
+                }
+                goto error;
+            }
+            TRY(attr_tuple(module, "padding", (int)n, d->pad, NULL, NULL));
+            d->pad_count = (int)n;
+            break;
+        }
+        case TS_MOD_UPSAMPLE: {
+            static const char *const modes[] = {"nearest",
+                                                "nearest-exact",
+                                                "linear",
+                                                "bilinear",
+                                                "trilinear",
+                                                "bicubic",
+                                                "area",
+                                                NULL};
+            static const ts_upsample_mode kinds[] = {TS_UPSAMPLE_NEAREST,
+                                                     TS_UPSAMPLE_NEAREST,
+                                                     TS_UPSAMPLE_LINEAR,
+                                                     TS_UPSAMPLE_BILINEAR,
+                                                     TS_UPSAMPLE_TRILINEAR,
+                                                     TS_UPSAMPLE_BICUBIC,
+                                                     TS_UPSAMPLE_AREA};
+            TRY(attr_choice(module, "mode", modes, &t));
+            if (t < 0) {
+                refuse(d, "Upsample mode is not a known interpolation");
+            }
+            d->upsample_mode = t < 0 ? TS_UPSAMPLE_NEAREST : kinds[t];
+            break;
+        }
+        case TS_MOD_RNN: {
+            /* nn.RNNBase.mode, in ts_rnn_mode order */
+            static const char *const modes[] = {
+                "RNN_TANH", "RNN_RELU", "LSTM", "GRU", NULL};
+            TRY(attr_choice(module, "mode", modes, &t));
+            if (t < 0) {
+                refuse(d, "RNN mode is not RNN_TANH, RNN_RELU, LSTM or GRU");
+            }
+            d->rnn_mode = t < 0 ? TS_RNN_TANH : (ts_rnn_mode)t;
+            TRY(attr_int(module, "input_size", &d->input_size));
+            TRY(attr_int(module, "hidden_size", &d->hidden_size));
+            TRY(attr_int(module, "num_layers", &d->num_layers));
+            TRY(attr_int(module, "proj_size", &d->proj_size));
+            TRY(t = attr_true(module, "bidirectional"));
+            d->bidirectional = t;
+            TRY(t = attr_true(module, "bias"));
+            d->has_bias = t;
+            TRY(attr_real(module, "dropout", &d->p));
+            break;
+        }
+        case TS_MOD_RNN_CELL: {
+            static const char *const nonlinearity[] = {"tanh", "relu", NULL};
+            TRY(attr_int(module, "input_size", &d->input_size));
+            TRY(attr_int(module, "hidden_size", &d->hidden_size));
+            TRY(t = attr_true(module, "bias"));
+            d->has_bias = t;
+            d->num_layers = 1;
+            if (strcmp(native->name, "LSTMCell") == 0) {
+                d->rnn_mode = TS_RNN_LSTM;
+            }
+            else if (strcmp(native->name, "GRUCell") == 0) {
+                d->rnn_mode = TS_RNN_GRU;
+            }
+            else {
+                TRY(attr_choice(module, "nonlinearity", nonlinearity, &t));
+                if (t < 0) {
+                    refuse(d, "RNNCell nonlinearity is not tanh or relu");
+                }
+                d->rnn_mode = t == 1 ? TS_RNN_RELU : TS_RNN_TANH;
+            }
+            break;
+        }
+        case TS_MOD_BILINEAR:
+            TRY(attr_int(module, "in1_features", &d->in_features));
+            TRY(attr_int(module, "in2_features", &d->in2_features));
+            TRY(attr_int(module, "out_features", &d->out_features));
+            break;
+        case TS_MOD_FOLD:
+            TRY(attr_tuple(
+                module, "output_size", 2, d->output_size, NULL, NULL));
+            TRY(attr_tuple(module, "kernel_size", 2, d->kernel, NULL, NULL));
+            TRY(attr_tuple(module, "dilation", 2, d->dilation, NULL, NULL));
+            TRY(attr_tuple(module, "padding", 2, d->padding, NULL, NULL));
+            TRY(attr_tuple(module, "stride", 2, d->stride, NULL, NULL));
+            break;
+        case TS_MOD_MAXUNPOOL:
+            TRY(attr_tuple(
+                module, "kernel_size", d->rank, d->kernel, NULL, NULL));
+            TRY(attr_tuple(module, "stride", d->rank, d->stride, NULL, NULL));
+            TRY(attr_tuple(
+                module, "padding", d->rank, d->padding, NULL, NULL));
+            break;
+        case TS_MOD_LPPOOL: {
+            PyObject *stride;
+            TRY(attr_real(module, "norm_type", &d->norm_p));
+            TRY(attr_tuple(module,
+                           "kernel_size",
+                           d->rank,
+                           d->kernel,
+                           &d->kernel_is_int,
+                           NULL));
+            TRY(t = attr_true(module, "ceil_mode"));
+            d->ceil_mode = t;
+            /* stride=None means stride = kernel_size */
+            stride = PyObject_GetAttrString(module, "stride");
+            if (stride == NULL) {
+                goto error;
+            }
+            t = stride == Py_None;
+            Py_DECREF(stride);
+            if (t) {
+                memcpy(d->stride, d->kernel, sizeof d->stride);
+            }
+            else {
+                TRY(attr_tuple(
+                    module, "stride", d->rank, d->stride, NULL, NULL));
+            }
+            break;
+        }
+        case TS_MOD_TRANSFORMER_ENCODER_LAYER:
+        case TS_MOD_TRANSFORMER_DECODER_LAYER:
+        case TS_MOD_TRANSFORMER_ENCODER:
+        case TS_MOD_TRANSFORMER_DECODER:
+        case TS_MOD_TRANSFORMER:
+            TRY(read_transformer(st, module, d));
+            break;
         default:
             break;
     }
@@ -845,8 +1464,50 @@ call_arg(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const char *name)
     return v;
 }
 
+/* Elements of a tensor argument; 0 when it is absent or not a tensor. */
+static int
+arg_numel(tsx_state *st, PyObject *v, bool *present, int64_t *numel)
+{
+    ts_shape s;
+    *present = v != NULL && v != Py_None;
+    *numel = 0;
+    if (v != NULL && tsx_is_tensor(st, v)) {
+        if (tsx_tensor_shape(st, v, &s) < 0) {
+            return -1;
+        }
+        if (s.ndim >= 0 && !ts_shape_numel(&s, numel)) {
+            *numel = 0;
+        }
+    }
+    return 0;
+}
+
+/* Reads a tensor argument's shape into *shape; *present stays false when
+ * the argument is missing or not a tensor. */
+static int
+arg_shape(tsx_state *st, PyObject *v, ts_shape *shape, bool *present)
+{
+    *present = false;
+    if (v == NULL || !tsx_is_tensor(st, v)) {
+        return 0;
+    }
+    if (tsx_tensor_shape(st, v, shape) < 0) {
+        return -1;
+    }
+    *present = true;
+    return 0;
+}
+
+typedef int (*fill_fn)(tsx_state *st,
+                       const ts_module_desc *desc,
+                       PyObject *args,
+                       PyObject *kwargs,
+                       PyObject *output,
+                       ts_module_call *call);
+
 static int
 fill_mha_call(tsx_state *st,
+              const ts_module_desc *desc,
               PyObject *args,
               PyObject *kwargs,
               PyObject *output,
@@ -856,6 +1517,7 @@ fill_mha_call(tsx_state *st,
     PyObject *value = call_arg(args, kwargs, 2, "value");
     PyObject *kpm = call_arg(args, kwargs, 3, "key_padding_mask");
     PyObject *mask = call_arg(args, kwargs, 5, "attn_mask");
+    (void)desc;
     if (key == NULL || value == NULL || !tsx_is_tensor(st, key)
         || !tsx_is_tensor(st, value)) {
         call->has_input = false;
@@ -865,22 +1527,14 @@ fill_mha_call(tsx_state *st,
         || tsx_tensor_shape(st, value, &call->value) < 0) {
         return -1;
     }
-    call->has_key_padding_mask = kpm != NULL && kpm != Py_None;
-    call->has_attn_mask = mask != NULL && mask != Py_None;
-    for (int k = 0; k < 2; k++) {
-        PyObject *m = k ? mask : kpm;
-        int64_t *out =
-            k ? &call->attn_mask_numel : &call->key_padding_mask_numel;
-        ts_shape ms;
-        *out = 0;
-        if (m != NULL && tsx_is_tensor(st, m)) {
-            if (tsx_tensor_shape(st, m, &ms) < 0) {
-                return -1;
-            }
-            if (ms.ndim >= 0 && !ts_shape_numel(&ms, out)) {
-                *out = 0;
-            }
-        }
+    if (arg_numel(st,
+                  kpm,
+                  &call->has_key_padding_mask,
+                  &call->key_padding_mask_numel)
+            < 0
+        || arg_numel(st, mask, &call->has_attn_mask, &call->attn_mask_numel)
+               < 0) {
+        return -1;
     }
     if (PyTuple_Check(output) && PyTuple_GET_SIZE(output) > 1) {
         PyObject *w = PyTuple_GET_ITEM(output, 1);
@@ -894,6 +1548,224 @@ fill_mha_call(tsx_state *st,
         }
     }
     return 0;
+}
+
+/* Where each Transformer-family forward takes its second sequence, masks
+ * and causal hints (position, keyword); position -1: not an argument. */
+typedef struct arg_ref {
+    Py_ssize_t pos;
+    const char *name;
+} arg_ref;
+
+typedef struct tf_signature {
+    arg_ref second;
+    arg_ref masks[TS_TF_MASK_COUNT];
+    arg_ref causal[TS_TF_SEQ_COUNT];
+} tf_signature;
+
+#define NO_ARG_  \
+    {            \
+        -1, NULL \
+    }
+/* TransformerDecoderLayer and TransformerDecoder share one signature. */
+#define DECODER_SIGNATURE_                    \
+    {                                         \
+        {1, "memory"},                        \
+            {NO_ARG_,                         \
+             {2, "tgt_mask"},                 \
+             {3, "memory_mask"},              \
+             NO_ARG_,                         \
+             {4, "tgt_key_padding_mask"},     \
+             {5, "memory_key_padding_mask"}}, \
+        {                                     \
+            NO_ARG_, {6, "tgt_is_causal"},    \
+            {                                 \
+                7, "memory_is_causal"         \
+            }                                 \
+        }                                     \
+    }
+
+static const tf_signature tf_signatures[] = {
+    [TS_MOD_TRANSFORMER_ENCODER_LAYER - TS_MOD_TRANSFORMER_ENCODER_LAYER] =
+        {NO_ARG_,
+         {{1, "src_mask"},
+          NO_ARG_,
+          NO_ARG_,
+          {2, "src_key_padding_mask"},
+          NO_ARG_,
+          NO_ARG_},
+         {{3, "is_causal"}, NO_ARG_, NO_ARG_}},
+    [TS_MOD_TRANSFORMER_DECODER_LAYER - TS_MOD_TRANSFORMER_ENCODER_LAYER] =
+        DECODER_SIGNATURE_,
+    [TS_MOD_TRANSFORMER_ENCODER - TS_MOD_TRANSFORMER_ENCODER_LAYER] =
+        {NO_ARG_,
+         {{1, "mask"},
+          NO_ARG_,
+          NO_ARG_,
+          {2, "src_key_padding_mask"},
+          NO_ARG_,
+          NO_ARG_},
+         {{3, "is_causal"}, NO_ARG_, NO_ARG_}},
+    [TS_MOD_TRANSFORMER_DECODER - TS_MOD_TRANSFORMER_ENCODER_LAYER] =
+        DECODER_SIGNATURE_,
+    [TS_MOD_TRANSFORMER -
+        TS_MOD_TRANSFORMER_ENCODER_LAYER] = {{1, "tgt"},
+                                             {{2, "src_mask"},
+                                              {3, "tgt_mask"},
+                                              {4, "memory_mask"},
+                                              {5, "src_key_padding_mask"},
+                                              {6, "tgt_key_padding_mask"},
+                                              {7, "memory_key_padding_mask"}},
+                                             {{8, "src_is_causal"},
+                                              {9, "tgt_is_causal"},
+                                              {10, "memory_is_causal"}}},
+};
+
+static PyObject *
+ref_arg(PyObject *args, PyObject *kwargs, const arg_ref *ref)
+{
+    return ref->pos < 0 ? NULL : call_arg(args, kwargs, ref->pos, ref->name);
+}
+
+/* The second sequence, every mask's elements and the causal hints that are
+ * True (None asks PyTorch to detect a causal mask: not a hint). */
+static int
+fill_transformer_call(tsx_state *st,
+                      const ts_module_desc *desc,
+                      PyObject *args,
+                      PyObject *kwargs,
+                      PyObject *output,
+                      ts_module_call *call)
+{
+    const tf_signature *sig =
+        &tf_signatures[desc->kind - TS_MOD_TRANSFORMER_ENCODER_LAYER];
+    (void)output;
+    if (arg_shape(st,
+                  ref_arg(args, kwargs, &sig->second),
+                  &call->second,
+                  &call->has_second)
+        < 0) {
+        return -1;
+    }
+    for (int i = 0; i < TS_TF_MASK_COUNT; i++) {
+        if (arg_numel(st,
+                      ref_arg(args, kwargs, &sig->masks[i]),
+                      &call->tf_mask[i],
+                      &call->tf_mask_numel[i])
+            < 0) {
+            return -1;
+        }
+    }
+    for (int i = 0; i < TS_TF_SEQ_COUNT; i++) {
+        call->tf_causal[i] = ref_arg(args, kwargs, &sig->causal[i]) == Py_True;
+    }
+    return 0;
+}
+
+/* RNN/LSTM/GRU return (output, h_n) or (output, (h_n, c_n)): the state
+ * sizes give the state traffic whatever the batching or packing. */
+static int
+fill_rnn_call(tsx_state *st,
+              const ts_module_desc *desc,
+              PyObject *args,
+              PyObject *kwargs,
+              PyObject *output,
+              ts_module_call *call)
+{
+    PyObject *state;
+    (void)desc;
+    (void)args;
+    (void)kwargs;
+    if (!PyTuple_Check(output) || PyTuple_GET_SIZE(output) < 2) {
+        return 0;
+    }
+    state = PyTuple_GET_ITEM(output, 1);
+    if (PyTuple_Check(state) && PyTuple_GET_SIZE(state) == 2) {
+        bool present;
+        if (arg_numel(
+                st, PyTuple_GET_ITEM(state, 1), &present, &call->aux_numel)
+            < 0) {
+            return -1;
+        }
+        state = PyTuple_GET_ITEM(state, 0);
+    }
+    return arg_shape(st, state, &call->second, &call->has_second);
+}
+
+/* Bilinear(input1, input2), CosineSimilarity(x1, x2),
+ * PairwiseDistance(x1, x2): the second input. */
+static int
+fill_second_input(tsx_state *st,
+                  const ts_module_desc *desc,
+                  PyObject *args,
+                  PyObject *kwargs,
+                  PyObject *output,
+                  ts_module_call *call)
+{
+    PyObject *v = call_arg(
+        args, kwargs, 1, desc->kind == TS_MOD_BILINEAR ? "input2" : "x2");
+    (void)output;
+    return arg_shape(st, v, &call->second, &call->has_second);
+}
+
+/* EmbeddingBag(input, offsets=None, per_sample_weights=None). */
+static int
+fill_embedding_bag_call(tsx_state *st,
+                        const ts_module_desc *desc,
+                        PyObject *args,
+                        PyObject *kwargs,
+                        PyObject *output,
+                        ts_module_call *call)
+{
+    bool present;
+    int64_t numel;
+    (void)desc;
+    (void)output;
+    if (arg_numel(st,
+                  call_arg(args, kwargs, 1, "offsets"),
+                  &present,
+                  &call->aux_numel)
+        < 0) {
+        return -1;
+    }
+    if (arg_numel(st,
+                  call_arg(args, kwargs, 2, "per_sample_weights"),
+                  &call->has_per_sample_weights,
+                  &numel)
+        < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Families whose formulas need more of the call than the first input and
+ * output tensors. */
+static const fill_fn call_fillers[TS_MOD_KIND_COUNT] = {
+    [TS_MOD_MHA] = fill_mha_call,
+    [TS_MOD_TRANSFORMER_ENCODER_LAYER] = fill_transformer_call,
+    [TS_MOD_TRANSFORMER_DECODER_LAYER] = fill_transformer_call,
+    [TS_MOD_TRANSFORMER_ENCODER] = fill_transformer_call,
+    [TS_MOD_TRANSFORMER_DECODER] = fill_transformer_call,
+    [TS_MOD_TRANSFORMER] = fill_transformer_call,
+    [TS_MOD_RNN] = fill_rnn_call,
+    [TS_MOD_BILINEAR] = fill_second_input,
+    [TS_MOD_COSINE_SIMILARITY] = fill_second_input,
+    [TS_MOD_PAIRWISE_DISTANCE] = fill_second_input,
+    [TS_MOD_EMBEDDING_BAG] = fill_embedding_bag_call,
+};
+
+static int
+fill_call(tsx_state *st,
+          const ts_module_desc *desc,
+          PyObject *args,
+          PyObject *kwargs,
+          PyObject *output,
+          ts_module_call *call)
+{
+    fill_fn fill = (unsigned)desc->kind < TS_MOD_KIND_COUNT
+                       ? call_fillers[desc->kind]
+                       : NULL;
+    return fill == NULL ? 0 : fill(st, desc, args, kwargs, output, call);
 }
 
 /* Reads a module's class and hyperparameters again. */
@@ -987,8 +1859,8 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
             }
             desc = ts_session_module_desc(c->session, h->module);
         }
-        if (desc->kind == TS_MOD_MHA && call.has_input
-            && fill_mha_call(st, args, kwargs, output, &call) < 0) {
+        if (call.has_input
+            && fill_call(st, desc, args, kwargs, output, &call) < 0) {
             json_decref(out_meta);
             return NULL;
         }

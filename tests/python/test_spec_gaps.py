@@ -39,7 +39,6 @@ def test_bert_inference_operator_total_is_complete():
     assert report["operator_flops"]["total"]["status"] == "complete"
 
 
-@pytest.mark.xfail(reason="GAP (SPEC 3.4): nn.Embedding has no module formula (partial, unsupported)", strict=True)
 def test_embedding_module_metrics_are_complete():
     report = crawl_module(nn.Embedding(10, 4), args=(torch.tensor([[1, 2, 3]]),))
     for name in ("module_flops", "macs", "dmas"):
