@@ -11,7 +11,7 @@
  *    layout, real arithmetic, integer work excluded), and extend the same
  *    convention to the operators that training steps run (TS_OPF_EXTENSION:
  *    gradients, losses, optimizers; op_formulas_elementwise.c,
- *    op_formulas_layers.c, op_formulas_optim.c);
+ *    op_formulas_layers.c, op_formulas_losses.c, op_formulas_optim.c);
  *  - ignored operators (contract 1.4 ignore list, plus the same categories
  *    for operators it does not name) carry no formula, only the reason string
  *    reported in ignored_operators.
@@ -111,6 +111,24 @@ static const ts_op_entry op_table[] = {
               ts_opf_efficient_attention_forward,
               T_RAW_FWD,
               NULL),
+    EXT("aten._embedding_bag",
+        ts_opf_embedding_bag,
+        "max(0, L*D - out) + [mean]*out + [per_sample_weights]*L*D",
+        "L looked-up rows of width D reduced into the bags (adds for "
+        "sum/mean, comparisons for max), a division per output for mean, a "
+        "multiply per element with per_sample_weights."),
+    EXT("aten._embedding_bag_backward",
+        ts_opf_embedding_bag_backward,
+        "sum/mean: L*D*(1 + [per_sample_weights] + [scale_grad_by_freq]) + "
+        "[mean]*grad; max: grad elements",
+        "Each bag gradient row is added into every looked-up row (max: the "
+        "argmax rows only); mean divides the bag gradient by its size first."),
+    EXT("aten._embedding_bag_forward_only",
+        ts_opf_embedding_bag,
+        "max(0, L*D - out) + [mean]*out + [per_sample_weights]*L*D",
+        "L looked-up rows of width D reduced into the bags (adds for "
+        "sum/mean, comparisons for max), a division per output for mean, a "
+        "multiply per element with per_sample_weights."),
     ATTENTION("aten._flash_attention_backward",
               ts_opf_attention_backward_varlen,
               T_RAW_BWD,
@@ -119,6 +137,16 @@ static const ts_op_entry op_table[] = {
               ts_opf_flash_attention_forward,
               T_RAW_FWD,
               NULL),
+    EXT("aten._foreach_abs",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_abs_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
     EXT("aten._foreach_add",
         ts_opf_foreach_add,
         "N*(1 + [alpha != 1]); N = elements of the first list",
@@ -178,6 +206,16 @@ static const ts_op_entry op_table[] = {
         "N",
         "One operation per element of the first list, as the scalar "
         "operator."),
+    EXT("aten._foreach_exp",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_exp_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
     EXT("aten._foreach_lerp",
         ts_opf_foreach_lerp,
         "3*N",
@@ -186,6 +224,16 @@ static const ts_op_entry op_table[] = {
         ts_opf_foreach_lerp,
         "3*N",
         "aten.lerp per tensor."),
+    EXT("aten._foreach_log",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_log_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
     EXT("aten._foreach_maximum",
         ts_opf_foreach_unit,
         "N",
@@ -240,6 +288,16 @@ static const ts_op_entry op_table[] = {
         "N",
         "One operation per element of the first list, as the scalar "
         "operator."),
+    EXT("aten._foreach_sign",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
+    EXT("aten._foreach_sign_",
+        ts_opf_foreach_unit,
+        "N",
+        "One operation per element of the first list, as the scalar "
+        "operator."),
     EXT("aten._foreach_sqrt",
         ts_opf_foreach_unit,
         "N",
@@ -265,7 +323,7 @@ static const ts_op_entry op_table[] = {
         "[maximize] + [grad_scale])",
         "torch.optim.Adam's for-loop arithmetic per element: lerp 3, mul + "
         "addcmul 3 + [beta2 != 0], sqrt/div/add 3, addcdiv 3, L2 weight decay "
-        "grad + wd*param. Step counters are a separate _foreach_add_."),
+        "grad + wd*param. Step counters are a separate aten._foreach_add_."),
     EXT("aten._fused_adamw_",
         ts_opf_fused_adamw,
         "N*(12 + [beta2 != 0] + [wd != 0] + [amsgrad] + [maximize] + "
@@ -312,6 +370,12 @@ static const ts_op_entry op_table[] = {
          "[need_weights and average_attn_weights])",
          NULL),
     SUPP("aten._prelu_kernel", ts_opf_in4, T_IN("4"), NULL),
+    EXT("aten._prelu_kernel_backward",
+        ts_opf_prelu_backward,
+        "3*N",
+        "grad or weight*grad (2, as leaky_relu_backward) and x*grad for the "
+        "weight gradient (1); its reduction to the weight shape is a separate "
+        "sum."),
     IGNORED_EXT("aten._reshape_alias", VIEW),
     SUPP("aten._safe_softmax",
          ts_opf_safe_softmax,
@@ -445,12 +509,32 @@ static const ts_op_entry op_table[] = {
         "N for a floating input; 0 for boolean/integer",
         "A floating element is tested against zero (1); combining the tests "
         "is boolean work."),
+    EXT("aten.amax",
+        ts_opf_extreme_reduction,
+        "max(0, N - out)",
+        "Comparisons, as the max/min reductions; the index bookkeeping of "
+        "argmax is integer work."),
+    EXT("aten.amin",
+        ts_opf_extreme_reduction,
+        "max(0, N - out)",
+        "Comparisons, as the max/min reductions; the index bookkeeping of "
+        "argmax is integer work."),
     EXT("aten.any",
         ts_opf_all_any,
         "N for a floating input; 0 for boolean/integer",
         "A floating element is tested against zero (1); combining the tests "
         "is boolean work."),
     IGNORED_EXT("aten.arange", CREATE),
+    EXT("aten.argmax",
+        ts_opf_extreme_reduction,
+        "max(0, N - out)",
+        "Comparisons, as the max/min reductions; the index bookkeeping of "
+        "argmax is integer work."),
+    EXT("aten.argmin",
+        ts_opf_extreme_reduction,
+        "max(0, N - out)",
+        "Comparisons, as the max/min reductions; the index bookkeeping of "
+        "argmax is integer work."),
     IGNORED("aten.as_strided", VIEW),
     IGNORED_EXT("aten.as_strided_", VIEW),
     SUPP("aten.avg_pool2d", ts_opf_avg_pool2d, T_POOL_AVG, NULL),
@@ -471,6 +555,21 @@ static const ts_op_entry op_table[] = {
            "FlopCounterMode."),
     IGNORED_EXT("aten.bernoulli", RANDOM),
     IGNORED_EXT("aten.bernoulli_", RANDOM),
+    EXT("aten.binary_cross_entropy",
+        ts_opf_binary_cross_entropy,
+        "(9 + [weight])*N + reduction",
+        "The CPU kernel's (t - 1)*max(log1p(-p), -100) - t*max(log(p), -100); "
+        "reduction: sum N - 1, mean N."),
+    EXT("aten.binary_cross_entropy_backward",
+        ts_opf_binary_cross_entropy_backward,
+        "(6 + [weight] + [mean])*N",
+        "grad*(p - t)/max((1 - p)*p, eps)."),
+    EXT("aten.binary_cross_entropy_with_logits",
+        ts_opf_bce_with_logits,
+        "(10 + 3*[pos_weight] + [weight])*N + reduction",
+        "(1 - t)*x - log_sigmoid(x) with log_sigmoid 7; pos_weight scales the "
+        "log-sigmoid term by (pos_weight - 1)*t + 1. The gradient runs as "
+        "ordinary operators."),
     EXT("aten.bitwise_and",
         ts_opf_boolean,
         "0",
@@ -560,6 +659,12 @@ static const ts_op_entry op_table[] = {
          ts_opf_elu,
          "(6 + [scale != 1] + [input_scale != 1])*N",
          NULL),
+    EXT("aten.elu_backward",
+        ts_opf_elu_backward,
+        "7*out (from the input) or 6*out (from the result)",
+        "The CPU kernel's expression with both branches evaluated: "
+        "comparison, selection, exp(x*input_scale) scaled by the gradient, or "
+        "grad*scale."),
     EXT("aten.embedding",
         ts_opf_lookup,
         "0 (lookup)",
@@ -637,6 +742,10 @@ static const ts_op_entry op_table[] = {
         "x*pdf) (3); tanh: x^2, x^3, inner, tanh (6), and the product rule "
         "(23). Other approximate values unsupported."),
     SUPP("aten.glu", ts_opf_silu, "5*out", NULL),
+    EXT("aten.glu_backward",
+        ts_opf_glu_backward,
+        "9*grad_output",
+        "s = sigmoid(b) (4), da = grad*s (1), db = grad*a*s*(1 - s) (4)."),
     EXT("aten.gt",
         ts_opf_unit,
         "out",
@@ -648,6 +757,11 @@ static const ts_op_entry op_table[] = {
         "One comparison per output element; integer/boolean operands count "
         "0."),
     SUPP("aten.hardshrink", ts_opf_in3, T_IN("3"), NULL),
+    EXT("aten.hardshrink_backward",
+        ts_opf_shrink_backward,
+        "2*out",
+        "grad where |x| > lambd: two bound tests with the selection folded "
+        "in."),
     SUPP("aten.hardsigmoid", ts_opf_in4, T_IN("4"), NULL),
     SUPP("aten.hardsigmoid_", ts_opf_in4, T_IN("4"), NULL),
     EXT("aten.hardsigmoid_backward",
@@ -668,6 +782,16 @@ static const ts_op_entry op_table[] = {
         "2*out",
         "grad inside (min, max): the two bound tests of hardtanh (2) with the "
         "selection folded in."),
+    EXT("aten.huber_loss",
+        ts_opf_smooth_l1_loss,
+        "8N + reduction",
+        "Both branches of |x - t| < b ? quadratic : linear: subtract, abs, "
+        "comparison, 3 per branch, selection."),
+    EXT("aten.huber_loss_backward",
+        ts_opf_smooth_l1_loss_backward,
+        "7N",
+        "d = x - t clipped to [-b, b] by two comparisons and a selection, "
+        "scaled by grad*norm and divided by b."),
     EXT("aten.index",
         ts_opf_lookup,
         "0 (lookup)",
@@ -724,7 +848,17 @@ static const ts_op_entry op_table[] = {
          NULL),
     SUPP("aten.log", ts_opf_unit, T_UNIT, NULL),
     SUPP("aten.log_", ts_opf_unit, T_UNIT, NULL),
+    EXT("aten.log_sigmoid_backward",
+        ts_opf_log_sigmoid_backward,
+        "8*out",
+        "(max_deriv - sign*z/(1 + z))*grad with z saved by the forward; the "
+        "two selections and the comparison count 1 each."),
     SUPP("aten.log_sigmoid_forward", ts_opf_in7, T_IN("7"), NULL),
+    EXT("aten.logsumexp",
+        ts_opf_logsumexp,
+        "4N",
+        "Stable: max (N - O), subtract, exp, sum (N - O), log and add back "
+        "(2O)."),
     EXT("aten.lt",
         ts_opf_unit,
         "out",
@@ -821,6 +955,12 @@ static const ts_op_entry op_table[] = {
          ts_opf_group_norm,
          "6N + 2*batch*groups + A*N",
          NULL),
+    EXT("aten.native_group_norm_backward",
+        ts_opf_group_norm_backward,
+        "[grad_input or grad_weight]*2N + [grad_input]*(7 + [weight])*N + "
+        "[grad_weight]*(2N - C) + [grad_bias]*(N - C)",
+        "As native_layer_norm_backward over batch*group rows, with "
+        "per-channel weight and bias gradients (sums over batch and space)."),
     SUPP("aten.native_layer_norm",
          ts_opf_layer_norm,
          "6N + 2*rows + A*N",
@@ -948,12 +1088,32 @@ static const ts_op_entry op_table[] = {
     IGNORED("aten.select", VIEW),
     IGNORED_EXT("aten.select_backward", MOVE),
     IGNORED_EXT("aten.select_scatter", MOVE),
+    EXT("aten.sgn",
+        ts_opf_sign,
+        "out",
+        "One comparison-selection per element; complex sgn (a division by the "
+        "magnitude) is unsupported."),
+    EXT("aten.sgn_",
+        ts_opf_sign,
+        "out",
+        "One comparison-selection per element; complex sgn (a division by the "
+        "magnitude) is unsupported."),
     SUPP("aten.sigmoid", ts_opf_sigmoid, "4*out", NULL),
     SUPP("aten.sigmoid_", ts_opf_sigmoid, "4*out", NULL),
     EXT("aten.sigmoid_backward",
         ts_opf_sigmoid_tanh_backward,
         "3*out",
         "grad*y*(1 - y) from the saved output."),
+    EXT("aten.sign",
+        ts_opf_sign,
+        "out",
+        "One comparison-selection per element; complex sgn (a division by the "
+        "magnitude) is unsupported."),
+    EXT("aten.sign_",
+        ts_opf_sign,
+        "out",
+        "One comparison-selection per element; complex sgn (a division by the "
+        "magnitude) is unsupported."),
     SUPP("aten.silu", ts_opf_silu, "5*out", NULL),
     SUPP("aten.silu_", ts_opf_silu, "5*out", NULL),
     SUPP("aten.sin", ts_opf_unit, T_UNIT, NULL),
@@ -961,8 +1121,28 @@ static const ts_op_entry op_table[] = {
     IGNORED("aten.slice", VIEW),
     IGNORED_EXT("aten.slice_backward", MOVE),
     IGNORED_EXT("aten.slice_scatter", MOVE),
+    EXT("aten.smooth_l1_loss",
+        ts_opf_smooth_l1_loss,
+        "8N + reduction",
+        "Both branches of |x - t| < b ? quadratic : linear: subtract, abs, "
+        "comparison, 3 per branch, selection."),
+    EXT("aten.smooth_l1_loss_backward",
+        ts_opf_smooth_l1_loss_backward,
+        "7N",
+        "d = x - t clipped to [-b, b] by two comparisons and a selection, "
+        "scaled by grad*norm and divided by b."),
     SUPP("aten.softplus", ts_opf_in7, T_IN("7"), NULL),
+    EXT("aten.softplus_backward",
+        ts_opf_softplus_backward,
+        "7*out",
+        "z = exp(x*beta); x*beta > threshold ? grad : grad*z/(z + 1), as "
+        "softplus counts 7."),
     SUPP("aten.softshrink", ts_opf_in5, T_IN("5"), NULL),
+    EXT("aten.softshrink_backward",
+        ts_opf_shrink_backward,
+        "2*out",
+        "grad where |x| > lambd: two bound tests with the selection folded "
+        "in."),
     IGNORED("aten.split", MOVE),
     IGNORED("aten.split_with_sizes", MOVE),
     SUPP("aten.sqrt",
@@ -976,6 +1156,14 @@ static const ts_op_entry op_table[] = {
     IGNORED("aten.squeeze", VIEW),
     IGNORED("aten.squeeze_", VIEW),
     IGNORED_EXT("aten.stack", MOVE),
+    EXT("aten.std",
+        ts_opf_std,
+        "4N + out",
+        "var and a square root per output."),
+    EXT("aten.std_mean",
+        ts_opf_std,
+        "4N + out",
+        "var and a square root per output."),
     SUPP("aten.sub", ts_opf_add, T_ADD, NULL),
     SUPP("aten.sub_", ts_opf_add, T_ADD, NULL),
     SUPP("aten.sum",
@@ -1079,12 +1267,34 @@ static const ts_op_entry op_table[] = {
         ts_opf_upsample_trilinear3d_backward,
         "32*grad_output",
         "8 taps, each a three-weight product and an add."),
+    EXT("aten.var",
+        ts_opf_var,
+        "4N",
+        "mean (N - O adds, O divisions), subtract, square, sum (N - O), "
+        "divide by the corrected count (O); var_mean returns the mean it "
+        "computed."),
+    EXT("aten.var_mean",
+        ts_opf_var,
+        "4N",
+        "mean (N - O adds, O divisions), subtract, square, sum (N - O), "
+        "divide by the corrected count (O); var_mean returns the mean it "
+        "computed."),
     SUPP("aten.vdot", ts_opf_dot, "2*prod(first operand)", NULL),
     IGNORED("aten.view", VIEW),
     SUPP("aten.where",
          ts_opf_where,
          T_UNIT,
          "where(condition) alone returns indices: unsupported."),
+    EXT("aten.xlogy",
+        ts_opf_xlogy,
+        "4*out",
+        "x == 0 ? 0 : x*log(y), with a NaN test on y; integer inputs promote "
+        "to floating."),
+    EXT("aten.xlogy_",
+        ts_opf_xlogy,
+        "4*out",
+        "x == 0 ? 0 : x*log(y), with a NaN test on y; integer inputs promote "
+        "to floating."),
     IGNORED("aten.zero_", MOVE),
     IGNORED("aten.zeros", CREATE),
     IGNORED("aten.zeros_like", CREATE),

@@ -670,3 +670,161 @@ ts_opf_gelu_backward(const ts_op_call *call, ts_op_result *out, ts_error *err)
     }
     return count_output(call, cost, out, err);
 }
+
+/* elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result),
+ * the CPU kernel's expression with both branches evaluated: from the input
+ * x <= 0 ? grad * c * exp(x * input_scale) : grad * scale (comparison,
+ * selection, multiply, exp, two multiplies, multiply: 7); from the result
+ * y <= 0 ? grad * input_scale * (y + alpha*scale) : grad * scale (6). */
+int
+ts_opf_elu_backward(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_output(
+        call, DT_LEAVES, flag_at(call, 4, false) ? 6 : 7, out, err);
+}
+
+/* softplus_backward(grad, x, beta, threshold): z = exp(x*beta);
+ * x*beta > threshold ? grad : grad * z / (z + 1): multiply, comparison,
+ * exp, add, divide, multiply, selection: 7, as softplus itself. */
+int
+ts_opf_softplus_backward(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 7, out, err);
+}
+
+/* log_sigmoid_backward(grad, x, buffer) with buffer z = exp(-|x|) saved by
+ * the forward: (max_deriv - sign * z / (1 + z)) * grad with max_deriv and
+ * sign selected by x < 0: comparison, two selections, add, divide,
+ * multiply, subtract, multiply: 8. */
+int
+ts_opf_log_sigmoid_backward(const ts_op_call *call,
+                            ts_op_result *out,
+                            ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 8, out, err);
+}
+
+/* _prelu_kernel_backward(grad, x, weight) -> (grad_input, grad_weight),
+ * per input element: grad or weight * grad (masked selection and multiply,
+ * as leaky_relu_backward: 2) and x * grad where x <= 0 (1); the reduction
+ * of grad_weight to the weight's shape is a separate sum. */
+int
+ts_opf_prelu_backward(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    /* The input sets the element count: the outputs are a pair. */
+    const ts_shape *x = tensor_at(call, 1);
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, c_mul(&c, 3, c_numel(&c, x)), out, err);
+}
+
+/* hardshrink_backward / softshrink_backward(grad, x, lambd): grad where
+ * |x| > lambd, else 0: two bound tests with the selection folded in, as
+ * hardtanh_backward. */
+int
+ts_opf_shrink_backward(const ts_op_call *call,
+                       ts_op_result *out,
+                       ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 2, out, err);
+}
+
+/* glu_backward(grad, x, dim), per grad element (half the input): with
+ * s = sigmoid(b) (4), da = grad * s (1) and db = grad * a * s * (1 - s)
+ * (4): 9. */
+int
+ts_opf_glu_backward(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_input(call, 9, out, err);
+}
+
+/* sgn / sign: one comparison-selection per element, as relu (complex sgn
+ * divides by the magnitude: the real-arithmetic guard rejects it). */
+int
+ts_opf_sign(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 1, out, err);
+}
+
+/* xlogy(x, y) = x == 0 ? 0 : x * log(y), NaN for a NaN y: two tests, log,
+ * multiply: 4. Integer inputs promote to floating. */
+int
+ts_opf_xlogy(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_output(call, DT_ALWAYS, 4, out, err);
+}
+
+/* amax/amin/argmax/argmin: N - O comparisons (the index bookkeeping of
+ * argmax is integer work), as the max/min reductions. */
+int
+ts_opf_extreme_reduction(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err)
+{
+    calc c = {false};
+    int64_t n = 0, o = 0;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = reduction_sizes(call, &c, &n, &o, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, max0(c_sub(&c, n, o)), out, err);
+}
+
+/* logsumexp over O rows of N elements: max (N - O), subtract (N), exp (N),
+ * sum (N - O), log (O), add the max back (O): 4N. */
+int
+ts_opf_logsumexp(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_input(call, 4, out, err);
+}
+
+/* var (and var_mean, whose mean is the same pass): mean (N - O adds, O
+ * divisions), subtract (N), square (N), sum (N - O), divide by the
+ * corrected count (O): 4N. std and std_mean add a square root per output:
+ * 4N + O. */
+static int
+variance_formula(const ts_op_call *call,
+                 bool root,
+                 ts_op_result *out,
+                 ts_error *err)
+{
+    calc c = {false};
+    int64_t n = 0, o = 0;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES_OR_OUTPUT, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = reduction_sizes(call, &c, &n, &o, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return finish(&c, c_add(&c, c_mul(&c, 4, n), root ? o : 0), out, err);
+}
+
+int
+ts_opf_var(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return variance_formula(call, false, out, err);
+}
+
+int
+ts_opf_std(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return variance_formula(call, true, out, err);
+}

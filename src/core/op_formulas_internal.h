@@ -704,6 +704,32 @@ int ts_opf_sigmoid_tanh_backward(const ts_op_call *call,
 int ts_opf_gelu_backward(const ts_op_call *call,
                          ts_op_result *out,
                          ts_error *err);
+int ts_opf_elu_backward(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err);
+int ts_opf_softplus_backward(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+int ts_opf_log_sigmoid_backward(const ts_op_call *call,
+                                ts_op_result *out,
+                                ts_error *err);
+int ts_opf_prelu_backward(const ts_op_call *call,
+                          ts_op_result *out,
+                          ts_error *err);
+int ts_opf_shrink_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err);
+int ts_opf_glu_backward(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err);
+int ts_opf_sign(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_xlogy(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_extreme_reduction(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+int ts_opf_logsumexp(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_var(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_std(const ts_op_call *call, ts_op_result *out, ts_error *err);
 
 /* op_formulas_layers.c */
 int ts_opf_softmax(const ts_op_call *call, ts_op_result *out, ts_error *err);
@@ -786,14 +812,6 @@ int ts_opf_adaptive_avg_pool2d_backward(const ts_op_call *call,
 int ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
                                         ts_op_result *out,
                                         ts_error *err);
-int ts_opf_nll_loss(const ts_op_call *call, ts_op_result *out, ts_error *err);
-int ts_opf_nll_loss_backward(const ts_op_call *call,
-                             ts_op_result *out,
-                             ts_error *err);
-int ts_opf_mse_loss(const ts_op_call *call, ts_op_result *out, ts_error *err);
-int ts_opf_mse_loss_backward(const ts_op_call *call,
-                             ts_op_result *out,
-                             ts_error *err);
 int ts_opf_upsample_linear1d(const ts_op_call *call,
                              ts_op_result *out,
                              ts_error *err);
@@ -815,6 +833,37 @@ int ts_opf_upsample_trilinear3d_backward(const ts_op_call *call,
 int ts_opf_upsample_nearest_backward(const ts_op_call *call,
                                      ts_op_result *out,
                                      ts_error *err);
+int ts_opf_cpu_attention_backward(const ts_op_call *call,
+                                  ts_op_result *out,
+                                  ts_error *err);
+int ts_opf_group_norm_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+
+/* op_formulas_losses.c */
+int ts_opf_nll_loss(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_nll_loss_backward(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+int ts_opf_mse_loss(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_mse_loss_backward(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+int ts_opf_binary_cross_entropy(const ts_op_call *call,
+                                ts_op_result *out,
+                                ts_error *err);
+int ts_opf_binary_cross_entropy_backward(const ts_op_call *call,
+                                         ts_op_result *out,
+                                         ts_error *err);
+int ts_opf_bce_with_logits(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err);
+int ts_opf_smooth_l1_loss(const ts_op_call *call,
+                          ts_op_result *out,
+                          ts_error *err);
+int ts_opf_smooth_l1_loss_backward(const ts_op_call *call,
+                                   ts_op_result *out,
+                                   ts_error *err);
 int ts_opf_lookup(const ts_op_call *call, ts_op_result *out, ts_error *err);
 int ts_opf_embedding_backward(const ts_op_call *call,
                               ts_op_result *out,
@@ -830,7 +879,10 @@ int ts_opf_mkldnn_lstm(const ts_op_call *call,
 int ts_opf_mkldnn_lstm_backward(const ts_op_call *call,
                                 ts_op_result *out,
                                 ts_error *err);
-int ts_opf_cpu_attention_backward(const ts_op_call *call,
+int ts_opf_embedding_bag(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err);
+int ts_opf_embedding_bag_backward(const ts_op_call *call,
                                   ts_op_result *out,
                                   ts_error *err);
 

@@ -1,7 +1,7 @@
 /* Layer-level formulas of torchscan_flops_v1: softmax, normalisation,
  * pooling, CPU attention and the fused transformer kernels (contract 2.2),
- * and their extensions: gradients of those layers, losses, interpolation,
- * index lookups and the oneDNN LSTM kernel.
+ * and their extensions: gradients of those layers and interpolation
+ * (losses, lookups and the LSTM kernel are in op_formulas_losses.c).
  */
 #include "op_formulas_internal.h"
 
@@ -676,7 +676,7 @@ ts_opf_encoder_layer(const ts_op_call *call, ts_op_result *out, ts_error *err)
     return finish(&c, flops, out, err);
 }
 
-/* ==== extensions: gradients, losses, interpolation, lookups, RNN ========
+/* ==== extensions: layer gradients and interpolation ===================
  * Gradients count the arithmetic of their textbook formula given what the
  * forward saved (values it returned or kept are not recomputed unless the
  * kernel's signature shows that it recomputes them). Scattering a gradient
@@ -951,141 +951,6 @@ ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
     return adaptive_avg_pool_backward(call, 3, out, err);
 }
 
-/* ---- losses --------------------------------------------------------------
- * reduction: 0 none, 1 mean, 2 sum (at::Reduction); absent means mean. */
-static int
-reduction_at(const ts_op_call *call, int index, int64_t *mode, ts_error *err)
-{
-    const ts_op_arg *r = arg_at(call, index);
-    /* The schema default of every loss with a default is Mean. */
-    if (r->kind == TS_ARG_ABSENT) {
-        *mode = 1;
-        return TS_OK;
-    }
-    if (r->kind != TS_ARG_INT || r->i < 0 || r->i > 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Loss FLOPs need reduction as 0 (none), 1 (mean) "
-                            "or 2 (sum).");
-    }
-    *mode = r->i;
-    return TS_OK;
-}
-
-/* nll_loss{,2d}_forward(self, target, weight, reduction, ignore_index), T
- * targets: picking the target's log-probability is a lookup (0); it is
- * negated (1) and weighted (1 with weight) per target; sum adds T - 1;
- * mean also adds the T - 1 weights when weighted and divides once. Targets
- * equal to ignore_index are counted too: their values are data. */
-int
-ts_opf_nll_loss(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *target = tensor_at(call, 1);
-    bool count, weighted = given(arg_at(call, 2));
-    int64_t mode = 0, t, flops;
-    int rc = supp_begin(call, DT_SELF, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(target, "the target", err);
-    if (rc == TS_OK) {
-        rc = reduction_at(call, 3, &mode, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    t = c_numel(&c, target);
-    flops = c_mul(&c, t, 1 + (weighted ? 1 : 0));
-    if (mode != 0) {
-        flops = c_add(&c, flops, max0(t - 1));
-    }
-    if (mode == 1) {
-        flops = c_add(&c, flops, 1 + (weighted ? max0(t - 1) : 0));
-    }
-    return finish(&c, flops, out, err);
-}
-
-/* nll_loss{,2d}_backward(grad_output, self, target, weight, reduction,
- * ignore_index, total_weight): -grad (* weight) (/ total_weight for mean)
- * written at each target position of a zero-filled gradient. */
-int
-ts_opf_nll_loss_backward(const ts_op_call *call,
-                         ts_op_result *out,
-                         ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *target = tensor_at(call, 2);
-    bool count, weighted = given(arg_at(call, 3));
-    int64_t mode = 0;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(target, "the target", err);
-    if (rc == TS_OK) {
-        rc = reduction_at(call, 4, &mode, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c,
-                  c_mul(&c,
-                        c_numel(&c, target),
-                        1 + (weighted ? 1 : 0) + (mode == 1 ? 1 : 0)),
-                  out,
-                  err);
-}
-
-/* mse_loss(self, target, reduction): difference and square per element
- * (2N); sum adds N - 1, mean adds N - 1 and divides once. */
-int
-ts_opf_mse_loss(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    bool count;
-    int64_t mode = 0, n, flops;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc == TS_OK) {
-        rc = reduction_at(call, 2, &mode, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    n = c_numel(&c, x);
-    flops = c_mul(&c, 2, n);
-    if (mode != 0) {
-        flops = c_add(&c, flops, c_add(&c, max0(n - 1), mode == 1 ? 1 : 0));
-    }
-    return finish(&c, flops, out, err);
-}
-
-/* mse_loss_backward(grad, self, target, reduction): (self - target) * norm
- * * grad with norm = 2 (or 2/N for mean, a scalar): 3 per element. */
-int
-ts_opf_mse_loss_backward(const ts_op_call *call,
-                         ts_op_result *out,
-                         ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *x = tensor_at(call, 1);
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(x, "the input", err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, c_mul(&c, 3, c_numel(&c, x)), out, err);
-}
-
 /* ---- interpolation -------------------------------------------------------
  * Source indices and interpolation weights depend on the output row or
  * column only (integer index work and O(H + W) weights), so only the
@@ -1170,204 +1035,6 @@ ts_opf_upsample_nearest_backward(const ts_op_call *call,
         &c, max0(c_sub(&c, c_numel(&c, g), c_numel(&c, y))), out, err);
 }
 
-/* ---- lookups -------------------------------------------------------------
- * embedding, gather, index, index_select, nearest upsampling: every output
- * element is an input element that an index selects. Index arithmetic is
- * integer work, so they count 0 -- through an explicit formula, not the
- * ignore list, so that they appear in by_operator next to the gradients
- * that do accumulate (embedding_dense_backward, index_put). Only the layout
- * guard applies: no arithmetic means complex operands change nothing. */
-int
-ts_opf_lookup(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    result_clear(out);
-    return check_tensors(call, err);
-}
-
-/* embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
- * scale_grad_by_freq): every gradient row is added into its table row (one
- * add per grad_output element); scale_grad_by_freq divides each by its
- * index's frequency first (one more per element; counting the frequencies
- * is integer work). Rows of padding_idx are counted too: which rows they are
- * is data. */
-int
-ts_opf_embedding_backward(const ts_op_call *call,
-                          ts_op_result *out,
-                          ts_error *err)
-{
-    return per_input(call, flag_at(call, 4, false) ? 2 : 1, out, err);
-}
-
-/* index_put(self, indices, values, accumulate), _index_put_impl_ and
- * _unsafe_index_put: without accumulate a scatter of values (data
- * movement, 0); with it, one add per element of values. values must have
- * the full rank of the indexed result (first index's dims plus the
- * unindexed dims of self): values broadcast to a higher rank would hide how
- * many positions are added to, which the shapes alone do not tell. */
-int
-ts_opf_index_put(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *self = tensor_at(call, 0);
-    const ts_op_arg *indices = arg_at(call, 1);
-    const ts_shape *values = tensor_at(call, 2);
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count || !flag_at(call, 3, false)) {
-        return rc;
-    }
-    if (self == NULL || values == NULL || indices->kind != TS_ARG_TENSORS
-        || indices->ntensors < 1
-        || values->ndim
-               != indices->tensor.ndim + self->ndim - indices->ntensors) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "Accumulating index_put FLOPs need values with "
-                            "the full rank of the indexed positions.");
-    }
-    return finish(&c, c_numel(&c, values), out, err);
-}
-
-/* scatter_add(self, dim, index, src): one add per index element. */
-int
-ts_opf_scatter_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    const ts_shape *index = tensor_at(call, 2);
-    bool count;
-    int rc = supp_begin(call, DT_SELF, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = need_tensor(index, "the index", err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(&c, c_numel(&c, index), out, err);
-}
-
-/* scatter(self, dim, index, src|value, *, reduce): a plain scatter moves
- * data (0); reduce="add" or "multiply" does one operation per index
- * element. */
-int
-ts_opf_scatter(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    const ts_op_arg *reduce = arg_at(call, 4);
-    if (reduce->kind != TS_ARG_STR) {
-        return ts_opf_lookup(call, out, err);
-    }
-    if (reduce->str == NULL
-        || (strcmp(reduce->str, "add") != 0
-            && strcmp(reduce->str, "multiply") != 0)) {
-        result_clear(out);
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "scatter FLOPs cover reduce='add' and "
-                            "'multiply' only.");
-    }
-    return ts_opf_scatter_add(call, out, err);
-}
-
-/* ---- oneDNN LSTM layer ---------------------------------------------------
- * mkldnn_rnn_layer runs one direction of one LSTM layer over all time
- * steps (the CPU path of nn.LSTM). Per time step and batch row, with input
- * width I, recurrent width R (= hidden H without projections):
- *  - gates: W_ih x and W_hh h, 2 * 4H * (I + R) with the matmul
- *    convention, their sum 4H, and the two biases 8H when present;
- *  - cell: three sigmoid gates (12H), the tanh candidate (6H),
- *    c = f*c + i*g (3H), h = o * tanh(c) (7H): 28H.
- * The backward pass (mkldnn_rnn_layer_backward) reuses the saved gates:
- *  - dh = dy + dh_next (H), do = dh * tanh(c) (H),
- *    dc = dc_next + dh * o * (1 - tanh(c)^2) (5H),
- *    di, dg, df, dc_prev (4H), sigmoid gate gradients d*s*(1-s) (9H),
- *    tanh gate gradient d*(1-g^2) (3H): 23H;
- *  - the bias gradient sums the gate gradients (4H when biased; the second
- *    bias has the same gradient);
- *  - four matrix products: dx, dW_ih, dh_prev, dW_hh: 16H * (I + R). */
-static int
-lstm_sizes(const ts_op_call *call,
-           int mode_index,
-           int hidden_index,
-           int64_t *rows,
-           int64_t *in,
-           int64_t *rec,
-           int64_t *hidden,
-           ts_error *err)
-{
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_shape *w_ih = tensor_at(call, 1);
-    const ts_shape *w_hh = tensor_at(call, 2);
-    const ts_op_arg *mode = arg_at(call, mode_index);
-    calc c = {false};
-    int rc;
-    if (mode->kind != TS_ARG_INT || mode->i != 2) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "oneDNN RNN FLOPs cover LSTM layers (mode 2) "
-                            "only.");
-    }
-    rc = count_at(call, hidden_index, "hidden_size", hidden, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (x == NULL || x->ndim < 1 || w_ih == NULL || w_hh == NULL
-        || w_ih->ndim != 2 || w_hh->ndim != 2
-        || w_ih->dims[1] != x->dims[x->ndim - 1]
-        || w_ih->dims[0] != c_mul(&c, 4, *hidden)
-        || w_hh->dims[0] != w_ih->dims[0] || c.overflow) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "LSTM FLOPs need an input of width I and gate "
-                            "weights of shapes (4H, I) and (4H, R).");
-    }
-    *in = w_ih->dims[1];
-    *rec = w_hh->dims[1];
-    *rows = *in == 0 ? 0 : c_numel(&c, x) / *in;
-    return TS_OK;
-}
-
-int
-ts_opf_mkldnn_lstm(const ts_op_call *call, ts_op_result *out, ts_error *err)
-{
-    calc c = {false};
-    int64_t rows = 0, in = 0, rec = 0, h = 0, per_row;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = lstm_sizes(call, 9, 10, &rows, &in, &rec, &h, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    per_row = c_mul(&c, c_mul(&c, 8, h), c_add(&c, in, rec));
-    per_row = c_add(
-        &c, per_row, c_mul(&c, h, 4 + 28 + (flag_at(call, 12, true) ? 8 : 0)));
-    return finish(&c, c_mul(&c, rows, per_row), out, err);
-}
-
-int
-ts_opf_mkldnn_lstm_backward(const ts_op_call *call,
-                            ts_op_result *out,
-                            ts_error *err)
-{
-    calc c = {false};
-    int64_t rows = 0, in = 0, rec = 0, h = 0, per_row;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = lstm_sizes(call, 14, 15, &rows, &in, &rec, &h, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    per_row = c_mul(&c, c_mul(&c, 16, h), c_add(&c, in, rec));
-    per_row = c_add(
-        &c, per_row, c_mul(&c, h, 23 + (flag_at(call, 17, true) ? 4 : 0)));
-    return finish(&c, c_mul(&c, rows, per_row), out, err);
-}
-
 /* _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query,
  * key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask, scale),
  * the gradient of the forward formula above, rows = B*Hq*Tq and scores =
@@ -1448,5 +1115,51 @@ ts_opf_cpu_attention_backward(const ts_op_call *call,
                   c_mul(&c,
                         c_mul(&c, extra_heads, k->dims[2]),
                         c_add(&c, q->dims[3], v->dims[3])));
+    return finish(&c, flops, out, err);
+}
+
+/* native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C,
+ * HxW, group, output_mask), N elements in R = batch*group rows, C channels:
+ * as native_layer_norm_backward with the per-channel weight: x^ (2N) for
+ * grad_input or grad_weight; grad_input (7 + [weight])N; grad_weight sums
+ * dy * x^ per channel over batch and space (2N - C); grad_bias sums dy
+ * (N - C). */
+int
+ts_opf_group_norm_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *x = tensor_at(call, 1);
+    bool mask[3] = {false, false, false}, count;
+    bool weighted = given(arg_at(call, 4));
+    int64_t n, channels = 0, flops = 0;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(x, "the input", err);
+    if (rc == TS_OK) {
+        rc = count_at(call, 6, "C", &channels, err);
+    }
+    if (rc == TS_OK) {
+        rc = output_mask(call, 9, mask, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    n = c_numel(&c, x);
+    if (mask[0] || mask[1]) {
+        flops = c_mul(&c, 2, n);
+    }
+    if (mask[0]) {
+        flops = c_add(&c, flops, c_mul(&c, 7 + (weighted ? 1 : 0), n));
+    }
+    if (mask[1]) {
+        flops = c_add(&c, flops, max0(c_sub(&c, c_mul(&c, 2, n), channels)));
+    }
+    if (mask[2]) {
+        flops = c_add(&c, flops, max0(c_sub(&c, n, channels)));
+    }
     return finish(&c, flops, out, err);
 }

@@ -305,11 +305,11 @@ test_table(void)
      * flex_attention higher-order operators). */
     CHECK_EQ_INT(native, 21);
     CHECK_EQ_INT(attention, 10);
-    /* 110 contract 2.2 packets and 126 extensions with formulas. */
-    CHECK_EQ_INT(supplemental, 236);
-    CHECK_EQ_INT(extension, 126 + 40);
+    /* 110 contract 2.2 packets and 167 extensions with formulas. */
+    CHECK_EQ_INT(supplemental, 277);
+    CHECK_EQ_INT(extension, 167 + 40);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 335);
+    CHECK_EQ_INT(n, 376);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -2570,6 +2570,257 @@ test_cpu_attention_backward(void)
     CHECK_UNSUPPORTED(name, c, "grad_out shape");
 }
 
+static void
+test_more_gradients(void)
+{
+    ts_op_call c;
+
+    /* elu_backward(grad (2,3), alpha, scale, input_scale, is_result,
+     * self_or_result): 7 per element from the input (42), 6 from the
+     * result (36). */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_real(&c, 1.0);
+    a_real(&c, 1.0);
+    a_real(&c, 1.0);
+    a_bool(&c, false);
+    a_tensor(&c, F, "2,3");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.elu_backward", c, 42);
+    c.args[4].i = 1;
+    CHECK_EXACT("aten.elu_backward", c, 36);
+
+    /* (grad (2,3), x (2,3), ...) -> (2,3): softplus 7, log_sigmoid 8,
+     * hard/softshrink 2, sgn 1 per element. */
+    check_gradient("aten.softplus_backward", 7);
+    check_gradient("aten.log_sigmoid_backward", 8);
+    check_gradient("aten.hardshrink_backward", 2);
+    check_gradient("aten.softshrink_backward", 2);
+
+    /* _prelu_kernel_backward(grad (2,3), x (2,3), weight (1)) -> a pair:
+     * 3 per input element, 18. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "1");
+    o_tensor(&c, F, "2,3");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten._prelu_kernel_backward", c, 18);
+
+    /* glu_backward(grad (4,3), x (4,6), -1): 9 per grad element, 108. */
+    c = call_new();
+    a_tensor(&c, F, "4,3");
+    a_tensor(&c, F, "4,6");
+    a_int(&c, -1);
+    o_tensor(&c, F, "4,6");
+    CHECK_EXACT("aten.glu_backward", c, 108);
+
+    /* sgn (2,3): 6; complex sgn divides by the magnitude: unsupported. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.sgn", c, 6);
+    CHECK_EXACT("aten.sign_", c, 6);
+    c.args[0].tensor.dtype = CX;
+    CHECK_UNSUPPORTED("aten.sgn", c, REAL_ONLY);
+
+    /* xlogy(x (4), y (4)): 4 per element, integers promote: 16. */
+    c = call_new();
+    a_tensor(&c, I, "4");
+    a_tensor(&c, I, "4");
+    o_tensor(&c, F, "4");
+    CHECK_EXACT("aten.xlogy", c, 16);
+
+    /* native_group_norm_backward(grad (2,4,3,3), input, mean, rstd, weight
+     * (4), N 2, C 4, HxW 9, group 2, mask): N = 72: x^ 144, grad_input
+     * (7 + 1)*72 = 576, grad_weight 2*72 - 4 = 140, grad_bias 72 - 4 = 68:
+     * 928; grad_input alone without a weight: 144 + 7*72 = 648. */
+    c = call_new();
+    a_tensor(&c, F, "2,4,3,3");
+    a_tensor(&c, F, "2,4,3,3");
+    a_tensor(&c, F, "2,2");
+    a_tensor(&c, F, "2,2");
+    a_tensor(&c, F, "4");
+    a_int(&c, 2);
+    a_int(&c, 4);
+    a_int(&c, 9);
+    a_int(&c, 2);
+    a_ints(&c, "1,1,1");
+    o_tensor(&c, F, "2,4,3,3");
+    CHECK_EXACT("aten.native_group_norm_backward", c, 928);
+    c.args[4].kind = TS_ARG_NONE;
+    c.args[9].ints[1] = 0;
+    c.args[9].ints[2] = 0;
+    CHECK_EXACT("aten.native_group_norm_backward", c, 648);
+    c.args[6].kind = TS_ARG_OTHER;
+    CHECK_UNSUPPORTED("aten.native_group_norm_backward", c, "C argument");
+}
+
+static void
+test_more_reductions(void)
+{
+    ts_op_call c;
+
+    /* amax(x (2,3,4), [2]) -> (2,3): 24 - 6 = 18 comparisons. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    a_ints(&c, "2");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.amax", c, 18);
+    CHECK_EXACT("aten.amin", c, 18);
+    /* logsumexp: 4N = 96; var: 4N = 96; std: 4N + O = 102. */
+    CHECK_EXACT("aten.logsumexp", c, 96);
+    CHECK_EXACT("aten.var", c, 96);
+    CHECK_EXACT("aten.std", c, 102);
+    o_tensor(&c, F, "2,3"); /* var_mean / std_mean return the mean too */
+    CHECK_EXACT("aten.var_mean", c, 96);
+    CHECK_EXACT("aten.std_mean", c, 102);
+    /* argmax(x (2,3,4)) -> 0-D int64: 23 comparisons. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4");
+    o_tensor(&c, I, "");
+    CHECK_EXACT("aten.argmax", c, 23);
+    c.args[0].tensor.dtype = I;
+    CHECK_EXACT("aten.argmax", c, 0);
+}
+
+static void
+test_more_losses(void)
+{
+    ts_op_call c;
+
+    /* binary_cross_entropy(p (2,3), t, weight, reduction): 9 per element
+     * (54), mean adds 5 + 1: 60; weighted 10*6 + 6 = 66; none 54. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    a_none(&c);
+    a_int(&c, 1);
+    o_tensor(&c, F, "");
+    CHECK_EXACT("aten.binary_cross_entropy", c, 60);
+    c.args[2].kind = TS_ARG_TENSOR;
+    c.args[2].tensor = shape(F, "2,3");
+    CHECK_EXACT("aten.binary_cross_entropy", c, 66);
+    c.args[2].kind = TS_ARG_NONE;
+    c.args[3].i = 0;
+    CHECK_EXACT("aten.binary_cross_entropy", c, 54);
+
+    /* binary_cross_entropy_backward(grad, p (2,3), t, weight, reduction):
+     * (6 + [weight] + [mean]) * 6: mean 42, none 36. */
+    c = call_new();
+    a_tensor(&c, F, "");
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    a_none(&c);
+    a_int(&c, 1);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.binary_cross_entropy_backward", c, 42);
+    c.args[4].i = 0;
+    CHECK_EXACT("aten.binary_cross_entropy_backward", c, 36);
+
+    /* binary_cross_entropy_with_logits(x (2,3), t, weight, pos_weight,
+     * reduction): 10*6 + 6 (mean) = 66; with pos_weight 13*6 + 6 = 84;
+     * and a weight 14*6 + 6 = 90; none: 60. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    a_none(&c);
+    a_none(&c);
+    a_int(&c, 1);
+    o_tensor(&c, F, "");
+    CHECK_EXACT("aten.binary_cross_entropy_with_logits", c, 66);
+    c.args[3].kind = TS_ARG_TENSOR;
+    c.args[3].tensor = shape(F, "3");
+    CHECK_EXACT("aten.binary_cross_entropy_with_logits", c, 84);
+    c.args[2].kind = TS_ARG_TENSOR;
+    c.args[2].tensor = shape(F, "2,3");
+    CHECK_EXACT("aten.binary_cross_entropy_with_logits", c, 90);
+    c.args[2].kind = TS_ARG_NONE;
+    c.args[3].kind = TS_ARG_NONE;
+    c.args[4].i = 0;
+    CHECK_EXACT("aten.binary_cross_entropy_with_logits", c, 60);
+
+    /* smooth_l1_loss / huber_loss(x (2,3), t, reduction, beta): 8*6 + 6
+     * (mean) = 54; their gradients 7 per element: 42. */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    a_int(&c, 1);
+    a_real(&c, 1.0);
+    o_tensor(&c, F, "");
+    CHECK_EXACT("aten.smooth_l1_loss", c, 54);
+    CHECK_EXACT("aten.huber_loss", c, 54);
+    c = call_new();
+    a_tensor(&c, F, "");
+    a_tensor(&c, F, "2,3");
+    a_tensor(&c, F, "2,3");
+    a_int(&c, 1);
+    a_real(&c, 1.0);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.smooth_l1_loss_backward", c, 42);
+    CHECK_EXACT("aten.huber_loss_backward", c, 42);
+}
+
+static void
+test_embedding_bag(void)
+{
+    const char *fwd = "aten._embedding_bag";
+    const char *bwd = "aten._embedding_bag_backward";
+    ts_op_call c;
+
+    /* _embedding_bag(weight (10,4), indices (6), offsets (2), False, mode,
+     * ...) -> bags (2,4): 6 rows of 4 = 24 looked-up elements reduced into
+     * 8: 16 adds (sum, max); mean + 8 divisions: 24; per_sample_weights
+     * + 24 multiplies: 40. */
+    c = call_new();
+    a_tensor(&c, F, "10,4");
+    a_tensor(&c, I, "6");
+    a_tensor(&c, I, "2");
+    a_bool(&c, false);
+    a_int(&c, 0);
+    a_bool(&c, false);
+    a_none(&c);
+    o_tensor(&c, F, "2,4");
+    CHECK_EXACT(fwd, c, 16);
+    CHECK_EXACT("aten._embedding_bag_forward_only", c, 16);
+    c.args[4].i = 1;
+    CHECK_EXACT(fwd, c, 24);
+    c.args[4].i = 0;
+    c.args[6].kind = TS_ARG_TENSOR;
+    c.args[6].tensor = shape(F, "6");
+    CHECK_EXACT(fwd, c, 40);
+    c.args[4].i = 3;
+    CHECK_UNSUPPORTED(fwd, c, "mode 0");
+
+    /* _embedding_bag_backward(grad (2,4), indices (6), offsets,
+     * offset2bag, bag_size, maximum_indices, 10, scale_grad_by_freq, mode,
+     * sparse, per_sample_weights, padding_idx): sum 24 adds; mean + 8
+     * divisions: 32; max: 8; sum with per_sample_weights: 48. */
+    c = call_new();
+    a_tensor(&c, F, "2,4");
+    a_tensor(&c, I, "6");
+    a_tensor(&c, I, "2");
+    a_tensor(&c, I, "6");
+    a_tensor(&c, I, "2");
+    a_tensor(&c, I, "2,4");
+    a_int(&c, 10);
+    a_bool(&c, false);
+    a_int(&c, 0);
+    a_bool(&c, false);
+    a_none(&c);
+    a_int(&c, -1);
+    o_tensor(&c, F, "10,4");
+    CHECK_EXACT(bwd, c, 24);
+    c.args[8].i = 1;
+    CHECK_EXACT(bwd, c, 32);
+    c.args[8].i = 2;
+    CHECK_EXACT(bwd, c, 8);
+    c.args[8].i = 0;
+    c.args[10].kind = TS_ARG_TENSOR;
+    c.args[10].tensor = shape(F, "6");
+    CHECK_EXACT(bwd, c, 48);
+}
+
 /* ==== extensions: optimizers ============================================= */
 
 static void
@@ -2602,6 +2853,7 @@ test_foreach(void)
     a_tensors(&c, F, "2,3;4");
     CHECK_EXACT("aten._foreach_sqrt", c, 10);
     CHECK_EXACT("aten._foreach_neg_", c, 10);
+    CHECK_EXACT("aten._foreach_abs_", c, 10); /* Adamax */
     /* An empty list: 0. */
     c = call_new();
     a_ints(&c, "");
@@ -2795,7 +3047,7 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "335 operator packets") != NULL);
+        CHECK(strstr(generated, "376 operator packets") != NULL);
     }
     free(generated);
     free(checked_in);
@@ -2840,6 +3092,10 @@ main(void)
     test_lstm();
     test_cpu_attention_backward();
     test_foreach();
+    test_more_gradients();
+    test_more_reductions();
+    test_more_losses();
+    test_embedding_bag();
     test_fused_optimizers();
     test_docs();
     return ts_test_report();

@@ -17,6 +17,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -142,6 +143,73 @@ def test_gradient_clipping_is_complete():
         report = measure_flops(lambda: nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=foreach))
         assert_complete(report)
         assert report["total"]["value"] > 0
+
+
+# Beyond the zoo: other standard layers, losses and torch.optim optimizers in one training step each.
+def _ring_models():
+    x, seq = torch.randn(2, 4, 8, 8), torch.randn(2, 5, 8)
+    soft = torch.softmax(torch.randn(2, 5, 3), -1)
+    targets = {"prob": torch.rand(2, 5, 3), "class": torch.zeros(10, dtype=torch.long)}
+    cnn = nn.Sequential(
+        nn.Conv2d(4, 8, 3), nn.GroupNorm(2, 8), nn.ELU(), nn.Conv2d(8, 4, 1), nn.InstanceNorm2d(4, affine=True),
+        nn.LeakyReLU(), nn.Softplus(), nn.PReLU(), nn.Mish(), nn.LogSigmoid(), nn.SELU(), nn.CELU(), nn.Softsign(),
+        nn.Tanhshrink(), nn.AdaptiveAvgPool2d(3), nn.AdaptiveMaxPool2d(2), nn.Flatten(),
+    )  # fmt: skip
+
+    def losses(o):
+        return (
+            F.binary_cross_entropy_with_logits(o, targets["prob"], pos_weight=torch.ones(3))
+            + F.binary_cross_entropy(torch.sigmoid(o), targets["prob"])
+            + F.smooth_l1_loss(o, targets["prob"]) + F.l1_loss(o, targets["prob"]) + F.huber_loss(o, targets["prob"])
+            + F.kl_div(F.log_softmax(o, -1), soft, reduction="batchmean")
+            + F.cross_entropy(o.reshape(-1, 3), targets["class"], label_smoothing=0.1)
+        )  # fmt: skip
+
+    misc = nn.Sequential(
+        nn.Linear(8, 8), nn.Dropout(0.1), nn.RMSNorm(8), nn.GLU(), nn.Linear(4, 8), nn.Softmax(-1), nn.Hardshrink(),
+        nn.Softshrink(), nn.Threshold(0.1, 0.0), nn.Hardtanh(), nn.GELU("tanh"),
+    )  # fmt: skip
+    return {
+        "cnn": (cnn, x, lambda o: o.sum()),
+        "losses": (nn.Linear(8, 3), seq, losses),
+        "reductions": (misc, seq, lambda o: (o.var(-1) + o.std(-1) + o.logsumexp(-1) + o.amax(-1)).sum()),
+        "embedding_bag": (nn.EmbeddingBag(10, 4, mode="mean"), torch.randint(0, 10, (3, 4)), lambda o: o.sum()),
+    }
+
+
+RING_OPTIMIZERS = {
+    "rmsprop": lambda p, f: torch.optim.RMSprop(p, momentum=0.9, centered=True, foreach=f),
+    "adagrad": lambda p, f: torch.optim.Adagrad(p, foreach=f),
+    "adam-amsgrad": lambda p, f: torch.optim.Adam(p, amsgrad=True, weight_decay=0.1, foreach=f),
+    "nadam": lambda p, f: torch.optim.NAdam(p, foreach=f),
+    "radam": lambda p, f: torch.optim.RAdam(p, foreach=f),
+    "adamax": lambda p, f: torch.optim.Adamax(p, foreach=f),
+    "adadelta": lambda p, f: torch.optim.Adadelta(p, foreach=f),
+    "sgd-nesterov": lambda p, f: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, foreach=f),
+}
+
+
+@pytest.mark.parametrize("model_name", ["cnn", "losses", "reductions", "embedding_bag"])
+@pytest.mark.parametrize("optimizer", list(RING_OPTIMIZERS))
+def test_more_layers_losses_and_optimizers_are_complete(model_name, optimizer):
+    torch.manual_seed(0)
+    model, inputs, loss = _ring_models()[model_name]
+    for foreach in (False, True):
+        opt = RING_OPTIMIZERS[optimizer](model.parameters(), foreach)
+
+        def step():
+            loss(model(inputs)).backward()
+            opt.step()
+            opt.zero_grad()
+
+        step()  # optimizer state exists: a steady-state step
+        report, theirs = measure_both(lambda: step)
+        assert_complete(report)
+        if theirs:
+            assert_flopcounter_parity(report["by_operator"], theirs)
+        with torch.no_grad():
+            assert_complete(measure_flops(lambda: model.eval()(inputs)))
+        model.train()
 
 
 # ---------------------------------------------------------------------------------------------------------------
