@@ -828,6 +828,15 @@ estimate_layer(ts_session *session,
             return rc;
         }
         layer->present |= (uint8_t)(1u << i);
+        if (layer->owns & (1u << i)) {
+            /* an inclusive built-in estimate (native Transformer family):
+             * it covers the subtree, and says so */
+            slots[i].subtree = true;
+            layer->handled |= (uint8_t)(1u << i);
+            if (all[i]->kind == TS_EST_NOT_APPLICABLE) {
+                slots[i].method = "not_applicable";
+            }
+        }
     }
     return TS_OK;
 }

@@ -1267,6 +1267,7 @@ typedef struct module_entry {
     PyObject *estimate;      /* custom handler callback (strong) or NULL */
     PyObject *identity;      /* its "<module>.<qualname>" */
     unsigned owns;           /* its subtree_metrics, as estimate bits */
+    unsigned builtin_owns;   /* estimates our own formulas own (subtree) */
 } module_entry;
 
 /* What a pre-hook leaves for its post-hook. */
@@ -1436,8 +1437,8 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
     if (input == NULL) {
         return NULL;
     }
-    layer =
-        ts_session_begin_owned_call(c->session, h->module, input, &a, e->owns);
+    layer = ts_session_begin_owned_call(
+        c->session, h->module, input, &a, e->owns | e->builtin_owns);
     if (layer < 0) {
         return PyErr_NoMemory();
     }
@@ -2135,10 +2136,12 @@ add_module(tsx_crawl *c,
     if (children < 0 || (tname = PyType_GetName(Py_TYPE(module))) == NULL) {
         return -1;
     }
-    /* Metric leaves: modules without children, MultiheadAttention (its
-     * out_proj is not called as a module), and an atomic nn.Transformer
-     * root. */
-    recurse = desc.kind == TS_MOD_MHA || atomic_root;
+    /* Metric leaves: modules without children; the native Transformer
+     * family (MultiheadAttention, the layers and stacks), whose built-in
+     * estimates own their whole subtree; an atomic nn.Transformer root.
+     * Those rows also attribute their children's tensors. */
+    recurse = desc.kind == TS_MOD_MHA || ts_module_kind_owns_subtree(desc.kind)
+              || atomic_root;
     leaf = !children || recurse;
     index = ts_session_add_module(
         c->session, p, PyUnicode_AsUTF8(tname), &desc, leaf);
@@ -2157,6 +2160,10 @@ add_module(tsx_crawl *c,
             return -1;
         }
         ts_session_set_module_handler(c->session, index, true);
+    }
+    if (c->full && recurse) {
+        /* built-in inclusive estimates: children are covered */
+        e->builtin_owns = TS_ALL_ESTIMATES;
     }
     if (!recurse) {
         e->params = PyObject_GetAttrString(module, "_parameters");

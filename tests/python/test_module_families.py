@@ -21,7 +21,6 @@ from torchscan import IncompleteAnalysisError, crawl_module
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE_METRICS = {"module_flops", "macs", "dmas", "receptive_field", "effective_stride", "effective_padding"}
-NEEDS_OWNERSHIP = "needs subtree ownership (lead)"
 
 
 def counts(report, index=0):
@@ -36,7 +35,11 @@ def trio(report, index=0):
     metrics = report["layers"][index]["metrics"]
     names = ("receptive_field", "effective_stride", "effective_padding")
     if metrics["receptive_field"]["status"] == "unavailable":
-        assert all(metrics[n]["method"] == "torchscan_module_formula:not_applicable" for n in names)
+        # native Transformer rows own their subtree: method "not_applicable", scope "subtree" (contract 1.10);
+        # other families: "torchscan_module_formula:not_applicable" for the call
+        owned = metrics["receptive_field"]["scope"] == "subtree"
+        method = "not_applicable" if owned else "torchscan_module_formula:not_applicable"
+        assert all(metrics[n]["method"] == method for n in names)
         return "n/a"
     return tuple(metrics[n]["value"] for n in names)
 
@@ -510,27 +513,30 @@ def test_transformer_stack_variants():
         assert all(reason in d["message"] for d in diagnostics)
 
 
-def test_transformer_layer_is_a_composite_until_ownership_lands():
-    # Exposed now (C): the family kinds report ts_module_kind_owns_subtree; the crawl makes only an
-    # nn.Transformer root atomic. A layer or stack called inside a model is a composite until the lead's
-    # subtree ownership lands (see the xfail tests below).
+def test_transformer_layer_owns_its_subtree():
+    # A layer called as a module keeps its children's rows (they are hooked), but its built-in estimate is
+    # inclusive: the children are covered (metric_owners) and carry no estimate of their own.
     report = crawl_module(nn.TransformerEncoderLayer(4, 2, 8), args=(rand(3, 1, 4),))
     paths = [layer["path"] for layer in report["layers"]]
     assert "" in paths and "self_attn" in paths
+    root = _row(report, "")
+    assert root["metric_ownership"]["module_flops"] == "subtree"
+    assert root["metrics"]["module_flops"]["scope"] == "subtree"
+    child = _row(report, "self_attn")
+    assert "module_flops" not in child["metrics"]
+    assert child["metric_owners"]["module_flops"] == {"path": "", "call_index": 0}
 
 
 def _row(report, path):
     return next(layer for layer in report["layers"] if layer["path"] == path)
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_OWNERSHIP)
 def test_encoder_layer_root_counts_its_subtree():
     report = crawl_module(nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), args=(rand(3, 1, 4),))
     assert counts(report, 0) == layer_oracle(1, 3, 3, 4, 2, 8) == (1224, 504, 912)
     assert report["totals"]["module_flops"]["value"] == 1224
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_OWNERSHIP)
 def test_decoder_layer_root_counts_its_subtree():
     layer = nn.TransformerDecoderLayer(4, 2, 8, dropout=0.0)
     report = crawl_module(layer, args=(rand(2, 1, 4), rand(3, 1, 4)))
@@ -538,7 +544,6 @@ def test_decoder_layer_root_counts_its_subtree():
     assert report["totals"]["dmas"]["value"] == 1069
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_OWNERSHIP)
 def test_stacks_count_their_subtree():
     encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 2, nn.LayerNorm(4), enable_nested_tensor=False)
     report = crawl_module(encoder, args=(rand(3, 1, 4),))
@@ -601,7 +606,6 @@ def test_zoo_strict(name):
         pytest.xfail(f"operator FLOPs incomplete (operator coverage issue): {', '.join(uncounted)}")
 
 
-@pytest.mark.xfail(strict=True, reason=NEEDS_OWNERSHIP)
 def test_zoo_vit_encoder_owns_its_subtree():
     # ViT (zoo): batch 2, 17 tokens, E 16, H 2, F 32, exact GELU, norm_first, 2 layers, no final norm. The
     # TransformerEncoder is the outermost native owner: its row carries 2 layer formulas, and everything under
