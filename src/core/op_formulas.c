@@ -328,7 +328,8 @@ static const ts_op_entry op_table[] = {
         ts_opf_fused_adamw,
         "N*(12 + [beta2 != 0] + [wd != 0] + [amsgrad] + [maximize] + "
         "[grad_scale])",
-        "As _fused_adam_ with decoupled weight decay param*(1 - lr*wd) (1)."),
+        "As aten._fused_adam_ with decoupled weight decay param*(1 - lr*wd) "
+        "(1)."),
     SUPP("aten._fused_rms_norm",
          ts_opf_rms_norm,
          "(3 + [weight])*N + 2*rows",
