@@ -121,6 +121,41 @@ typedef struct tsx_handler_call {
  * diagnostics on the layer. 0, or -1 with an exception (interrupts). */
 int tsx_handler_run(const tsx_handler_call *call);
 
+/* modules.c: module descriptions. */
+typedef struct native_class {
+    const char *name; /* class __qualname__ in torch.nn.modules.* */
+    ts_module_kind kind;
+    int rank;
+} native_class;
+
+/* The native family a module's formulas come from, or NULL; a subclass
+ * counts only while it keeps the native forward. *native_type (borrowed)
+ * is the matching class. */
+const native_class *tsx_native_of(PyObject *module, PyObject **native_type);
+/* Reads the hyperparameters of a native module (never fails on odd
+ * attributes: the module becomes TS_MOD_UNKNOWN); -1 on memory errors. */
+int tsx_module_desc(tsx_state *st,
+                    PyObject *module,
+                    const native_class *native,
+                    PyObject *native_type,
+                    ts_module_desc *desc);
+/* Elements of every parameter; -1 while lazy parameters are unmaterialized. */
+int64_t tsx_param_numel(tsx_state *st, PyObject *module);
+/* Fills the family-specific parts of a call (attention inputs and masks,
+ * recurrent states, second inputs, bag offsets). */
+int tsx_fill_call(tsx_state *st,
+                  const ts_module_desc *desc,
+                  PyObject *args,
+                  PyObject *kwargs,
+                  PyObject *output,
+                  ts_module_call *call);
+/* True for an instance of torch.nn's class `qualname` itself. */
+int tsx_is_native_named(PyObject *obj, const char *qualname);
+/* module._modules (new reference; an empty dict when absent). */
+PyObject *tsx_child_dict(PyObject *module);
+/* 1 when the module has a child module, 0 when not, -1 on error. */
+int tsx_has_children(PyObject *module);
+
 /* crawl.c / dispatch.c types */
 extern PyType_Spec tsx_crawl_spec;
 extern PyType_Spec tsx_hook_spec;
