@@ -178,6 +178,11 @@ void ts_session_add_layer_op(ts_session *session,
                              int64_t flops,
                              bool complete);
 
+/* {path: operator FLOPs} of every module that was called: the operators
+ * its calls ran themselves (children excluded), summed over its calls,
+ * sorted by path. New reference, NULL on allocation failure. */
+json_t *ts_session_op_flops_by_path(const ts_session *session);
+
 /* Model-level facts gathered by the binding after the forward. */
 typedef struct ts_model_totals {
     int64_t trainable, frozen, param_bytes, buffer_elements, buffer_bytes;

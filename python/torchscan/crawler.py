@@ -153,7 +153,7 @@ def crawl_module(
     session = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
     counter = _OperatorCounter(mapping) if full else None
     training_before = module.training
-    session.install(counter)
+    session.install(counter, True)
     try:
         with torch.no_grad():
             if counter is not None:

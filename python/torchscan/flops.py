@@ -81,8 +81,11 @@ def measure_flops(
 
     Args:
         workload: zero-argument callable; its exceptions propagate unchanged.
-        modules: accepted for compatibility with the reference; attribution to
-            module paths is described in the docs.
+        modules: a module (or list of modules) to attribute FLOPs to:
+            ``by_module`` maps each called module's path to the operator FLOPs
+            of its own work (its child modules excluded), summed over its
+            calls, so the entries add up to the FLOPs counted inside these
+            modules. Training flags are left as they are.
         custom_mapping: ``{torch.ops.aten.<op>: formula}`` overriding our formula
             for that operator packet during this call only. A formula receives
             shapes like FlopCounterMode's (``*arg_shapes, out_shape=...``).
@@ -94,11 +97,23 @@ def measure_flops(
     if not callable(workload):
         raise TypeError(f"workload must be callable, got {type(workload).__name__}.")
     mapping = _check_custom_mapping(custom_mapping)
+    session = None
     if modules is not None:
         mods = modules if isinstance(modules, list) else [modules]
-        if any(not isinstance(m, torch.nn.Module) for m in mods):
-            raise TypeError("modules must be an nn.Module or a list of nn.Module.")
+        if not mods or any(not isinstance(m, torch.nn.Module) for m in mods):
+            raise TypeError("modules must be an nn.Module or a non-empty list of nn.Module.")
+        # One module: its own paths ("" is the module itself). Several: a
+        # ModuleList view numbers them ("0.layer1", "1", ...); the modules
+        # are not changed.
+        root = mods[0] if len(mods) == 1 else torch.nn.ModuleList(mods)
+        session = _engine.Crawl(root, False)
     counter = _OperatorCounter(mapping)
-    with counter:
-        workload()
-    return counter.report()
+    if session is not None:
+        session.install(counter, False)  # observe only: no eval(), no flag change
+    try:
+        with counter:
+            workload()
+    finally:
+        if session is not None:
+            session.uninstall()
+    return counter.report(session.operator_flops_by_path() if session is not None else None)

@@ -904,6 +904,64 @@ ts_session_end_call(ts_session *session,
     return index;
 }
 
+typedef struct path_sum {
+    const char *path;
+    int64_t flops;
+} path_sum;
+
+static int
+compare_path_sums(const void *a, const void *b)
+{
+    return strcmp(((const path_sum *)a)->path, ((const path_sum *)b)->path);
+}
+
+json_t *
+ts_session_op_flops_by_path(const ts_session *session)
+{
+    json_t *by_path = json_object();
+    path_sum *sums =
+        calloc(session->nmodules ? session->nmodules : 1, sizeof(path_sum));
+    bool *called = calloc(session->nmodules ? session->nmodules : 1, 1);
+    size_t n = 0;
+    if (by_path == NULL || sums == NULL || called == NULL) {
+        goto error;
+    }
+    /* Sum per module (module order), then emit sorted by path. */
+    for (size_t m = 0; m < session->nmodules; m++) {
+        sums[m].path = session->modules[m].path;
+    }
+    for (size_t i = 0; i < session->nlayers; i++) {
+        const layer_record *l = &session->layers[i];
+        called[l->module] = true;
+        if (!ts_add(
+                sums[l->module].flops, l->op_flops, &sums[l->module].flops)) {
+            sums[l->module].flops = INT64_MAX;
+        }
+    }
+    for (size_t m = 0; m < session->nmodules; m++) {
+        if (called[m]) {
+            sums[n++] = sums[m];
+        }
+    }
+    if (n > 1) {
+        qsort(sums, n, sizeof *sums, compare_path_sums);
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (json_object_set_new(
+                by_path, sums[k].path, json_integer(sums[k].flops))) {
+            goto error;
+        }
+    }
+    free(sums);
+    free(called);
+    return by_path;
+error:
+    free(sums);
+    free(called);
+    json_decref(by_path);
+    return NULL;
+}
+
 /* ---- report writing ------------------------------------------------------
  */
 

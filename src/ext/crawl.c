@@ -925,12 +925,16 @@ install_public(tsx_crawl *c)
 }
 
 static PyObject *
-crawl_install(tsx_crawl *c, PyObject *counter)
+crawl_install(tsx_crawl *c, PyObject *args)
 {
     tsx_state *st = c->st;
     Py_ssize_t n = PyList_GET_SIZE(c->all);
     bool any_training = false;
-    int rc;
+    PyObject *counter;
+    int rc, evaluate = 1;
+    if (!PyArg_ParseTuple(args, "O|p:install", &counter, &evaluate)) {
+        return NULL;
+    }
     if (c->installed) {
         PyErr_SetString(PyExc_RuntimeError, "the crawl is already installed");
         return NULL;
@@ -949,8 +953,9 @@ crawl_install(tsx_crawl *c, PyObject *counter)
         any_training |= flag != Py_False;
         PyList_SET_ITEM(c->flags, i, flag);
     }
-    /* eval() on a model that is already in eval mode changes nothing. */
-    if (any_training) {
+    /* eval() on a model that is already in eval mode changes nothing;
+     * measure_flops(modules=...) only observes (evaluate false). */
+    if (any_training && evaluate) {
         PyObject *r = PyObject_CallMethodNoArgs(c->root, st->s_eval);
         if (r == NULL) {
             goto error;
@@ -1187,6 +1192,19 @@ done:
     return result;
 }
 
+static PyObject *
+crawl_by_path(tsx_crawl *c, PyObject *unused)
+{
+    json_t *by_path = ts_session_op_flops_by_path(c->session);
+    PyObject *result;
+    if (by_path == NULL) {
+        return PyErr_NoMemory();
+    }
+    result = tsx_from_json(by_path);
+    json_decref(by_path);
+    return result;
+}
+
 static int
 crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
 {
@@ -1256,8 +1274,14 @@ crawl_dealloc(tsx_crawl *c)
 static PyMethodDef crawl_methods[] = {
     {"install",
      (PyCFunction)crawl_install,
-     METH_O,
-     "install(counter): save training flags, switch to eval, add hooks."},
+     METH_VARARGS,
+     "install(counter, evaluate=True): save training flags, switch to eval "
+     "(unless evaluate is false), add hooks."},
+    {"operator_flops_by_path",
+     (PyCFunction)crawl_by_path,
+     METH_NOARGS,
+     "operator_flops_by_path() -> {path: operator FLOPs of that module's "
+     "own work, summed over its calls}"},
     {"uninstall",
      (PyCFunction)crawl_uninstall,
      METH_NOARGS,

@@ -311,6 +311,11 @@ test_ownership(void)
                                      "module_flops"),
                      "path")),
                  "");
+    /* per path: the operator FLOPs of each module's own calls (none here) */
+    json_t *by_path = ts_session_op_flops_by_path(s);
+    CHECK_EQ_INT(json_object_size(by_path), 2);
+    CHECK_EQ_INT(json_integer_value(json_object_get(by_path, "fc")), 0);
+    json_decref(by_path);
     /* totals: the owner's estimate alone, named by its method */
     json_t *t = json_object_get(json_object_get(r, "totals"), "module_flops");
     CHECK_EQ_INT(json_integer_value(json_object_get(t, "value")), 99);

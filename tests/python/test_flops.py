@@ -679,3 +679,21 @@ def test_profiler_markers_do_not_make_an_optimizer_step_partial():
     assert report["by_operator"] == {"aten.add_": 20}
     assert report["diagnostics"] == []
     assert report["total"]["status"] == "complete" and report["total"]["value"] == 20
+
+
+def test_by_module_attributes_each_operator_to_the_innermost_module_call():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+    model.train()
+    x = torch.ones(3, 4)
+    report = measure_flops(lambda: model(x) * 2, modules=model)
+    # Linear(4,4) on (3,4): 2*3*4*4 = 96; ReLU on 12 elements: 12; Linear(4,2): 2*3*4*2 = 48. The final
+    # "* 2" (6 FLOPs) runs outside every module call, so it is in the total but in no module.
+    assert report["by_module"] == {"": 0, "0": 96, "1": 12, "2": 0, "2.0": 48}
+    assert report["total"]["value"] == 96 + 12 + 48 + 6
+    assert model.training and model[0].training  # observed, not switched to eval
+    assert not model[0]._forward_hooks and torch._C._len_torch_dispatch_stack() == 0
+    # several modules: numbered like a ModuleList
+    report = measure_flops(lambda: model(x), modules=[model[0], model[2]])
+    assert report["by_module"] == {"0": 96, "1": 0, "1.0": 48}
+    with pytest.raises(TypeError):
+        measure_flops(lambda: model(x), modules=[])
