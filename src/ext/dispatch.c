@@ -357,18 +357,37 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
             a->numel_sum = 0;
             for (Py_ssize_t i = 0; i < n; i++) {
                 ts_shape shape;
-                int64_t numel;
+                int64_t numel = -1;
                 if (items[i] == Py_None) {
                     continue;
                 }
-                if (tsx_tensor_shape(st, items[i], &shape) < 0) {
-                    return -1;
-                }
                 if (a->ntensors++ == 0) {
+                    /* The first tensor is described in full (dtype,
+                     * layout); the others of an optimizer's parameter
+                     * list only need their element count. */
+                    if (tsx_tensor_shape(st, items[i], &shape) < 0) {
+                        return -1;
+                    }
                     a->tensor = shape;
+                    if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)) {
+                        numel = -1;
+                    }
                 }
-                if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)
-                    || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
+                else {
+                    PyObject *nobj =
+                        PyObject_CallMethodNoArgs(items[i], st->s_numel);
+                    if (nobj == NULL) {
+                        PyErr_Clear();
+                    }
+                    else {
+                        numel = PyLong_AsLongLong(nobj);
+                        Py_DECREF(nobj);
+                        if (numel == -1 && PyErr_Occurred()) {
+                            PyErr_Clear();
+                        }
+                    }
+                }
+                if (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
                     a->numel_sum = -1;
                     a->kind = TS_ARG_OTHER;
                     break;
