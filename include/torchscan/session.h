@@ -141,6 +141,18 @@ int ts_session_set_estimate(ts_session *session,
                             bool subtree,
                             const char *method);
 
+/* An nn.Transformer root that a caller handler expanded (it matched a
+ * descendant that ran): module_flops, macs and dmas become unavailable
+ * (method and diagnostic expanded_atomic_boundary). */
+int ts_session_mark_expanded_boundary(ts_session *session, int layer);
+
+/* Makes the open call `layer` own `mask` for its whole subtree after the
+ * fact: the estimates its descendants recorded for those bits are dropped
+ * and they get metric_owners. Call before the layer's own end_call. */
+int ts_session_own_retroactively(ts_session *session,
+                                 int layer,
+                                 unsigned mask);
+
 /* Appends a diagnostic {code, severity "warning", metric, path, message};
  * path is the layer's module path (none when layer < 0). */
 int ts_session_add_diagnostic(ts_session *session,

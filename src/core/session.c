@@ -962,6 +962,62 @@ error:
     return NULL;
 }
 
+int
+ts_session_mark_expanded_boundary(ts_session *session, int layer)
+{
+    layer_record *l;
+    if (layer < 0 || (size_t)layer >= session->nlayers) {
+        return TS_EINVAL;
+    }
+    l = &session->layers[layer];
+    for (int i = 0; i < 3; i++) {
+        slot_reset(&l->estimates[i]);
+        l->estimates[i].status = TS_UNAVAILABLE;
+        l->estimates[i].method = "expanded_atomic_boundary";
+        l->present |= (uint8_t)(1u << i);
+        if (add_diagnostic(session->diagnostics,
+                           "expanded_atomic_boundary",
+                           estimate_names[i],
+                           session->modules[l->module].path,
+                           NULL,
+                           "A custom handler matched a module inside this "
+                           "nn.Transformer, so its descendants' estimates "
+                           "replace the inclusive formula and the root's own "
+                           "work is not estimated.")) {
+            return TS_ENOMEM;
+        }
+    }
+    return TS_OK;
+}
+
+int
+ts_session_own_retroactively(ts_session *session, int layer, unsigned mask)
+{
+    layer_record *owner;
+    if (layer < 0 || (size_t)layer >= session->nlayers) {
+        return TS_EINVAL;
+    }
+    owner = &session->layers[layer];
+    mask &= TS_ALL_ESTIMATES & ~(unsigned)owner->covered;
+    owner->owns |= (uint8_t)mask;
+    /* Every layer recorded after an open call is one of its descendants;
+     * the outer owner wins over owners nested inside it. */
+    for (size_t i = (size_t)layer + 1; i < session->nlayers; i++) {
+        layer_record *l = &session->layers[i];
+        for (int k = 0; k < N_ESTIMATES; k++) {
+            if (mask & (1u << k)) {
+                slot_reset(&l->estimates[k]);
+                l->owner[k] = layer;
+            }
+        }
+        l->present &= (uint8_t)~mask;
+        l->handled &= (uint8_t)~mask;
+        l->owns &= (uint8_t)~mask;
+        l->covered |= (uint8_t)mask;
+    }
+    return TS_OK;
+}
+
 /* ---- report writing ------------------------------------------------------
  */
 

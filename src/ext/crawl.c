@@ -119,6 +119,8 @@ struct tsx_crawl {
     open_call *opened; /* the calls whose post-hook has not run yet */
     size_t opened_cap, open;
     bool full, installed;
+    bool expanded_root;   /* an nn.Transformer root a handler expanded */
+    size_t handler_calls; /* handler callbacks run so far */
 };
 
 ts_session *
@@ -344,8 +346,22 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
             .kwargs = kwargs,
             .output = output,
         };
-        if (hc.requested && tsx_handler_run(&hc) < 0) {
-            return NULL;
+        if (hc.requested) {
+            c->handler_calls += h->module != 0; /* calls below the root */
+            if (tsx_handler_run(&hc) < 0) {
+                return NULL;
+            }
+        }
+    }
+    if (c->expanded_root && h->module == 0 && layer >= 0 && !failed) {
+        /* A handler that ran inside replaces the inclusive formula; if
+         * none ran, the formula stands and owns everything below. */
+        int rc2 = c->handler_calls
+                      ? ts_session_mark_expanded_boundary(c->session, layer)
+                      : ts_session_own_retroactively(
+                          c->session, layer, TS_ALL_ESTIMATES);
+        if (rc2 != TS_OK) {
+            return PyErr_NoMemory();
         }
     }
     if (!failed) {
@@ -627,6 +643,8 @@ add_module(tsx_crawl *c,
     return 0;
 }
 
+static PyObject *module_at(tsx_crawl *c, Py_ssize_t i);
+
 static PyObject *
 crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -689,8 +707,24 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_NoMemory();
         goto error;
     }
-    /* An nn.Transformer root is analysed as one atomic call. */
-    if (tsx_is_native_named(root, "Transformer")) {
+    /* An nn.Transformer root is analysed as one atomic call, unless a
+     * caller handler matches one of its descendants: then every module is
+     * hooked, and the root's boundary is settled after the forward. */
+    bool atomic = tsx_is_native_named(root, "Transformer");
+    if (atomic && c->handlers != NULL && c->full) {
+        for (Py_ssize_t i = 1; i < PyList_GET_SIZE(c->all) && atomic; i++) {
+            PyObject *h = NULL;
+            int found =
+                tsx_handler_match(c->handlers, Py_TYPE(module_at(c, i)), &h);
+            Py_XDECREF(h);
+            if (found < 0) {
+                goto error;
+            }
+            atomic = found == 0;
+        }
+        c->expanded_root = !atomic;
+    }
+    if (atomic) {
         c->nmodules = 1;
         if (add_module(c, empty, root, true, types, &ntypes) < 0) {
             goto error;
@@ -703,12 +737,16 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             if (add_module(c,
                            PyTuple_GET_ITEM(pair, 0),
                            PyTuple_GET_ITEM(pair, 1),
-                           false,
+                           i == 0 && c->expanded_root,
                            types,
                            &ntypes)
                 < 0) {
                 goto error;
             }
+        }
+        if (c->expanded_root) {
+            /* its descendants answer first; ownership is settled after */
+            c->modules[0].builtin_owns = 0;
         }
     }
     ptrset_clear(&memo);

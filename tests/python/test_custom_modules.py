@@ -393,3 +393,55 @@ def test_the_complex_valued_extension_example():
     }
     assert report["totals"]["macs"]["value"] == 24
     json.dumps(report, allow_nan=False)
+
+
+# ---- an atomic nn.Transformer root --------------------------------------------------------------------------------
+
+
+def _tiny_transformer():
+    torch.manual_seed(0)
+    model = nn.Transformer(4, 2, 1, 1, 8, dropout=0.0)
+    return model, (torch.rand(3, 1, 4), torch.rand(2, 1, 4))
+
+
+def test_a_handler_that_runs_inside_an_nn_transformer_expands_its_boundary():
+    model, args = _tiny_transformer()
+    assert [layer["path"] for layer in crawl_module(model, args=args)["layers"]] == [""]  # atomic
+    handler = Counted({"module_flops": 1})
+    report = crawl_module(model, args=args, custom_modules={nn.TransformerEncoder: ModuleHandler(handler)})
+    root = report["layers"][0]
+    assert len(report["layers"]) > 1 and handler.calls == 1
+    for name in ("module_flops", "macs", "dmas"):
+        assert root["metrics"][name]["status"] == "unavailable"
+        assert root["metrics"][name]["method"] == "expanded_atomic_boundary"
+    boundary = [d["metric"] for d in report["diagnostics"] if d["code"] == "expanded_atomic_boundary"]
+    assert sorted(boundary) == ["dmas", "macs", "module_flops"]
+    # the encoder: the caller's number for module_flops, the built-in inclusive formula for the rest
+    # (contract: one encoder layer E=4 H=2 F=8 on 3 tokens is 504 MACs; the stack's final LayerNorm adds
+    # N*(1+W) = 12*2 = 24)
+    encoder = rows(report, "encoder")[0]
+    assert encoder["metrics"]["module_flops"]["value"] == 1
+    assert encoder["metrics"]["macs"]["value"] == 504 + 24
+    assert encoder["metric_ownership"]["macs"] == "subtree"
+    assert rows(report, "encoder.layers.0")[0]["metric_owners"]["macs"]["path"] == "encoder"
+
+
+def test_a_matching_descendant_that_never_runs_keeps_the_inclusive_formula():
+    # MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear that is never called as a module
+    from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
+
+    model, args = _tiny_transformer()
+    handler = Counted({"module_flops": 1})
+    report = crawl_module(
+        model, args=args, custom_modules={NonDynamicallyQuantizableLinear: ModuleHandler(handler)}
+    )
+    assert handler.calls == 0
+    root = report["layers"][0]
+    # the contract's pinned full one-layer Transformer: 2694 FLOPs, 1088 MACs, 2144 DMAs
+    assert [root["metrics"][m]["value"] for m in ("module_flops", "macs", "dmas")] == [2694, 1088, 2144]
+    assert root["metric_ownership"]["module_flops"] == "subtree"
+    below = report["layers"][1:]
+    assert below and all("module_flops" not in layer["metrics"] for layer in below)
+    assert all(layer["metric_owners"]["module_flops"]["path"] == "" for layer in below)
+    assert report["totals"]["module_flops"]["value"] == 2694
+    assert not [d for d in report["diagnostics"] if d["code"] == "expanded_atomic_boundary"]
