@@ -23,13 +23,16 @@ tsx_state_of_type(PyTypeObject *type)
 
 /* ---- module functions --------------------------------------------------- */
 
+/* (before, after) -> an engine comparison of their JSON forms. */
 static PyObject *
-engine_compare_reports(PyObject *module, PyObject *args)
+compare_pair(PyObject *args,
+             const char *format,
+             json_t *(*compare)(const json_t *, const json_t *, ts_error *))
 {
     PyObject *before, *after, *result = NULL;
     json_t *jb = NULL, *ja = NULL, *diff = NULL;
     ts_error err;
-    if (!PyArg_ParseTuple(args, "OO:compare_reports", &before, &after)) {
+    if (!PyArg_ParseTuple(args, format, &before, &after)) {
         return NULL;
     }
     jb = tsx_to_json(before, "before");
@@ -38,7 +41,7 @@ engine_compare_reports(PyObject *module, PyObject *args)
         goto done;
     }
     ts_error_clear(&err);
-    diff = ts_compare_reports(jb, ja, &err);
+    diff = compare(jb, ja, &err);
     result = diff ? tsx_from_json(diff) : tsx_raise(&err);
 done:
     json_decref(jb);
@@ -48,27 +51,15 @@ done:
 }
 
 static PyObject *
+engine_compare_reports(PyObject *module, PyObject *args)
+{
+    return compare_pair(args, "OO:compare_reports", ts_compare_reports);
+}
+
+static PyObject *
 engine_diff_metrics(PyObject *module, PyObject *args)
 {
-    PyObject *before, *after, *result = NULL;
-    json_t *jb = NULL, *ja = NULL, *diff = NULL;
-    ts_error err;
-    if (!PyArg_ParseTuple(args, "OO:diff_metrics", &before, &after)) {
-        return NULL;
-    }
-    jb = tsx_to_json(before, "before");
-    ja = jb ? tsx_to_json(after, "after") : NULL;
-    if (ja == NULL) {
-        goto done;
-    }
-    ts_error_clear(&err);
-    diff = ts_diff_metrics(jb, ja, &err);
-    result = diff ? tsx_from_json(diff) : tsx_raise(&err);
-done:
-    json_decref(jb);
-    json_decref(ja);
-    json_decref(diff);
-    return result;
+    return compare_pair(args, "OO:diff_metrics", ts_diff_metrics);
 }
 
 static PyObject *
