@@ -8,17 +8,25 @@
  */
 #include "op_formulas_internal.h"
 
-int
-ts_opf_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
+/* `base` FLOPs per output element, plus one when the scalar argument at
+ * `index` (alpha, value) is not 1: the extra multiply. */
+static int
+per_output_scaled(const ts_op_call *call,
+                  dtype_rule rule,
+                  int index,
+                  const char *name,
+                  int64_t base,
+                  ts_op_result *out,
+                  ts_error *err)
 {
     calc c = {false};
     const ts_shape *y;
     bool count, scaled = false;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    int rc = supp_begin(call, rule, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
     }
-    rc = scalar_not_one(arg_at(call, 2), "alpha", &scaled, err);
+    rc = scalar_not_one(arg_at(call, index), name, &scaled, err);
     if (rc == TS_OK) {
         rc = need_output(call, &y, err);
     }
@@ -26,7 +34,13 @@ ts_opf_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
         return rc;
     }
     return finish(
-        &c, c_mul(&c, c_numel(&c, y), 1 + (scaled ? 1 : 0)), out, err);
+        &c, c_mul(&c, c_numel(&c, y), base + (scaled ? 1 : 0)), out, err);
+}
+
+int
+ts_opf_add(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_output_scaled(call, DT_LEAVES, 2, "alpha", 1, out, err);
 }
 
 int
@@ -111,22 +125,8 @@ ts_opf_clamp(const ts_op_call *call, ts_op_result *out, ts_error *err)
 int
 ts_opf_addc(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
-    calc c = {false};
-    const ts_shape *y;
-    bool count, scaled = false;
-    int rc = supp_begin(call, DT_TENSOR_OPERANDS, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = scalar_not_one(arg_at(call, 3), "value", &scaled, err);
-    if (rc == TS_OK) {
-        rc = need_output(call, &y, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    return finish(
-        &c, c_mul(&c, c_numel(&c, y), 2 + (scaled ? 1 : 0)), out, err);
+    return per_output_scaled(
+        call, DT_TENSOR_OPERANDS, 3, "value", 2, out, err);
 }
 
 int
