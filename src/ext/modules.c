@@ -415,48 +415,87 @@ attr_tuple(PyObject *obj,
     } while (0)
 
 
+typedef struct param_walk {
+    PyObject **seen; /* parameters counted so far (borrowed) */
+    size_t n, cap;
+    int64_t total;
+    bool lazy; /* an unmaterialized parameter */
+} param_walk;
+
+/* Adds the parameters of `module` and its children, each tensor once (as
+ * parameters() does), walking the _parameters/_modules dicts in C. */
+static int
+walk_params(tsx_state *st, PyObject *module, param_walk *w, int depth)
+{
+    PyObject *params, *children, *key, *value;
+    Py_ssize_t pos = 0;
+    if (depth > 1000
+        || tsx_optional_attr(module, "_parameters", &params) < 0) {
+        return -1;
+    }
+    if (params != NULL && PyDict_Check(params)) {
+        while (PyDict_Next(params, &pos, &key, &value)) {
+            bool dup = false;
+            if (value == Py_None) {
+                continue;
+            }
+            for (size_t i = 0; i < w->n && !dup; i++) {
+                dup = w->seen[i] == value;
+            }
+            if (dup) {
+                continue;
+            }
+            if (w->n == w->cap) {
+                size_t cap = w->cap ? w->cap * 2 : 32;
+                PyObject **p = PyMem_Realloc(w->seen, cap * sizeof *p);
+                if (p == NULL) {
+                    Py_DECREF(params);
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                w->seen = p;
+                w->cap = cap;
+            }
+            w->seen[w->n++] = value;
+            PyObject *n = PyObject_CallMethodNoArgs(value, st->s_numel);
+            long long v = n ? PyLong_AsLongLong(n) : -1;
+            Py_XDECREF(n);
+            if (v < 0) {
+                PyErr_Clear();
+                w->lazy = true;
+            }
+            else {
+                w->total += v;
+            }
+        }
+    }
+    Py_XDECREF(params);
+    children = tsx_child_dict(module);
+    if (children == NULL) {
+        return -1;
+    }
+    pos = 0;
+    while (PyDict_Next(children, &pos, &key, &value)) {
+        if (value != Py_None && walk_params(st, value, w, depth + 1) < 0) {
+            Py_DECREF(children);
+            return -1;
+        }
+    }
+    Py_DECREF(children);
+    return 0;
+}
+
 /* Elements of every parameter (recursively); -1 while a lazy module's
  * parameters are not materialized yet. */
 int64_t
 tsx_param_numel(tsx_state *st, PyObject *module)
 {
-    int children = tsx_has_children(module);
-    /* a leaf owns exactly its _parameters; only composites need the
-     * recursive (Python) walk */
-    PyObject *ps = children == 0
-                       ? PyObject_GetAttrString(module, "_parameters")
-                       : PyObject_CallMethodNoArgs(module, st->s_parameters);
-    if (ps != NULL && PyDict_Check(ps)) {
-        Py_SETREF(ps, PyDict_Values(ps));
-    }
-    PyObject *it = ps ? PyObject_GetIter(ps) : NULL, *p;
-    int64_t total = 0;
-    Py_XDECREF(ps);
-    if (it == NULL) {
-        PyErr_Clear();
-        return -1;
-    }
-    while ((p = PyIter_Next(it)) != NULL) {
-        PyObject *n;
-        if (p == Py_None) {
-            Py_DECREF(p);
-            continue;
-        }
-        n = PyObject_CallMethodNoArgs(p, st->s_numel);
-        long long v = n ? PyLong_AsLongLong(n) : -1;
-        Py_XDECREF(n);
-        Py_DECREF(p);
-        if (v < 0) {
-            total = -1;
-            break;
-        }
-        total += v;
-    }
-    Py_DECREF(it);
+    param_walk w = {NULL, 0, 0, 0, false};
+    int rc = walk_params(st, module, &w, 0);
+    PyMem_Free(w.seen);
     PyErr_Clear();
-    return total;
+    return rc < 0 || w.lazy ? -1 : w.total;
 }
-
 
 /* Reads a string attribute and sets *index to its position in `names`
  * (NULL terminated), or -1 when the value is not listed (the caller
