@@ -15,6 +15,7 @@ from .crawler import crawl_module, summary
 from .extensions import ModuleCall, ModuleEstimates, ModuleHandler
 from .flops import FlopReport, measure_flops
 from .profiler import ProfileReport, profile_workload
+from .render import render_report
 from .report import (
     AnalysisReport,
     Diagnostic,
@@ -54,5 +55,6 @@ __all__ = [
     "metric_result",
     "process",
     "profile_workload",
+    "render_report",
     "summary",
 ]

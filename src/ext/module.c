@@ -4,6 +4,7 @@
 
 #include "torchscan/diff.h"
 #include "torchscan/memory.h"
+#include "torchscan/render.h"
 #include "torchscan/table.h"
 
 static struct PyModuleDef engine_def;
@@ -240,6 +241,41 @@ engine_describe_call(PyObject *module, PyObject *args)
     return result;
 }
 
+/* render_benchmark_html(report, title) -> the benchmark HTML page. */
+static PyObject *
+engine_render_benchmark_html(PyObject *module, PyObject *args)
+{
+    PyObject *report, *title, *result = NULL;
+    const char *title_text;
+    Py_ssize_t title_len;
+    json_t *j;
+    char *html;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, "OU:render_benchmark_html", &report, &title)) {
+        return NULL;
+    }
+    title_text = PyUnicode_AsUTF8AndSize(title, &title_len);
+    if (title_text == NULL || strlen(title_text) != (size_t)title_len) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "title holds invalid text");
+        return NULL;
+    }
+    j = tsx_to_json(report, "report");
+    if (j == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "report holds invalid text");
+        }
+        return NULL;
+    }
+    ts_error_clear(&err);
+    html = ts_render_benchmark_html(j, title_text, &err);
+    json_decref(j);
+    result = html != NULL ? PyUnicode_FromString(html) : tsx_raise(&err);
+    free(html);
+    return result;
+}
+
 static PyMethodDef engine_methods[] = {
     {"describe_call",
      engine_describe_call,
@@ -266,6 +302,10 @@ static PyMethodDef engine_methods[] = {
      engine_memory_peak,
      METH_VARARGS,
      "memory_peak(profiler_events, cpu_device_type) -> int | None"},
+    {"render_benchmark_html",
+     engine_render_benchmark_html,
+     METH_VARARGS,
+     "render_benchmark_html(report, title) -> HTML page (validated in C)."},
     {NULL, NULL, 0, NULL},
 };
 
