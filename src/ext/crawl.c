@@ -596,7 +596,9 @@ add_module(tsx_crawl *c,
         memset(&desc, 0, sizeof desc);
         desc.kind = native ? native->kind : TS_MOD_UNKNOWN;
     }
-    else if (tsx_module_desc(c->st, module, native, native_type, &desc) < 0) {
+    else if (!tsx_desc_memo_get(c->st, module, &desc)
+             && tsx_module_desc(c->st, module, native, native_type, &desc)
+                    < 0) {
         return -1;
     }
     children = tsx_has_children(module);
@@ -675,6 +677,13 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     /* The walk allocates a few objects per module, none in a cycle: a
      * collection of the (large) torch heap in the middle helps nobody. */
     gc_was_enabled = PyGC_Disable();
+    if (tsx_desc_memo_begin(st) < 0) {
+        Py_DECREF(c);
+        if (gc_was_enabled) {
+            PyGC_Enable();
+        }
+        return NULL;
+    }
     c->st = st;
     c->full = full;
     c->root = Py_NewRef(root);
@@ -751,6 +760,7 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     ptrset_clear(&memo);
     Py_DECREF(empty);
+    tsx_desc_memo_end(st);
     if (gc_was_enabled) {
         PyGC_Enable();
     }
@@ -758,6 +768,7 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 error:
     ptrset_clear(&memo);
     Py_XDECREF(empty);
+    tsx_desc_memo_end(st);
     Py_DECREF(c);
     if (gc_was_enabled) {
         PyGC_Enable();

@@ -595,12 +595,96 @@ static const char *const REFUSE_ACTIVATION =
 
 /* The description of `obj` (a child module or an attribute such as
  * `activation`) as the crawl would read it: unknown when not native. */
+/* ---- descriptions read once per crawl -------------------------------------
+ */
+
+/* A native Transformer stack reads its layers' descriptions, each layer
+ * its sub-layers', and the crawl then reads every one of those modules
+ * again for its own row: the memo keeps each read (pointer-keyed, only
+ * while a crawl is being built). */
+struct tsx_desc_memo {
+    PyObject **keys; /* borrowed: the model holds its modules */
+    ts_module_desc *descs;
+    size_t n, cap;
+};
+
+int
+tsx_desc_memo_get(tsx_state *st, PyObject *module, ts_module_desc *out)
+{
+    struct tsx_desc_memo *m = st->desc_memo;
+    for (size_t i = 0; m != NULL && i < m->n; i++) {
+        if (m->keys[i] == module) {
+            *out = m->descs[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int
+tsx_desc_memo_put(tsx_state *st, PyObject *module, const ts_module_desc *d)
+{
+    struct tsx_desc_memo *m = st->desc_memo;
+    if (m == NULL) {
+        return 0;
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        PyObject **keys = PyMem_Realloc(m->keys, cap * sizeof *keys);
+        ts_module_desc *descs =
+            keys ? PyMem_Realloc(m->descs, cap * sizeof *descs) : NULL;
+        if (keys != NULL) {
+            m->keys = keys;
+        }
+        if (descs == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->descs = descs;
+        m->cap = cap;
+    }
+    m->keys[m->n] = module;
+    m->descs[m->n] = *d;
+    m->n++;
+    return 0;
+}
+
+int
+tsx_desc_memo_begin(tsx_state *st)
+{
+    st->desc_memo = PyMem_Calloc(1, sizeof(struct tsx_desc_memo));
+    if (st->desc_memo == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+void
+tsx_desc_memo_end(tsx_state *st)
+{
+    struct tsx_desc_memo *m = st->desc_memo;
+    if (m != NULL) {
+        PyMem_Free(m->keys);
+        PyMem_Free(m->descs);
+        PyMem_Free(m);
+        st->desc_memo = NULL;
+    }
+}
+
 static int
 object_desc(tsx_state *st, PyObject *obj, ts_module_desc *out)
 {
     PyObject *native_type = NULL;
-    const native_class *native = tsx_native_of(obj, &native_type);
-    return tsx_module_desc(st, obj, native, native_type, out);
+    const native_class *native;
+    if (tsx_desc_memo_get(st, obj, out)) {
+        return 0;
+    }
+    native = tsx_native_of(obj, &native_type);
+    if (tsx_module_desc(st, obj, native, native_type, out) < 0) {
+        return -1;
+    }
+    return tsx_desc_memo_put(st, obj, out);
 }
 
 /* Reads child `name` and refuses the parent unless it is of kind `want`;

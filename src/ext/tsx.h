@@ -42,8 +42,9 @@ typedef struct tsx_state {
         *s_get_raw, *s_out_shape, *s_is_cpu, *s_cpu;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
-    struct tsx_op_cache *op_cache; /* resolved operators (dispatch.c) */
-    json_t *j_tensor, *j_cpu;      /* shared metadata strings */
+    struct tsx_op_cache *op_cache;   /* resolved operators (dispatch.c) */
+    json_t *j_tensor, *j_cpu;        /* shared metadata strings */
+    struct tsx_desc_memo *desc_memo; /* while a crawl is being built */
 } tsx_state;
 
 tsx_state *tsx_get_state(PyObject *module);
@@ -149,6 +150,15 @@ int tsx_fill_call(tsx_state *st,
                   PyObject *kwargs,
                   PyObject *output,
                   ts_module_call *call);
+/* Module descriptions read once per crawl construction (begin/end around
+ * it): get returns 1 and copies a memoized description, put stores one. */
+int tsx_desc_memo_begin(tsx_state *st);
+void tsx_desc_memo_end(tsx_state *st);
+int tsx_desc_memo_get(tsx_state *st, PyObject *module, ts_module_desc *out);
+int tsx_desc_memo_put(tsx_state *st,
+                      PyObject *module,
+                      const ts_module_desc *desc);
+
 /* True for an instance of torch.nn's class `qualname` itself. */
 int tsx_is_native_named(PyObject *obj, const char *qualname);
 /* module._modules (new reference; an empty dict when absent). */
