@@ -148,12 +148,19 @@ ts_opf_silu(const ts_op_call *call, ts_op_result *out, ts_error *err)
     return per_output(call, DT_LEAVES, 5, out, err);
 }
 
-/* gelu: 5 per output (erf counts 1) or 14 for the tanh expansion. */
-int
-ts_opf_gelu(const ts_op_call *call, ts_op_result *out, ts_error *err)
+/* The GELU family: `exact` per output element for approximate='none'
+ * (the argument at `index`, absent meaning 'none'), `tanh` for 'tanh';
+ * any other approximation has no convention. */
+static int
+gelu_cost(const ts_op_call *call,
+          int index,
+          int64_t exact,
+          int64_t tanh,
+          ts_op_result *out,
+          ts_error *err)
 {
-    const ts_op_arg *a = arg_at(call, 1);
-    int64_t cost = 5;
+    const ts_op_arg *a = arg_at(call, index);
+    int64_t cost = exact;
     bool count;
     int rc = supp_begin(call, DT_LEAVES, out, &count, err);
     if (rc != TS_OK || !count) {
@@ -161,7 +168,7 @@ ts_opf_gelu(const ts_op_call *call, ts_op_result *out, ts_error *err)
     }
     if (a->kind == TS_ARG_STR && a->str != NULL
         && strcmp(a->str, "tanh") == 0) {
-        cost = 14;
+        cost = tanh;
     }
     else if (a->kind != TS_ARG_ABSENT
              && !(a->kind == TS_ARG_STR && a->str != NULL
@@ -172,6 +179,13 @@ ts_opf_gelu(const ts_op_call *call, ts_op_result *out, ts_error *err)
                             "approximations.");
     }
     return count_output(call, cost, out, err);
+}
+
+/* gelu: 5 per output (erf counts 1) or 14 for the tanh expansion. */
+int
+ts_opf_gelu(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return gelu_cost(call, 1, 5, 14, out, err);
 }
 
 /* Multiplies that an integer power takes by binary exponentiation
@@ -649,26 +663,7 @@ ts_opf_sigmoid_tanh_backward(const ts_op_call *call,
 int
 ts_opf_gelu_backward(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
-    const ts_op_arg *a = arg_at(call, 2);
-    int64_t cost = 11;
-    bool count;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    if (a->kind == TS_ARG_STR && a->str != NULL
-        && strcmp(a->str, "tanh") == 0) {
-        cost = 23;
-    }
-    else if (a->kind != TS_ARG_ABSENT
-             && !(a->kind == TS_ARG_STR && a->str != NULL
-                  && strcmp(a->str, "none") == 0)) {
-        return ts_error_set(err,
-                            TS_EUNSUPPORTED,
-                            "GELU estimates support only 'none' and 'tanh' "
-                            "approximations.");
-    }
-    return count_output(call, cost, out, err);
+    return gelu_cost(call, 2, 11, 23, out, err);
 }
 
 /* elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result),
