@@ -482,6 +482,19 @@ ts_opf_adaptive_avg_pool3d(const ts_op_call *call,
  * FlopCounterMode, plus score scaling (1 per score), stable softmax
  * (5*scores - 2*rows) and one selection/add per score for a causal or
  * explicit mask. Not a matrix-core-only count, hence no attention flag. */
+/* A dropout probability argument that is not zero (absent means 0). */
+static bool
+has_dropout(const ts_op_arg *p)
+{
+    if (p->kind == TS_ARG_REAL) {
+        return p->r != 0.0;
+    }
+    if (p->kind == TS_ARG_INT || p->kind == TS_ARG_BOOL) {
+        return p->i != 0;
+    }
+    return false;
+}
+
 int
 ts_opf_cpu_attention(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
@@ -491,7 +504,7 @@ ts_opf_cpu_attention(const ts_op_call *call, ts_op_result *out, ts_error *err)
     const ts_shape *v = tensor_at(call, 2);
     const ts_op_arg *dropout = arg_at(call, 3);
     int64_t rows, scores, flops;
-    bool count, dropped = false;
+    bool count;
     int rc = supp_begin(call, DT_LEAVES, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
@@ -507,13 +520,7 @@ ts_opf_cpu_attention(const ts_op_call *call, ts_op_result *out, ts_error *err)
                             "batches, divisible query/KV heads, Q/K widths, "
                             "and K/V lengths.");
     }
-    if (dropout->kind == TS_ARG_REAL) {
-        dropped = dropout->r != 0.0;
-    }
-    else if (dropout->kind == TS_ARG_INT || dropout->kind == TS_ARG_BOOL) {
-        dropped = dropout->i != 0;
-    }
-    if (dropped) {
+    if (has_dropout(dropout)) {
         return ts_error_set(err,
                             TS_EUNSUPPORTED,
                             "CPU attention formula does not cover dropout.");
@@ -1060,7 +1067,7 @@ ts_opf_cpu_attention_backward(const ts_op_call *call,
     const ts_shape *v = tensor_at(call, 3);
     const ts_op_arg *dropout = arg_at(call, 6);
     int64_t rows, scores, flops, extra_heads;
-    bool count, dropped = false;
+    bool count;
     int rc = supp_begin(call, DT_LEAVES, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
@@ -1079,13 +1086,7 @@ ts_opf_cpu_attention_backward(const ts_op_call *call,
                             "matching batches, divisible query/KV heads, "
                             "Q/K widths, K/V lengths and grad_out shape.");
     }
-    if (dropout->kind == TS_ARG_REAL) {
-        dropped = dropout->r != 0.0;
-    }
-    else if (dropout->kind == TS_ARG_INT || dropout->kind == TS_ARG_BOOL) {
-        dropped = dropout->i != 0;
-    }
-    if (dropped) {
+    if (has_dropout(dropout)) {
         return ts_error_set(err,
                             TS_EUNSUPPORTED,
                             "CPU attention formula does not cover dropout.");
