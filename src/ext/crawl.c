@@ -71,15 +71,42 @@ ptrset_add(ptrset *set, PyObject *obj)
     return 1;
 }
 
-/* ---- hooks -------------------------------------------------------------- */
+/* ---- hooks and forward wrappers ----------------------------------------- */
+
+/* A module's calls are observed in one of two ways. By default the crawl
+ * puts a wrapper around the module's forward (an instance attribute
+ * shadowing the class's method, as PyTorch's `_call_impl` reads
+ * `self.forward`): the module keeps PyTorch's hook-free fast call path,
+ * which costs several microseconds less per call than the hooked one. A
+ * forward pre-hook and an always-called forward hook observe instead the
+ * modules whose behaviour depends on having hooks (nn.TransformerEncoderLayer
+ * leaves its fused fast path when any hook is attached, so its sub-layers
+ * run and get rows, as under per-module hooks), ScriptModules and modules
+ * without an instance dict. */
+enum hook_kind {
+    HOOK_PRE,
+    HOOK_POST,
+    HOOK_FORWARD
+};
 
 typedef struct tsx_hook {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    tsx_crawl *crawl; /* strong */
+    tsx_crawl *crawl;  /* strong */
+    PyObject *forward; /* HOOK_FORWARD: the wrapped callable (strong) */
     int module;
-    bool post;
+    enum hook_kind kind;
+    bool patched; /* HOOK_FORWARD: wraps the instance's own "forward" */
 } tsx_hook;
+
+int
+tsx_is_patched_forward(tsx_state *st, PyObject *value)
+{
+    if (Py_IS_TYPE(value, st->hook_type)) {
+        return ((tsx_hook *)value)->patched;
+    }
+    return 1;
+}
 
 typedef struct module_entry {
     PyObject *module;        /* strong */
@@ -88,6 +115,10 @@ typedef struct module_entry {
     PyTypeObject *type;      /* class when the crawl began (borrowed) */
     PyObject *hook_dicts[5]; /* the dicts our hooks were inserted into */
     PyObject *hook_ids[2];   /* pre and post hook ids */
+    PyObject *dict;          /* wrapped: the module's __dict__ (strong) */
+    PyObject *prev_forward;  /* wrapped: its own "forward" entry, or NULL */
+    PyObject *wrapper;       /* wrapped: the wrapper put there (strong) */
+    bool wrap;               /* observed through a forward wrapper */
     PyObject *estimate;      /* custom handler callback (strong) or NULL */
     PyObject *identity;      /* its "<module>.<qualname>" */
     unsigned owns;           /* its subtree_metrics, as estimate bits */
@@ -173,6 +204,21 @@ done:
     return rc;
 }
 
+/* An iterator over a mapping's values (a ScriptModule's _parameters is a
+ * mapping, not a dict), or over any other iterable. */
+static PyObject *
+values_iter(PyObject *tensors)
+{
+    PyObject *values, *iter;
+    if (!PyObject_HasAttrString(tensors, "values")) {
+        return PyObject_GetIter(tensors);
+    }
+    values = PyObject_CallMethod(tensors, "values", NULL);
+    iter = values ? PyObject_GetIter(values) : NULL;
+    Py_XDECREF(values);
+    return iter;
+}
+
 /* Adds the tensors of a module's own dict, or of an iterable. */
 static int
 attribute_tensors(tsx_crawl *c,
@@ -190,7 +236,7 @@ attribute_tensors(tsx_crawl *c,
         }
         return 0;
     }
-    iter = PyObject_GetIter(tensors);
+    iter = values_iter(tensors);
     if (iter == NULL) {
         return -1;
     }
@@ -208,11 +254,14 @@ attribute_tensors(tsx_crawl *c,
 
 static int refresh_module(tsx_crawl *c, int index);
 
-static PyObject *
-pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
+/* A module call begins: attribution, input metadata, a layer record.
+ * `hooked`: observed by a pre-hook (the post-hook then infers a failure from
+ * the exception being handled). */
+static int
+call_begin(
+    tsx_crawl *c, int index, PyObject *args, PyObject *kwargs, bool hooked)
 {
-    tsx_crawl *c = h->crawl;
-    module_entry *e = &c->modules[h->module];
+    module_entry *e = &c->modules[index];
     ts_attribution a;
     json_t *input;
     open_call *oc;
@@ -221,14 +270,14 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
     if (Py_TYPE(e->module) != e->type) {
         /* a lazy module's own pre-hook just gave it its concrete class */
         e->type = Py_TYPE(e->module);
-        if (refresh_module(c, h->module) < 0) {
-            return NULL;
+        if (refresh_module(c, index) < 0) {
+            return -1;
         }
     }
     if (e->params != NULL) {
         if (attribute_tensors(c, e->params, true, &a) < 0
             || attribute_tensors(c, e->buffers, false, &a) < 0) {
-            return NULL;
+            return -1;
         }
     }
     else {
@@ -237,20 +286,21 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
         int rc = ps ? attribute_tensors(c, ps, true, &a) : -1;
         Py_XDECREF(ps);
         if (rc < 0) {
-            return NULL;
+            return -1;
         }
         ps = PyObject_CallMethodNoArgs(e->module, c->st->s_buffers);
         rc = ps ? attribute_tensors(c, ps, false, &a) : -1;
         Py_XDECREF(ps);
         if (rc < 0) {
-            return NULL;
+            return -1;
         }
     }
     if (c->open == c->opened_cap) {
         size_t cap = c->opened_cap ? c->opened_cap * 2 : 32;
         open_call *p = PyMem_Realloc(c->opened, cap * sizeof(open_call));
         if (p == NULL) {
-            return PyErr_NoMemory();
+            PyErr_NoMemory();
+            return -1;
         }
         c->opened = p;
         c->opened_cap = cap;
@@ -261,20 +311,21 @@ pre_hook(tsx_hook *h, PyObject *args, PyObject *kwargs)
      * arguments) is captured here for the formulas of the post-hook. */
     input = tsx_describe_call(c->st, args, kwargs, &oc->input, &oc->has_input);
     if (input == NULL) {
-        return NULL;
+        return -1;
     }
     layer = ts_session_begin_owned_call(
-        c->session, h->module, input, &a, e->owns | e->builtin_owns);
+        c->session, index, input, &a, e->owns | e->builtin_owns);
     if (layer < 0) {
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
     oc->layer = layer;
     /* Remember which exception (if any) was being handled when the call
      * began: a post-hook that sees a different one runs in PyTorch's
      * always_call path, after the forward raised. */
-    oc->handled = PyErr_GetHandledException();
+    oc->handled = hooked ? PyErr_GetHandledException() : NULL;
     c->open++;
-    Py_RETURN_NONE;
+    return 0;
 }
 
 /* Reads a module's class and hyperparameters again. */
@@ -302,21 +353,33 @@ refresh_module(tsx_crawl *c, int index)
     return rc;
 }
 
-static PyObject *
-post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
+/* A module call ends, with its output, or failed (its forward raised; a
+ * negative `failed` infers it as an always-called post-hook must). */
+static int
+call_end(tsx_crawl *c,
+         int index,
+         PyObject *args,
+         PyObject *kwargs,
+         PyObject *output,
+         int failed_or_infer)
 {
-    tsx_crawl *c = h->crawl;
     tsx_state *st = c->st;
-    PyObject *handled = PyErr_GetHandledException();
     open_call *oc = c->open ? &c->opened[c->open - 1] : NULL;
-    PyObject *before = oc ? oc->handled : NULL;
-    bool failed = output == Py_None && handled != NULL && handled != before;
+    bool failed = failed_or_infer > 0;
     const ts_module_desc *desc;
     ts_module_call call;
     json_t *out_meta = NULL;
     int rc;
 
-    Py_XDECREF(handled);
+    if (failed_or_infer < 0) {
+        /* PyTorch calls always_call hooks with output None after the
+         * forward raised: an exception is then being handled that was not
+         * when the call began. */
+        PyObject *handled = PyErr_GetHandledException();
+        failed = output == Py_None && handled != NULL
+                 && handled != (oc ? oc->handled : NULL);
+        Py_XDECREF(handled);
+    }
     int layer = -1;
     memset(&call, 0, sizeof call);
     if (oc != NULL) {
@@ -327,10 +390,10 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
         c->open--;
     }
     if (c->full && !failed && layer >= 0
-        && c->modules[h->module].estimate != NULL) {
+        && c->modules[index].estimate != NULL) {
         /* A handler answers first; formulas fill what it left (leaves).
          * Estimates an enclosing owner covers are never asked for. */
-        module_entry *e = &c->modules[h->module];
+        module_entry *e = &c->modules[index];
         tsx_handler_call hc = {
             .session = c->session,
             .layer = layer,
@@ -347,13 +410,13 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
             .output = output,
         };
         if (hc.requested) {
-            c->handler_calls += h->module != 0; /* calls below the root */
+            c->handler_calls += index != 0; /* calls below the root */
             if (tsx_handler_run(&hc) < 0) {
-                return NULL;
+                return -1;
             }
         }
     }
-    if (c->expanded_root && h->module == 0 && layer >= 0 && !failed) {
+    if (c->expanded_root && index == 0 && layer >= 0 && !failed) {
         /* A handler that ran inside replaces the inclusive formula; if
          * none ran, the formula stands and owns everything below. */
         int rc2 = c->handler_calls
@@ -361,45 +424,44 @@ post_hook(tsx_hook *h, PyObject *args, PyObject *kwargs, PyObject *output)
                       : ts_session_own_retroactively(
                           c->session, layer, TS_ALL_ESTIMATES);
         if (rc2 != TS_OK) {
-            return PyErr_NoMemory();
+            PyErr_NoMemory();
+            return -1;
         }
     }
     if (!failed) {
         out_meta = tsx_describe(st, output, &call.output, &call.has_output);
         if (out_meta == NULL) {
-            return NULL;
+            return -1;
         }
     }
-    if (c->full && !failed
-        && ts_session_module_is_leaf(c->session, h->module)) {
-        desc = ts_session_module_desc(c->session, h->module);
+    if (c->full && !failed && ts_session_module_is_leaf(c->session, index)) {
+        desc = ts_session_module_desc(c->session, index);
         if (desc->param_numel < 0) {
             /* A lazy module materialized its parameters (and usually took
              * its concrete class) in this call: read it again. */
-            if (refresh_module(c, h->module) < 0) {
+            if (refresh_module(c, index) < 0) {
                 json_decref(out_meta);
-                return NULL;
+                return -1;
             }
-            desc = ts_session_module_desc(c->session, h->module);
+            desc = ts_session_module_desc(c->session, index);
         }
         if (call.has_input
             && tsx_fill_call(st, desc, args, kwargs, output, &call) < 0) {
             json_decref(out_meta);
-            return NULL;
+            return -1;
         }
-        rc = ts_session_end_call(
-            c->session, h->module, out_meta, failed, &call);
+        rc = ts_session_end_call(c->session, index, out_meta, failed, &call);
     }
     else {
-        rc =
-            ts_session_end_call(c->session, h->module, out_meta, failed, NULL);
+        rc = ts_session_end_call(c->session, index, out_meta, failed, NULL);
     }
     if (rc == TS_ENOMEM) {
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return -1;
     }
     /* TS_EINVAL: a call closed that never opened (hooks installed in the
      * middle of a forward); nothing to record. */
-    Py_RETURN_NONE;
+    return 0;
 }
 
 static PyObject *
@@ -410,17 +472,88 @@ hook_vectorcall(PyObject *self,
 {
     tsx_hook *h = (tsx_hook *)self;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (kwnames != NULL || n != (h->post ? 4 : 3)) {
+    bool post = h->kind == HOOK_POST;
+    int rc;
+    if (kwnames != NULL || n != (post ? 4 : 3)) {
         PyErr_SetString(PyExc_TypeError,
                         "torchscan hook called with unexpected arguments");
         return NULL;
     }
     PyObject *hargs = PyTuple_Check(args[1]) ? args[1] : NULL;
     PyObject *hkwargs = PyDict_Check(args[2]) ? args[2] : NULL;
-    if (h->post) {
-        return post_hook(h, hargs, hkwargs, args[3]);
+    rc = post ? call_end(h->crawl, h->module, hargs, hkwargs, args[3], -1)
+              : call_begin(h->crawl, h->module, hargs, hkwargs, true);
+    if (rc < 0) {
+        return NULL;
     }
-    return pre_hook(h, hargs, hkwargs);
+    Py_RETURN_NONE;
+}
+
+/* The forward wrapper: begin, the wrapped forward, end (also when it
+ * raises: the exception propagates unchanged). After uninstall (a caller
+ * kept the attribute) it only forwards. */
+static PyObject *
+forward_vectorcall(PyObject *self,
+                   PyObject *const *args,
+                   size_t nargsf,
+                   PyObject *kwnames)
+{
+    tsx_hook *h = (tsx_hook *)self;
+    tsx_crawl *c = h->crawl;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *targs = NULL, *tkwargs = NULL, *out = NULL;
+    if (!c->installed) {
+        return PyObject_Vectorcall(h->forward, args, nargsf, kwnames);
+    }
+    targs = PyTuple_New(n);
+    tkwargs = targs ? PyDict_New() : NULL;
+    if (tkwargs == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(targs, i, Py_NewRef(args[i]));
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        if (PyDict_SetItem(tkwargs, PyTuple_GET_ITEM(kwnames, i), args[n + i])
+            < 0) {
+            goto done;
+        }
+    }
+    if (call_begin(c, h->module, targs, tkwargs, false) < 0) {
+        goto done;
+    }
+    out = PyObject_Vectorcall(h->forward, args, nargsf, kwnames);
+    if (out == NULL) {
+        PyObject *exc = tsx_fetch();
+        if (call_end(c, h->module, targs, tkwargs, NULL, 1) < 0) {
+            PyErr_Clear(); /* the forward's exception wins */
+        }
+        tsx_restore(exc);
+    }
+    else if (call_end(c, h->module, targs, tkwargs, out, 0) < 0) {
+        Py_CLEAR(out);
+    }
+done:
+    Py_XDECREF(targs);
+    Py_XDECREF(tkwargs);
+    return out;
+}
+
+/* A wrapper stands for the forward it wraps: attributes it lacks (__func__,
+ * __self__, __name__, ...) are the wrapped callable's, and inspect follows
+ * __wrapped__ to the real signature. */
+static PyObject *
+hook_getattro(PyObject *self, PyObject *name)
+{
+    tsx_hook *h = (tsx_hook *)self;
+    PyObject *r = PyObject_GenericGetAttr(self, name);
+    if (r == NULL && h->forward != NULL
+        && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        r = PyObject_GetAttr(h->forward, name);
+    }
+    return r;
 }
 
 static int
@@ -428,6 +561,7 @@ hook_traverse(tsx_hook *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->crawl);
+    Py_VISIT(self->forward);
     return 0;
 }
 
@@ -435,6 +569,7 @@ static int
 hook_clear(tsx_hook *self)
 {
     Py_CLEAR(self->crawl);
+    Py_CLEAR(self->forward);
     return 0;
 }
 
@@ -454,6 +589,11 @@ static PyMemberDef hook_members[] = {
      offsetof(tsx_hook, vectorcall),
      READONLY,
      NULL},
+    {"__wrapped__",
+     T_OBJECT,
+     offsetof(tsx_hook, forward),
+     READONLY,
+     "the wrapped forward (None for hooks)"},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -463,7 +603,10 @@ static PyType_Slot hook_slots[] = {
     {Py_tp_clear, hook_clear},
     {Py_tp_call, PyVectorcall_Call},
     {Py_tp_members, hook_members},
-    {Py_tp_doc, "A forward hook of one module in a crawl (internal)."},
+    {Py_tp_getattro, hook_getattro},
+    {Py_tp_doc,
+     "A forward hook or forward wrapper of one module in a crawl "
+     "(internal)."},
     {0, NULL},
 };
 
@@ -476,16 +619,19 @@ PyType_Spec tsx_hook_spec = {
 };
 
 static PyObject *
-hook_new(tsx_crawl *c, int module, bool post)
+hook_new(tsx_crawl *c, int module, enum hook_kind kind, PyObject *forward)
 {
     tsx_hook *h = PyObject_GC_New(tsx_hook, c->st->hook_type);
     if (h == NULL) {
         return NULL;
     }
-    h->vectorcall = hook_vectorcall;
+    h->vectorcall =
+        kind == HOOK_FORWARD ? forward_vectorcall : hook_vectorcall;
     h->crawl = (tsx_crawl *)Py_NewRef(c);
+    h->forward = Py_XNewRef(forward);
     h->module = module;
-    h->post = post;
+    h->kind = kind;
+    h->patched = false;
     PyObject_GC_Track(h);
     return (PyObject *)h;
 }
@@ -801,6 +947,22 @@ uninstall(tsx_crawl *c)
     } while (0)
     for (size_t i = 0; i < c->nmodules; i++) {
         module_entry *e = &c->modules[i];
+        if (e->wrapper != NULL) {
+            /* Put back what was there, unless the caller replaced the
+             * wrapper meanwhile (theirs stays). */
+            PyObject *now = PyDict_GetItemWithError(e->dict, c->st->s_forward);
+            if (now == e->wrapper) {
+                (void)(e->prev_forward != NULL
+                           ? PyDict_SetItem(
+                               e->dict, c->st->s_forward, e->prev_forward)
+                           : PyDict_DelItem(e->dict, c->st->s_forward));
+            }
+            KEEP_FIRST();
+        }
+        Py_CLEAR(e->wrapper);
+        Py_CLEAR(e->prev_forward);
+        Py_CLEAR(e->dict);
+        e->wrap = false;
         for (int k = 0; k < 5; k++) {
             PyObject *id = e->hook_ids[k < 2 ? 0 : 1];
             if (e->hook_dicts[k] != NULL && id != NULL
@@ -882,7 +1044,7 @@ install_fast(tsx_crawl *c)
     PyObject *next = NULL, *base = NULL;
     long long first;
     for (size_t i = 0; i < c->nmodules; i++) {
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 5 && !c->modules[i].wrap; k++) {
             PyObject *d;
             if (tsx_optional_attr(c->modules[i].module, hook_dict_names[k], &d)
                 < 0) {
@@ -916,8 +1078,11 @@ install_fast(tsx_crawl *c)
     Py_DECREF(base);
     for (size_t i = 0; i < c->nmodules; i++) {
         module_entry *e = &c->modules[i];
-        PyObject *pre = hook_new(c, (int)i, false);
-        PyObject *post = pre ? hook_new(c, (int)i, true) : NULL;
+        if (e->wrap) {
+            continue;
+        }
+        PyObject *pre = hook_new(c, (int)i, HOOK_PRE, NULL);
+        PyObject *post = pre ? hook_new(c, (int)i, HOOK_POST, NULL) : NULL;
         int rc = post ? 0 : -1;
         e->hook_ids[0] = PyLong_FromLongLong(first + 2 * (long long)i);
         e->hook_ids[1] = PyLong_FromLongLong(first + 2 * (long long)i + 1);
@@ -955,7 +1120,11 @@ install_public(tsx_crawl *c)
             rc = -1;
         }
         for (size_t i = 0; rc == 0 && i < c->nmodules; i++) {
-            PyObject *hook = hook_new(c, (int)i, post);
+            if (c->modules[i].wrap) {
+                continue;
+            }
+            PyObject *hook =
+                hook_new(c, (int)i, post ? HOOK_POST : HOOK_PRE, NULL);
             PyObject *meth = hook ? PyObject_GetAttr(c->modules[i].module,
                                                      post ? st->s_register_post
                                                           : st->s_register_pre)
@@ -971,6 +1140,53 @@ install_public(tsx_crawl *c)
     }
     Py_XDECREF(kw);
     return rc;
+}
+
+/* Wraps the forward of every module that can be observed that way (see
+ * "hooks and forward wrappers" above); the others get hooks after. */
+static int
+install_wrappers(tsx_crawl *c)
+{
+    tsx_state *st = c->st;
+    for (size_t i = 0; i < c->nmodules; i++) {
+        module_entry *e = &c->modules[i];
+        PyTypeObject *tp = Py_TYPE(e->module);
+        PyObject *forward;
+        if (PyType_IsSubtype(tp, (PyTypeObject *)st->encoder_layer)
+            || PyType_IsSubtype(tp, (PyTypeObject *)st->script_module)) {
+            continue;
+        }
+        e->dict = PyObject_GenericGetDict(e->module, NULL);
+        if (e->dict == NULL || !PyDict_Check(e->dict)) {
+            if (e->dict == NULL
+                && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                return -1;
+            }
+            PyErr_Clear(); /* no instance dict: hooks */
+            Py_CLEAR(e->dict);
+            continue;
+        }
+        e->prev_forward =
+            Py_XNewRef(PyDict_GetItemWithError(e->dict, st->s_forward));
+        if (e->prev_forward == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        forward = e->prev_forward != NULL
+                      ? Py_NewRef(e->prev_forward)
+                      : PyObject_GetAttr(e->module, st->s_forward);
+        e->wrapper =
+            forward ? hook_new(c, (int)i, HOOK_FORWARD, forward) : NULL;
+        Py_XDECREF(forward);
+        if (e->wrapper != NULL) {
+            ((tsx_hook *)e->wrapper)->patched = e->prev_forward != NULL;
+        }
+        if (e->wrapper == NULL
+            || PyDict_SetItem(e->dict, st->s_forward, e->wrapper) < 0) {
+            return -1;
+        }
+        e->wrap = true;
+    }
+    return 0;
 }
 
 static PyObject *
@@ -1011,7 +1227,10 @@ crawl_install(tsx_crawl *c, PyObject *args)
         }
         Py_DECREF(r);
     }
-    rc = install_fast(c);
+    rc = install_wrappers(c);
+    if (rc == 0) {
+        rc = install_fast(c);
+    }
     if (rc == 1) {
         rc = install_public(c);
     }
@@ -1073,20 +1292,23 @@ owned_tensors(tsx_crawl *c, const char *attr)
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(c->all); i++) {
         PyObject *d = PyObject_GetAttrString(module_at(c, i), attr);
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        if (d == NULL || !PyDict_Check(d)) {
-            PyErr_Clear();
-            Py_XDECREF(d);
+        PyObject *it = d ? values_iter(d) : NULL, *value;
+        Py_XDECREF(d);
+        if (it == NULL) {
+            PyErr_Clear(); /* not a module with tensors of its own */
             continue;
         }
-        while (PyDict_Next(d, &pos, &key, &value)) {
-            if (value != Py_None && PyList_Append(out, value) < 0) {
-                Py_CLEAR(out);
+        while ((value = PyIter_Next(it)) != NULL) {
+            int rc = value != Py_None ? PyList_Append(out, value) : 0;
+            Py_DECREF(value);
+            if (rc < 0) {
                 break;
             }
         }
-        Py_DECREF(d);
+        Py_DECREF(it);
+        if (PyErr_Occurred()) {
+            Py_CLEAR(out);
+        }
     }
     return out;
 }
@@ -1271,6 +1493,9 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
         Py_VISIT(c->modules[i].module);
         Py_VISIT(c->modules[i].params);
         Py_VISIT(c->modules[i].buffers);
+        Py_VISIT(c->modules[i].dict);
+        Py_VISIT(c->modules[i].prev_forward);
+        Py_VISIT(c->modules[i].wrapper);
         for (int k = 0; k < 5; k++) {
             Py_VISIT(c->modules[i].hook_dicts[k]);
         }
@@ -1294,6 +1519,9 @@ crawl_clear(tsx_crawl *c)
         Py_CLEAR(c->modules[i].module);
         Py_CLEAR(c->modules[i].params);
         Py_CLEAR(c->modules[i].buffers);
+        Py_CLEAR(c->modules[i].dict);
+        Py_CLEAR(c->modules[i].prev_forward);
+        Py_CLEAR(c->modules[i].wrapper);
         for (int k = 0; k < 5; k++) {
             Py_CLEAR(c->modules[i].hook_dicts[k]);
         }

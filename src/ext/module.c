@@ -338,6 +338,11 @@ engine_exec(PyObject *module)
         || (st->removable_handle =
                 import_attr("torch.utils.hooks", "RemovableHandle"))
                == NULL
+        || (st->script_module = import_attr("torch.jit", "ScriptModule"))
+               == NULL
+        || (st->encoder_layer =
+                import_attr("torch.nn", "TransformerEncoderLayer"))
+               == NULL
         || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
                == NULL
         || (st->has_kernel = import_attr(
@@ -413,6 +418,8 @@ engine_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->strided);
     Py_VISIT(st->dtype_type);
     Py_VISIT(st->removable_handle);
+    Py_VISIT(st->script_module);
+    Py_VISIT(st->encoder_layer);
     Py_VISIT(st->mapping_abc);
     Py_VISIT(st->has_kernel);
     Py_VISIT(st->crawl_type);
@@ -450,6 +457,8 @@ engine_clear(PyObject *module)
     Py_CLEAR(st->strided);
     Py_CLEAR(st->dtype_type);
     Py_CLEAR(st->removable_handle);
+    Py_CLEAR(st->script_module);
+    Py_CLEAR(st->encoder_layer);
     Py_CLEAR(st->mapping_abc);
     Py_CLEAR(st->has_kernel);
     Py_CLEAR(st->crawl_type);

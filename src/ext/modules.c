@@ -219,7 +219,11 @@ forward_unchanged(tsx_state *st, PyObject *module, PyObject *native_type)
         PyErr_Clear();
     }
     else {
-        int patched = PyDict_Contains(dict, st->s_forward);
+        /* an instance "forward" is a patch, unless it is a crawl's
+         * wrapper of the class's own forward */
+        PyObject *own = PyDict_GetItemWithError(dict, st->s_forward);
+        int patched = own != NULL ? tsx_is_patched_forward(st, own)
+                                  : (PyErr_Occurred() ? -1 : 0);
         Py_DECREF(dict);
         if (patched != 0) {
             if (patched < 0) {
@@ -1644,7 +1648,13 @@ tsx_child_dict(PyObject *module)
         return NULL;
     }
     if (children != NULL && !PyDict_Check(children)) {
-        Py_CLEAR(children);
+        /* a mapping of its own kind (ScriptModule): copied into a dict */
+        PyObject *copy = PyDict_New();
+        if (copy != NULL && PyDict_Merge(copy, children, 1) < 0) {
+            PyErr_Clear(); /* not a mapping after all: no children */
+            PyDict_Clear(copy);
+        }
+        Py_SETREF(children, copy);
     }
     if (children == NULL && !PyErr_Occurred()) {
         children = PyDict_New();

@@ -29,6 +29,8 @@ typedef struct tsx_state {
     PyObject *has_kernel;  /* torch._C._dispatch_has_kernel_for_dispatch_key */
     PyObject *dtype_type;  /* torch.dtype */
     PyObject *removable_handle; /* torch.utils.hooks.RemovableHandle */
+    PyObject *script_module;    /* torch.jit.ScriptModule */
+    PyObject *encoder_layer;    /* torch.nn.TransformerEncoderLayer */
     PyTypeObject *crawl_type;
     PyTypeObject *hook_type;
     PyTypeObject *counter_type;
@@ -169,6 +171,9 @@ int tsx_has_children(PyObject *module);
 /* crawl.c / dispatch.c types */
 extern PyType_Spec tsx_crawl_spec;
 extern PyType_Spec tsx_hook_spec;
+/* 0 when `value`, a module's instance "forward", is a crawl's wrapper of the
+ * class's own forward; 1 for any other value (a patch). */
+int tsx_is_patched_forward(tsx_state *st, PyObject *value);
 extern PyType_Spec tsx_counter_spec;
 
 /* The session a counter attributes operators to (NULL when none). */

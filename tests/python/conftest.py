@@ -46,6 +46,8 @@ def assert_nothing_left(model: nn.Module) -> None:
         assert not m._forward_pre_hooks, f"forward pre-hook left on {name!r}"
         for extra in ("_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called"):
             assert not getattr(m, extra, {}), f"{extra} entry left on {name!r}"
+        own = vars(m).get("forward")
+        assert own is None or not type(own).__module__.startswith("torchscan"), f"forward wrapper left on {name!r}"
     assert torch._C._len_torch_dispatch_stack() == 0
     # global module hooks are not ours to touch, but must not have grown
     assert not nn.modules.module._global_forward_hooks

@@ -1040,3 +1040,118 @@ def test_int_mapping_keys_outside_int64_keep_only_their_type():
     big, small = report["inputs"]["args"][1]["items"]
     assert "key" not in big and big["key_type"] == "int"
     assert small["key"] == 7 and small["key_type"] == "int"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# How calls are observed: forward wrappers (hook-free fast call path), hooks where PyTorch needs them
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_forward_wrappers_keep_signatures_patches_and_identity():
+    seen = {}
+
+    class Inspecting(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x, scale: float = 1.0):
+            import inspect
+
+            # code that reads a child's forward while the crawl runs sees the real callable's properties
+            seen["params"] = list(inspect.signature(self.lin.forward).parameters)
+            seen["func"] = self.lin.forward.__func__
+            return self.lin(x) * scale
+
+    model = Inspecting()
+    patched = nn.Linear(4, 4)
+    original = patched.forward
+    patched.forward = lambda x: original(x) + 1  # an instance patch: not the native Linear any more
+    patch = vars(patched)["forward"]
+    wrapper_model = nn.Sequential(model, patched)
+    report = crawl_module(wrapper_model, (4,))
+    assert seen == {"params": ["input"], "func": nn.Linear.forward}
+    assert [row["path"] for row in report["layers"]] == ["", "0", "0.lin", "1"]
+    rows = {row["path"]: row for row in report["layers"]}
+    assert rows["0.lin"]["metrics"]["module_flops"]["value"] == 4 * (2 * 4 - 1) + 4  # native Linear: 32
+    assert rows["1"]["metrics"]["module_flops"]["status"] == "partial"  # the patched one is not native
+    assert vars(patched)["forward"] is patch and "forward" not in vars(model.lin)
+    assert_nothing_left(wrapper_model)
+
+
+def test_a_forward_kept_after_the_crawl_only_forwards():
+    kept = []
+
+    class Keeping(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            kept.append(self.lin.forward)
+            return self.lin(x)
+
+    model = Keeping()
+    crawl_module(model, (4,))
+    x = torch.ones(1, 4)
+    assert torch.equal(kept[0](x), model.lin(x))  # no crawl behind it any more: it just calls Linear.forward
+    assert_nothing_left(model)
+
+
+def test_a_forward_replaced_during_the_crawl_stays_the_callers():
+    class Replacing(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.lin(x)
+            self.lin.forward = lambda x: x  # the caller's own patch, set while wrapped
+            return y
+
+    model = Replacing()
+    crawl_module(model, (4,))
+    assert vars(model.lin)["forward"](3) == 3
+    del model.lin.forward
+    assert_nothing_left(model)
+
+
+def test_encoder_layers_keep_their_sub_layer_rows():
+    # batch-first, even heads, eval, no_grad: nn.TransformerEncoderLayer could take PyTorch's fused path, which
+    # it leaves when hooks are attached; its sub-layers run and are rows, as with per-module hooks
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    report = crawl_module(model, args=(torch.rand(1, 5, 8),))
+    paths = [row["path"] for row in report["layers"]]
+    for sub in ("self_attn", "linear1", "dropout", "linear2", "norm1", "norm2", "dropout1", "dropout2"):
+        assert f"layers.0.{sub}" in paths and f"layers.1.{sub}" in paths
+    assert "aten._transformer_encoder_layer_fwd" not in report["operator_flops"]["by_operator"]
+    assert_nothing_left(model)
+
+
+def test_direct_forward_calls_are_layer_calls():
+    # a parent that calls child.forward(...) directly: the child's work happened, so it is a row
+    class Direct(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.lin.forward(x)
+
+    report = crawl_module(Direct(), (4,))
+    rows = {row["path"]: row for row in report["layers"]}
+    assert rows["lin"]["metrics"]["module_flops"]["value"] == 2 * (2 * 4 - 1) + 2  # 16
+    assert report["totals"]["module_flops"]["value"] == 16
+
+
+def test_script_module_is_observed_through_hooks():
+    model = torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+    report = crawl_module(model, (4,))
+    # the children run inside TorchScript: only the root call is observable
+    assert [row["path"] for row in report["layers"]] == [""]
+    assert report["totals"]["parameters"]["value"] == 4 * 4 + 4
+    # addmm 2*1*4*4 = 32 and relu 4
+    assert report["operator_flops"]["by_operator"] == {"aten.addmm": 32, "aten.relu": 4}
+    assert report["totals"]["module_flops"]["status"] != "complete"
+    assert_nothing_left(model)
