@@ -11,8 +11,15 @@
 #define STR_CACHE_SIZE 512
 #define STR_CACHE_MAX_LEN 40
 
+typedef struct str_slot {
+    PyObject *obj;    /* strong, or NULL: free slot */
+    const char *utf8; /* obj's own UTF-8 buffer */
+    size_t len;
+    uint32_t hash;
+} str_slot;
+
 typedef struct str_cache {
-    PyObject *items[STR_CACHE_SIZE];
+    str_slot items[STR_CACHE_SIZE];
 } str_cache;
 
 static PyObject *
@@ -26,15 +33,21 @@ cached_str(str_cache *cache, const char *s, size_t len)
         h = (h ^ (unsigned char)s[i]) * 16777619u;
     }
     for (uint32_t probe = 0; probe < 8; probe++) {
-        PyObject **slot = &cache->items[(h + probe) & (STR_CACHE_SIZE - 1)];
-        if (*slot == NULL) {
-            *slot = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
-            return Py_XNewRef(*slot);
+        str_slot *slot = &cache->items[(h + probe) & (STR_CACHE_SIZE - 1)];
+        if (slot->obj == NULL) {
+            slot->obj = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+            slot->utf8 = slot->obj ? PyUnicode_AsUTF8(slot->obj) : NULL;
+            if (slot->utf8 == NULL) {
+                Py_CLEAR(slot->obj);
+                return NULL;
+            }
+            slot->len = len;
+            slot->hash = h;
+            return Py_NewRef(slot->obj);
         }
-        Py_ssize_t n;
-        const char *have = PyUnicode_AsUTF8AndSize(*slot, &n);
-        if (have != NULL && (size_t)n == len && memcmp(have, s, len) == 0) {
-            return Py_NewRef(*slot);
+        if (slot->hash == h && slot->len == len
+            && memcmp(slot->utf8, s, len) == 0) {
+            return Py_NewRef(slot->obj);
         }
     }
     return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
@@ -52,7 +65,7 @@ tsx_from_json(const json_t *value)
     PyObject *result = from_json(value, cache);
     if (cache != NULL) {
         for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
-            Py_XDECREF(cache->items[i]);
+            Py_XDECREF(cache->items[i].obj);
         }
         PyMem_Free(cache);
     }
@@ -461,7 +474,7 @@ tsx_pybuilder_finish(tsx_pybuilder *b)
     }
     Py_XDECREF(b->result);
     for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
-        Py_XDECREF(b->cache->items[i]);
+        Py_XDECREF(b->cache->items[i].obj);
     }
     PyMem_Free(b->cache);
     if (b->gc_was_enabled) {
