@@ -102,8 +102,13 @@ typedef struct tsx_hook {
 int
 tsx_is_patched_forward(tsx_state *st, PyObject *value)
 {
-    if (Py_IS_TYPE(value, st->hook_type)) {
-        return ((tsx_hook *)value)->patched;
+    /* a wrapper of a wrapper: two crawls of one module at once */
+    while (Py_IS_TYPE(value, st->hook_type)) {
+        tsx_hook *h = (tsx_hook *)value;
+        if (!h->patched || h->forward == NULL) {
+            return 0;
+        }
+        value = h->forward;
     }
     return 1;
 }
@@ -951,10 +956,20 @@ uninstall(tsx_crawl *c)
             /* Put back what was there, unless the caller replaced the
              * wrapper meanwhile (theirs stays). */
             PyObject *now = PyDict_GetItemWithError(e->dict, c->st->s_forward);
+            /* What was there, less the wrappers of crawls that ended
+             * meanwhile (crawls of one module in two threads can end in
+             * any order). */
+            PyObject *prev = e->prev_forward;
+            while (prev != NULL && Py_IS_TYPE(prev, c->st->hook_type)
+                   && (((tsx_hook *)prev)->crawl == NULL
+                       || !((tsx_hook *)prev)->crawl->installed)) {
+                prev = ((tsx_hook *)prev)->patched
+                           ? ((tsx_hook *)prev)->forward
+                           : NULL;
+            }
             if (now == e->wrapper) {
-                (void)(e->prev_forward != NULL
-                           ? PyDict_SetItem(
-                               e->dict, c->st->s_forward, e->prev_forward)
+                (void)(prev != NULL
+                           ? PyDict_SetItem(e->dict, c->st->s_forward, prev)
                            : PyDict_DelItem(e->dict, c->st->s_forward));
             }
             KEEP_FIRST();

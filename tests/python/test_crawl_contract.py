@@ -1155,3 +1155,20 @@ def test_script_module_is_observed_through_hooks():
     assert report["operator_flops"]["by_operator"] == {"aten.addmm": 32, "aten.relu": 4}
     assert report["totals"]["module_flops"]["status"] != "complete"
     assert_nothing_left(model)
+
+
+@pytest.mark.parametrize("order", ["lifo", "fifo"])
+def test_two_crawls_of_one_module_end_in_any_order(order):
+    # crawls of one model from two threads may end in either order: nothing of either stays behind
+    from torchscan import _engine
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    first, second = _engine.Crawl(model, False), _engine.Crawl(model, False)
+    first.install(None, True)
+    second.install(None, True)
+    with torch.no_grad():
+        model(torch.ones(1, 4))
+    for crawl in (second, first) if order == "lifo" else (first, second):
+        crawl.uninstall()
+    assert all("forward" not in vars(m) for m in model.modules())
+    assert_nothing_left(model)
