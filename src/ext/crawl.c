@@ -1357,7 +1357,14 @@ model_totals(tsx_crawl *c,
                 numel_obj = PyObject_CallMethodNoArgs(x, st->s_numel);
                 dtype = numel_obj ? PyObject_GetAttr(x, st->s_dtype) : NULL;
                 info = dtype ? tsx_dtype_info(st, dtype) : NULL;
-                device = info ? PyObject_GetAttr(x, st->s_device) : NULL;
+                /* is_cpu spares building and printing a torch.device */
+                device = info ? PyObject_GetAttr(x, st->s_is_cpu) : NULL;
+                if (device == Py_True) {
+                    Py_SETREF(device, Py_NewRef(st->s_cpu));
+                }
+                else if (device != NULL) {
+                    Py_SETREF(device, PyObject_GetAttr(x, st->s_device));
+                }
                 rg = device ? PyObject_GetAttr(x, st->s_requires_grad) : NULL;
                 numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
                 if (rg != NULL && numel >= 0 && add_str(devices, device) == 0
