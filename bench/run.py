@@ -8,7 +8,8 @@ For each workload it times, with the same inputs and one thread:
   empty      the forward under an empty TorchDispatchMode subclass (PyTorch's floor
              for any operator counter)
   hooks+empty  empty Python pre/post hooks (with kwargs) on every module plus the
-             empty mode: the floor for a crawl that sees modules and operators
+             empty mode: the floor of a hook-based crawl that sees modules and
+             operators (how the reference observes calls; ours wraps forwards)
   fcm        FlopCounterMode alone
   fcm+rec    FlopCounterMode plus a second recording mode (how the reference counts)
 and prints ratios to the plain forward and overhead ratios (time minus plain) to the
