@@ -215,10 +215,15 @@ static PyObject *
 values_iter(PyObject *tensors)
 {
     PyObject *values, *iter;
-    if (!PyObject_HasAttrString(tensors, "values")) {
+    if (PyDict_Check(tensors)) {
+        values = PyDict_Values(tensors);
+    }
+    else if (!PyObject_HasAttrString(tensors, "values")) {
         return PyObject_GetIter(tensors);
     }
-    values = PyObject_CallMethod(tensors, "values", NULL);
+    else {
+        values = PyObject_CallMethod(tensors, "values", NULL);
+    }
     iter = values ? PyObject_GetIter(values) : NULL;
     Py_XDECREF(values);
     return iter;
@@ -508,7 +513,11 @@ forward_vectorcall(PyObject *self,
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *targs = NULL, *tkwargs = NULL, *out = NULL;
-    if (!c->installed) {
+    if (h->forward == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "torchscan wrapper was cleared");
+        return NULL;
+    }
+    if (c == NULL || !c->installed) {
         return PyObject_Vectorcall(h->forward, args, nargsf, kwnames);
     }
     targs = PyTuple_New(n);
@@ -534,7 +543,13 @@ forward_vectorcall(PyObject *self,
         if (call_end(c, h->module, targs, tkwargs, NULL, 1) < 0) {
             PyErr_Clear(); /* the forward's exception wins */
         }
-        tsx_restore(exc);
+        if (exc != NULL) {
+            tsx_restore(exc);
+        }
+        else if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_SystemError,
+                            "forward returned NULL without an exception");
+        }
     }
     else if (call_end(c, h->module, targs, tkwargs, out, 0) < 0) {
         Py_CLEAR(out);
@@ -953,12 +968,10 @@ uninstall(tsx_crawl *c)
     for (size_t i = 0; i < c->nmodules; i++) {
         module_entry *e = &c->modules[i];
         if (e->wrapper != NULL) {
-            /* Put back what was there, unless the caller replaced the
-             * wrapper meanwhile (theirs stays). */
+            /* Put back what was there, less the wrappers of crawls that
+             * ended meanwhile (crawls of one module in two threads can end
+             * in any order); a forward the caller set meanwhile stays. */
             PyObject *now = PyDict_GetItemWithError(e->dict, c->st->s_forward);
-            /* What was there, less the wrappers of crawls that ended
-             * meanwhile (crawls of one module in two threads can end in
-             * any order). */
             PyObject *prev = e->prev_forward;
             while (prev != NULL && Py_IS_TYPE(prev, c->st->hook_type)
                    && (((tsx_hook *)prev)->crawl == NULL
