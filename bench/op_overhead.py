@@ -84,9 +84,11 @@ def bench(name: str, optimizer: str, rounds: int, budget: float) -> dict[str, fl
         "ours": lambda: torchscan.measure_flops(step),
         "fcm": under(lambda: FlopCounterMode(display=False)),
     }
-    for fn in cases.values():  # warm-up: caches, allocator, lazy imports
-        for _ in range(2):
-            fn()
+    # Warm-up: a timed loop per case (caches, the allocator, lazy imports, the
+    # counter's operator resolutions; the first workload of a run also warms
+    # the process), so that the rounds below measure the steady state.
+    for fn in cases.values():
+        per_call_time(fn, 2 * budget)
     samples: dict[str, list[float]] = {key: [] for key in cases}
     for _ in range(rounds):
         for key, fn in cases.items():
