@@ -179,9 +179,76 @@ done:
     return rc;
 }
 
+/* Models describe the same few tensor kinds over and over (a layer's output
+ * is the next one's input): the record of a CPU tensor with concrete sizes
+ * is built once and shared (jansson records are reference counted, and
+ * these are never modified after they are built). Direct-mapped on a hash
+ * of shape, dtype and requires_grad; a collision replaces the slot. */
+#define META_CACHE_SIZE 256
+
+typedef struct meta_slot {
+    json_t *meta; /* NULL: empty */
+    const tsx_dtype *dtype;
+    int ndim;
+    bool requires_grad;
+    int64_t dims[TS_MAX_DIMS];
+} meta_slot;
+
+struct tsx_meta_cache {
+    meta_slot slots[META_CACHE_SIZE];
+};
+
+void
+tsx_meta_cache_free(tsx_state *st)
+{
+    if (st->meta_cache == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < META_CACHE_SIZE; i++) {
+        json_decref(st->meta_cache->slots[i].meta);
+    }
+    PyMem_Free(st->meta_cache);
+    st->meta_cache = NULL;
+}
+
+static meta_slot *
+meta_slot_for(tsx_state *st,
+              const ts_shape *shape,
+              const tsx_dtype *dtype,
+              bool requires_grad)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)dtype;
+    if (st->meta_cache == NULL) {
+        st->meta_cache = PyMem_Calloc(1, sizeof(struct tsx_meta_cache));
+        if (st->meta_cache == NULL) {
+            return NULL; /* no cache: the record is built each time */
+        }
+    }
+    h = (h ^ (uint64_t)requires_grad) * 1099511628211ull;
+    for (int i = 0; i < shape->ndim; i++) {
+        h = (h ^ (uint64_t)shape->dims[i]) * 1099511628211ull;
+    }
+    return &st->meta_cache->slots[(h ^ (h >> 32)) % META_CACHE_SIZE];
+}
+
+static bool
+meta_slot_holds(const meta_slot *slot,
+                const ts_shape *shape,
+                const tsx_dtype *dtype,
+                bool requires_grad)
+{
+    return slot->meta != NULL && slot->dtype == dtype
+           && slot->requires_grad == requires_grad && slot->ndim == shape->ndim
+           && memcmp(slot->dims,
+                     shape->dims,
+                     (size_t)shape->ndim * sizeof(int64_t))
+                  == 0;
+}
+
 static json_t *
 describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
 {
+    meta_slot *slot = NULL;
     json_t *meta = NULL, *dims = NULL;
     PyObject *size = NULL, *dtype = NULL, *device = NULL, *devstr = NULL;
     PyObject *rg = NULL, *nested = NULL;
@@ -227,43 +294,18 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
         PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
         goto done;
     }
-    dims = json_array();
-    if (dims == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    bool concrete = PyTuple_GET_SIZE(size) <= TS_MAX_DIMS;
+    Py_ssize_t ndim = PyTuple_GET_SIZE(size);
+    bool concrete = ndim <= TS_MAX_DIMS;
     ts_shape shape;
-    shape.ndim = (int)PyTuple_GET_SIZE(size);
+    shape.ndim = (int)ndim;
     shape.dtype = info->cls;
     shape.dense = true;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(size); i++) {
-        PyObject *item = PyTuple_GET_ITEM(size, i);
-        int64_t v = 0;
-        int got = read_dim(item, &v);
-        json_t *j;
+    for (Py_ssize_t i = 0; concrete && i < ndim; i++) {
+        int got = read_dim(PyTuple_GET_ITEM(size, i), &shape.dims[i]);
         if (got < 0) {
             goto done;
         }
-        if (got) {
-            j = json_integer(v);
-            if (i < TS_MAX_DIMS) {
-                shape.dims[i] = v;
-            }
-        }
-        else {
-            /* A symbolic size has no number: keep its expression. */
-            PyObject *text = PyObject_Str(item);
-            j = text ? json_string(PyUnicode_AsUTF8(text)) : NULL;
-            Py_XDECREF(text);
-            concrete = false;
-        }
-        if (j == NULL || json_array_append_new(dims, j)) {
-            if (!PyErr_Occurred()) {
-                PyErr_NoMemory();
-            }
-            goto done;
-        }
+        concrete = got == 1;
     }
     if (first != NULL && !*found) {
         PyObject *layout = PyObject_GetAttr(t, st->s_layout);
@@ -272,15 +314,52 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
         }
         shape.dense = layout == st->strided;
         Py_DECREF(layout);
-        if (!concrete) {
-            shape.ndim = -1;
-        }
         *first = shape;
+        if (!concrete) {
+            first->ndim = -1;
+        }
         *found = true;
     }
-    /* One record per tensor per hook call: built member by member with
-     * the shared "tensor"/dtype/"cpu" strings instead of json_pack, which
-     * parses its format and copies every string. */
+    if (concrete && devstr == st->s_cpu) {
+        slot = meta_slot_for(st, &shape, info, rg == Py_True);
+        if (slot != NULL
+            && meta_slot_holds(slot, &shape, info, rg == Py_True)) {
+            meta = json_incref(slot->meta);
+            goto done;
+        }
+    }
+    dims = json_array();
+    if (dims == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        PyObject *item = PyTuple_GET_ITEM(size, i);
+        int64_t v = 0;
+        int got = concrete ? 1 : read_dim(item, &v);
+        json_t *j;
+        if (got < 0) {
+            goto done;
+        }
+        if (got) {
+            j = json_integer(concrete ? shape.dims[i] : v);
+        }
+        else {
+            /* A symbolic size has no number: keep its expression. */
+            PyObject *text = PyObject_Str(item);
+            j = text ? json_string(PyUnicode_AsUTF8(text)) : NULL;
+            Py_XDECREF(text);
+        }
+        if (j == NULL || json_array_append_new(dims, j)) {
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            goto done;
+        }
+    }
+    /* Built member by member with the shared "tensor"/dtype/"cpu" strings
+     * instead of json_pack, which parses its format and copies every
+     * string. */
     meta = json_object();
     if (meta != NULL
         && (json_object_set_nocheck(meta, "kind", st->j_tensor)
@@ -302,6 +381,14 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
     dims = NULL; /* stolen */
     if (meta == NULL) {
         PyErr_NoMemory();
+    }
+    else if (slot != NULL) {
+        json_decref(slot->meta);
+        slot->meta = json_incref(meta);
+        slot->dtype = info;
+        slot->requires_grad = rg == Py_True;
+        slot->ndim = shape.ndim;
+        memcpy(slot->dims, shape.dims, (size_t)shape.ndim * sizeof(int64_t));
     }
 done:
     json_decref(dims);

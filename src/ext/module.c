@@ -475,6 +475,7 @@ engine_clear(PyObject *module)
     st->j_tensor = st->j_cpu = NULL;
     st->ndtypes = 0;
     tsx_op_cache_free(st);
+    tsx_meta_cache_free(st);
     return 0;
 }
 

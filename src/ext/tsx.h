@@ -47,6 +47,7 @@ typedef struct tsx_state {
     struct tsx_op_cache *op_cache;   /* resolved operators (dispatch.c) */
     json_t *j_tensor, *j_cpu;        /* shared metadata strings */
     struct tsx_desc_memo *desc_memo; /* while a crawl is being built */
+    struct tsx_meta_cache *meta_cache; /* CPU tensor metadata (describe.c) */
 } tsx_state;
 
 tsx_state *tsx_get_state(PyObject *module);
@@ -94,6 +95,7 @@ int tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape);
 
 /* dispatch.c: the process-wide cache of resolved operator overloads */
 void tsx_op_cache_free(tsx_state *st);
+void tsx_meta_cache_free(tsx_state *st);
 int tsx_op_cache_traverse(tsx_state *st, visitproc visit, void *arg);
 
 /* dispatch.c: suspends counting (handler callbacks run inside the forward;

@@ -1172,3 +1172,34 @@ def test_two_crawls_of_one_module_end_in_any_order(order):
         crawl.uninstall()
     assert all("forward" not in vars(m) for m in model.modules())
     assert_nothing_left(model)
+
+
+def test_repeated_tensor_kinds_are_described_exactly():
+    # tensor records are shared between calls with the same shape, dtype and requires_grad: every variation
+    # must still get its own record
+    from torchscan import _engine
+
+    variants = [
+        torch.zeros(1, 4),
+        torch.zeros(1, 4, requires_grad=True),
+        torch.zeros(1, 4, dtype=torch.float64),
+        torch.zeros(4, 1),
+        torch.zeros(1, 4, 1),
+        torch.zeros(()),
+    ]
+    for _ in range(2):  # the second pass reads what the first one stored
+        for t in variants:
+            (meta,) = _engine.describe_call((t,), {})["args"]
+            assert meta == {
+                "kind": "tensor",
+                "shape": list(t.shape),
+                "dtype": str(t.dtype),
+                "device": "cpu",
+                "requires_grad": t.requires_grad,
+            }
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 3))
+    report = crawl_module(model, (4,))
+    shapes = [(row["input"]["args"][0]["shape"], row["output"]["shape"]) for row in report["layers"]]
+    assert shapes == [([1, 4], [1, 3]), ([1, 4], [1, 4]), ([1, 4], [1, 4]), ([1, 4], [1, 3])]
+    report["layers"][1]["output"]["shape"].append(99)  # report objects are not shared between rows
+    assert report["layers"][2]["input"]["args"][0]["shape"] == [1, 4]
