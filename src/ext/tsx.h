@@ -44,9 +44,9 @@ typedef struct tsx_state {
         *s_get_raw, *s_out_shape, *s_is_cpu, *s_cpu;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
-    struct tsx_op_cache *op_cache;   /* resolved operators (dispatch.c) */
-    json_t *j_tensor, *j_cpu;        /* shared metadata strings */
-    struct tsx_desc_memo *desc_memo; /* while a crawl is being built */
+    struct tsx_op_cache *op_cache;     /* resolved operators (dispatch.c) */
+    json_t *j_tensor, *j_cpu;          /* shared metadata strings */
+    struct tsx_desc_memo *desc_memo;   /* while a crawl is being built */
     struct tsx_meta_cache *meta_cache; /* CPU tensor metadata (describe.c) */
 } tsx_state;
 
