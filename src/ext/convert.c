@@ -18,9 +18,79 @@ typedef struct str_slot {
     uint32_t hash;
 } str_slot;
 
+/* Shared JSON subtrees (the engine shares one record between the layer
+ * calls that saw the same kind of tensor) are converted once per
+ * conversion; later occurrences are deep copies of that first result, which
+ * clone dict key tables instead of hashing every key again. */
+#define TREE_MEMO_SIZE 256
+
+typedef struct tree_slot {
+    json_t *json;  /* strong: its address cannot be reused meanwhile */
+    PyObject *obj; /* strong */
+} tree_slot;
+
 typedef struct str_cache {
     str_slot items[STR_CACHE_SIZE];
+    tree_slot trees[TREE_MEMO_SIZE];
 } str_cache;
+
+static void
+str_cache_free(str_cache *cache)
+{
+    if (cache == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
+        Py_XDECREF(cache->items[i].obj);
+    }
+    for (size_t i = 0; i < TREE_MEMO_SIZE; i++) {
+        json_decref(cache->trees[i].json);
+        Py_XDECREF(cache->trees[i].obj);
+    }
+    PyMem_Free(cache);
+}
+
+/* A copy of a converted tree: new dicts and lists all the way down, shared
+ * immutable leaves (str, int, float, bool, None). */
+static PyObject *
+deep_copy(PyObject *obj)
+{
+    PyObject *copy;
+    if (PyDict_CheckExact(obj)) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        copy = PyDict_Copy(obj);
+        while (copy != NULL && PyDict_Next(obj, &pos, &key, &value)) {
+            if (PyDict_CheckExact(value) || PyList_CheckExact(value)) {
+                PyObject *inner = deep_copy(value);
+                if (inner == NULL || PyDict_SetItem(copy, key, inner) < 0) {
+                    Py_XDECREF(inner);
+                    Py_CLEAR(copy);
+                    break;
+                }
+                Py_DECREF(inner);
+            }
+        }
+        return copy;
+    }
+    if (PyList_CheckExact(obj)) {
+        Py_ssize_t n = PyList_GET_SIZE(obj);
+        copy = PyList_New(n);
+        for (Py_ssize_t i = 0; copy != NULL && i < n; i++) {
+            PyObject *item = PyList_GET_ITEM(obj, i);
+            item = (PyDict_CheckExact(item) || PyList_CheckExact(item))
+                       ? deep_copy(item)
+                       : Py_NewRef(item);
+            if (item == NULL) {
+                Py_CLEAR(copy);
+                break;
+            }
+            PyList_SET_ITEM(copy, i, item);
+        }
+        return copy;
+    }
+    return Py_NewRef(obj);
+}
 
 static PyObject *
 cached_str(str_cache *cache, const char *s, size_t len)
@@ -63,20 +133,39 @@ tsx_from_json(const json_t *value)
     int was_enabled = PyGC_Disable();
     str_cache *cache = PyMem_Calloc(1, sizeof(str_cache));
     PyObject *result = from_json(value, cache);
-    if (cache != NULL) {
-        for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
-            Py_XDECREF(cache->items[i].obj);
-        }
-        PyMem_Free(cache);
-    }
+    str_cache_free(cache);
     if (was_enabled) {
         PyGC_Enable();
     }
     return result;
 }
 
+static PyObject *convert_json(const json_t *value, str_cache *cache);
+
 static PyObject *
 from_json(const json_t *value, str_cache *cache)
+{
+    tree_slot *slot = NULL;
+    PyObject *result;
+    if (cache != NULL && value->refcount > 1
+        && (json_is_object(value) || json_is_array(value))) {
+        uintptr_t h = (uintptr_t)value >> 4;
+        slot = &cache->trees[(h ^ (h >> 8)) % TREE_MEMO_SIZE];
+        if (slot->json == value) {
+            return deep_copy(slot->obj);
+        }
+    }
+    result = convert_json(value, cache);
+    if (slot != NULL && result != NULL) {
+        json_decref(slot->json);
+        Py_XSETREF(slot->obj, Py_NewRef(result));
+        slot->json = json_incref((json_t *)value);
+    }
+    return result;
+}
+
+static PyObject *
+convert_json(const json_t *value, str_cache *cache)
 {
     PyObject *result = NULL;
     switch (json_typeof(value)) {
@@ -473,10 +562,7 @@ tsx_pybuilder_finish(tsx_pybuilder *b)
         Py_XDECREF(b->keys[i]);
     }
     Py_XDECREF(b->result);
-    for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
-        Py_XDECREF(b->cache->items[i].obj);
-    }
-    PyMem_Free(b->cache);
+    str_cache_free(b->cache);
     if (b->gc_was_enabled) {
         PyGC_Enable();
     }

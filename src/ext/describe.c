@@ -188,6 +188,7 @@ done:
 
 typedef struct meta_slot {
     json_t *meta; /* NULL: empty */
+    json_t *call; /* {"args": [meta], "kwargs": {}}, or NULL until asked */
     const tsx_dtype *dtype;
     int ndim;
     bool requires_grad;
@@ -206,6 +207,7 @@ tsx_meta_cache_free(tsx_state *st)
     }
     for (size_t i = 0; i < META_CACHE_SIZE; i++) {
         json_decref(st->meta_cache->slots[i].meta);
+        json_decref(st->meta_cache->slots[i].call);
     }
     PyMem_Free(st->meta_cache);
     st->meta_cache = NULL;
@@ -245,10 +247,19 @@ meta_slot_holds(const meta_slot *slot,
                   == 0;
 }
 
+/* The record of a tensor; *cached (when not NULL) tells the cache slot that
+ * holds it, or NULL. */
 static json_t *
-describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
+describe_tensor(tsx_state *st,
+                PyObject *t,
+                ts_shape *first,
+                bool *found,
+                meta_slot **cached)
 {
     meta_slot *slot = NULL;
+    if (cached != NULL) {
+        *cached = NULL;
+    }
     json_t *meta = NULL, *dims = NULL;
     PyObject *size = NULL, *dtype = NULL, *device = NULL, *devstr = NULL;
     PyObject *rg = NULL, *nested = NULL;
@@ -325,6 +336,9 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
         if (slot != NULL
             && meta_slot_holds(slot, &shape, info, rg == Py_True)) {
             meta = json_incref(slot->meta);
+            if (cached != NULL) {
+                *cached = slot;
+            }
             goto done;
         }
     }
@@ -384,7 +398,12 @@ describe_tensor(tsx_state *st, PyObject *t, ts_shape *first, bool *found)
     }
     else if (slot != NULL) {
         json_decref(slot->meta);
+        json_decref(slot->call);
+        slot->call = NULL;
         slot->meta = json_incref(meta);
+        if (cached != NULL) {
+            *cached = slot;
+        }
         slot->dtype = info;
         slot->requires_grad = rg == Py_True;
         slot->ndim = shape.ndim;
@@ -553,7 +572,7 @@ describe(
     }
     is = tsx_is_tensor(st, value);
     if (is) {
-        return describe_tensor(st, value, first, found);
+        return describe_tensor(st, value, first, found, NULL);
     }
     if (value == Py_None) {
         json_t *m = json_pack("{s:s}", "kind", "none");
@@ -604,12 +623,43 @@ tsx_describe_call(tsx_state *st,
                   ts_shape *first,
                   bool *found)
 {
-    json_t *arr = json_array(), *kw = json_object(), *meta;
+    json_t *arr, *kw, *meta, *only = NULL;
+    meta_slot *slot = NULL;
+    /* The common call, one tensor and no keywords: its whole record is
+     * shared too, next to the tensor's. */
+    if (args != NULL && PyTuple_GET_SIZE(args) == 1
+        && (kwargs == NULL
+            || (PyDict_Check(kwargs) && PyDict_GET_SIZE(kwargs) == 0))) {
+        int is = tsx_is_tensor(st, PyTuple_GET_ITEM(args, 0));
+        if (is < 0) {
+            return NULL;
+        }
+        if (is) {
+            only = describe_tensor(
+                st, PyTuple_GET_ITEM(args, 0), first, found, &slot);
+            if (only == NULL) {
+                return NULL;
+            }
+            if (slot != NULL && slot->call != NULL) {
+                json_decref(only);
+                return json_incref(slot->call);
+            }
+        }
+    }
+    arr = json_array();
+    kw = json_object();
     if (arr == NULL || kw == NULL) {
         PyErr_NoMemory();
         goto error;
     }
-    if (args != NULL) {
+    if (only != NULL) {
+        json_t *m = only;
+        only = NULL;
+        if (json_array_append_new(arr, m)) {
+            goto error_set;
+        }
+    }
+    else if (args != NULL) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
             json_t *m =
                 describe(st, PyTuple_GET_ITEM(args, i), first, found, 1);
@@ -638,9 +688,20 @@ tsx_describe_call(tsx_state *st,
             }
         }
     }
-    meta = json_pack("{s:o, s:o}", "args", arr, "kwargs", kw);
+    meta = json_object();
     if (meta == NULL) {
+        goto error_set;
+    }
+    /* both calls take their value's reference, also when they fail */
+    int bad = json_object_set_new_nocheck(meta, "args", arr);
+    bad |= json_object_set_new_nocheck(meta, "kwargs", kw);
+    if (bad) {
+        json_decref(meta);
         PyErr_NoMemory();
+        return NULL;
+    }
+    if (slot != NULL) {
+        slot->call = json_incref(meta);
     }
     return meta;
 error_set:
@@ -648,6 +709,7 @@ error_set:
         PyErr_NoMemory();
     }
 error:
+    json_decref(only);
     json_decref(arr);
     json_decref(kw);
     return NULL;
