@@ -6,8 +6,11 @@
 #include "torchscan/emit.h"
 
 /* Reports repeat a small vocabulary (keys, statuses, units, dtypes): one
- * str object per distinct short text per conversion instead of one per
- * occurrence. Open addressing on an FNV-1a hash of the bytes. */
+ * str object per distinct short text instead of one per occurrence, whose
+ * hash Python then computes once. Open addressing on an FNV-1a hash of the
+ * bytes; when the probed slots are all taken, the first is replaced. The
+ * report builder keeps its table in the module state, across reports;
+ * other conversions have their own. */
 #define STR_CACHE_SIZE 512
 #define STR_CACHE_MAX_LEN 40
 
@@ -29,10 +32,58 @@ typedef struct tree_slot {
     PyObject *obj; /* strong */
 } tree_slot;
 
-typedef struct str_cache {
+struct tsx_strings {
     str_slot items[STR_CACHE_SIZE];
+};
+
+typedef struct str_cache {
+    struct tsx_strings *strings; /* the module state's, or its own */
+    bool own_strings;
     tree_slot trees[TREE_MEMO_SIZE];
 } str_cache;
+
+static void
+strings_clear(struct tsx_strings *strings)
+{
+    for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
+        Py_CLEAR(strings->items[i].obj);
+    }
+}
+
+void
+tsx_strings_free(tsx_state *st)
+{
+    if (st->strings != NULL) {
+        strings_clear(st->strings);
+        PyMem_Free(st->strings);
+        st->strings = NULL;
+    }
+}
+
+/* A conversion's cache, with the state's string table when `st` is given. */
+static str_cache *
+str_cache_new(tsx_state *st)
+{
+    str_cache *cache = PyMem_Calloc(1, sizeof(str_cache));
+    if (cache == NULL) {
+        return NULL;
+    }
+    if (st != NULL && st->strings == NULL) {
+        st->strings = PyMem_Calloc(1, sizeof(struct tsx_strings));
+    }
+    if (st != NULL && st->strings != NULL) {
+        cache->strings = st->strings;
+    }
+    else {
+        cache->strings = PyMem_Calloc(1, sizeof(struct tsx_strings));
+        cache->own_strings = true;
+        if (cache->strings == NULL) {
+            PyMem_Free(cache);
+            return NULL;
+        }
+    }
+    return cache;
+}
 
 static void
 str_cache_free(str_cache *cache)
@@ -40,8 +91,9 @@ str_cache_free(str_cache *cache)
     if (cache == NULL) {
         return;
     }
-    for (size_t i = 0; i < STR_CACHE_SIZE; i++) {
-        Py_XDECREF(cache->items[i].obj);
+    if (cache->own_strings) {
+        strings_clear(cache->strings);
+        PyMem_Free(cache->strings);
     }
     for (size_t i = 0; i < TREE_MEMO_SIZE; i++) {
         json_decref(cache->trees[i].json);
@@ -96,6 +148,7 @@ static PyObject *
 cached_str(str_cache *cache, const char *s, size_t len)
 {
     uint32_t h = 2166136261u;
+    str_slot *slot = NULL;
     if (cache == NULL || len > STR_CACHE_MAX_LEN) {
         return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
     }
@@ -103,24 +156,29 @@ cached_str(str_cache *cache, const char *s, size_t len)
         h = (h ^ (unsigned char)s[i]) * 16777619u;
     }
     for (uint32_t probe = 0; probe < 8; probe++) {
-        str_slot *slot = &cache->items[(h + probe) & (STR_CACHE_SIZE - 1)];
-        if (slot->obj == NULL) {
-            slot->obj = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
-            slot->utf8 = slot->obj ? PyUnicode_AsUTF8(slot->obj) : NULL;
-            if (slot->utf8 == NULL) {
-                Py_CLEAR(slot->obj);
-                return NULL;
-            }
-            slot->len = len;
-            slot->hash = h;
-            return Py_NewRef(slot->obj);
+        str_slot *at =
+            &cache->strings->items[(h + probe) & (STR_CACHE_SIZE - 1)];
+        if (at->obj == NULL) {
+            slot = at;
+            break;
         }
-        if (slot->hash == h && slot->len == len
-            && memcmp(slot->utf8, s, len) == 0) {
-            return Py_NewRef(slot->obj);
+        if (at->hash == h && at->len == len && memcmp(at->utf8, s, len) == 0) {
+            return Py_NewRef(at->obj);
         }
     }
-    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+    if (slot == NULL) {
+        slot = &cache->strings->items[h & (STR_CACHE_SIZE - 1)];
+        Py_CLEAR(slot->obj);
+    }
+    slot->obj = PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "strict");
+    slot->utf8 = slot->obj ? PyUnicode_AsUTF8(slot->obj) : NULL;
+    if (slot->utf8 == NULL) {
+        Py_CLEAR(slot->obj);
+        return NULL;
+    }
+    slot->len = len;
+    slot->hash = h;
+    return Py_NewRef(slot->obj);
 }
 
 static PyObject *from_json(const json_t *value, str_cache *cache);
@@ -131,7 +189,7 @@ tsx_from_json(const json_t *value)
     /* Thousands of fresh dicts would trigger full collections of the
      * (large) torch heap; none of them can form a cycle. */
     int was_enabled = PyGC_Disable();
-    str_cache *cache = PyMem_Calloc(1, sizeof(str_cache));
+    str_cache *cache = str_cache_new(NULL);
     PyObject *result = from_json(value, cache);
     str_cache_free(cache);
     if (was_enabled) {
@@ -515,14 +573,14 @@ pyb_tree(void *ctx, const json_t *value)
 }
 
 tsx_pybuilder *
-tsx_pybuilder_new(ts_emitter *e)
+tsx_pybuilder_new(ts_emitter *e, tsx_state *st)
 {
     tsx_pybuilder *b = PyMem_Calloc(1, sizeof(tsx_pybuilder));
     if (b == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
-    b->cache = PyMem_Calloc(1, sizeof(str_cache));
+    b->cache = str_cache_new(st);
     if (b->cache == NULL) {
         PyMem_Free(b);
         PyErr_NoMemory();

@@ -1480,7 +1480,7 @@ crawl_report(tsx_crawl *c, PyObject *args)
         }
         goto done;
     }
-    b = tsx_pybuilder_new(&e);
+    b = tsx_pybuilder_new(&e, c->st);
     if (b == NULL) {
         goto done;
     }
