@@ -4,7 +4,11 @@
  *
  * Calls follow the value grammar: begin_object, then for each member key()
  * and one value, then end_object; begin_array, values, end_array. Every
- * callback returns 0 or -1 (the emitter keeps its own error state). */
+ * callback returns 0 or -1 (the emitter keeps its own error state).
+ *
+ * Text passed to key() and string(), and trees passed to tree(), stay
+ * valid and unchanged until the whole emission ends: an emitter may
+ * remember text by its address (the Python builder does). */
 #ifndef TORCHSCAN_EMIT_H
 #define TORCHSCAN_EMIT_H
 
@@ -20,7 +24,7 @@ typedef struct ts_emitter {
     int (*end_object)(void *ctx);
     int (*begin_array)(void *ctx);
     int (*end_array)(void *ctx);
-    /* a member name inside an object; `key` is valid during the call */
+    /* a member name inside an object */
     int (*key)(void *ctx, const char *key);
     int (*string)(void *ctx, const char *value);
     int (*integer)(void *ctx, int64_t value);

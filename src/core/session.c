@@ -1067,25 +1067,40 @@ emit_int_member(const ts_emitter *e, const char *key, int64_t value)
     return e->integer(e->ctx, value);
 }
 
+/* The root row's name: its type name in lower case. */
+static void
+root_name(const ts_session *session, char *out, size_t size)
+{
+    const char *type = "";
+    size_t i = 0;
+    for (size_t k = 0; k < session->nmodules; k++) {
+        if (session->modules[k].path[0] == '\0') {
+            type = session->modules[k].type_name;
+            break;
+        }
+    }
+    for (; type[i] && i + 1 < size; i++) {
+        char c = type[i];
+        out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    out[i] = '\0';
+}
+
+/* `root` is the root row's name (root_name), valid for the whole emission
+ * like every text an emitter receives. */
 static int
 emit_layer(const ts_emitter *e,
            const ts_session *session,
-           const layer_record *layer)
+           const layer_record *layer,
+           const char *root)
 {
     const module_record *m = &session->modules[layer->module];
     const ts_attribution *a = &layer->attribution;
     const char *dot = strrchr(m->path, '.');
     const char *name = dot ? dot + 1 : m->path;
-    char lowered[256];
     int depth = 0;
     if (m->path[0] == '\0') {
-        size_t i = 0;
-        for (; m->type_name[i] && i + 1 < sizeof lowered; i++) {
-            char c = m->type_name[i];
-            lowered[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-        }
-        lowered[i] = '\0';
-        name = lowered;
+        name = root;
     }
     else {
         depth = 1;
@@ -1286,6 +1301,8 @@ ts_session_emit_report(const ts_session *session,
                        const json_t *flop_report)
 {
     const json_t *flop_diags = json_object_get(flop_report, "diagnostics");
+    char root[256];
+    root_name(session, root, sizeof root);
     TRY_EMIT(e->begin_object(e->ctx));
     TRY_EMIT(emit_int_member(e, "schema_version", 1));
     TRY_EMIT(e->key(e->ctx, "context"));
@@ -1309,7 +1326,7 @@ ts_session_emit_report(const ts_session *session,
     TRY_EMIT(e->key(e->ctx, "layers"));
     TRY_EMIT(e->begin_array(e->ctx));
     for (size_t i = 0; i < session->nlayers; i++) {
-        TRY_EMIT(emit_layer(e, session, &session->layers[i]));
+        TRY_EMIT(emit_layer(e, session, &session->layers[i], root));
     }
     TRY_EMIT(e->end_array(e->ctx));
     TRY_EMIT(e->key(e->ctx, "operator_flops"));

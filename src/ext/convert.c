@@ -36,10 +36,23 @@ struct tsx_strings {
     str_slot items[STR_CACHE_SIZE];
 };
 
+/* Within one conversion the text it reads does not move or change (JSON
+ * trees are held; emitter text stays valid until the emission ends, see
+ * torchscan/emit.h): text met again at the same address is the same str,
+ * found without hashing or comparing its bytes. Direct-mapped. */
+#define ADDR_MEMO_BITS 10
+#define ADDR_MEMO_SIZE (1u << ADDR_MEMO_BITS)
+
+typedef struct addr_slot {
+    const char *text;
+    PyObject *obj; /* strong */
+} addr_slot;
+
 typedef struct str_cache {
     struct tsx_strings *strings; /* the module state's, or its own */
     bool own_strings;
     tree_slot trees[TREE_MEMO_SIZE];
+    addr_slot addrs[ADDR_MEMO_SIZE];
 } str_cache;
 
 static void
@@ -98,6 +111,9 @@ str_cache_free(str_cache *cache)
     for (size_t i = 0; i < TREE_MEMO_SIZE; i++) {
         json_decref(cache->trees[i].json);
         Py_XDECREF(cache->trees[i].obj);
+    }
+    for (size_t i = 0; i < ADDR_MEMO_SIZE; i++) {
+        Py_XDECREF(cache->addrs[i].obj);
     }
     PyMem_Free(cache);
 }
@@ -181,6 +197,26 @@ cached_str(str_cache *cache, const char *s, size_t len)
     return Py_NewRef(slot->obj);
 }
 
+/* The str of text that stays put during this conversion; `len` is its
+ * length, or -1 when it is NUL-terminated (measured on a miss only). */
+static PyObject *
+text_str(str_cache *cache, const char *s, Py_ssize_t len)
+{
+    /* Fibonacci hashing: literals a few bytes apart land far apart */
+    uint64_t h = (uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull;
+    addr_slot *slot = &cache->addrs[h >> (64 - ADDR_MEMO_BITS)];
+    PyObject *obj;
+    if (slot->text == s) {
+        return Py_NewRef(slot->obj);
+    }
+    obj = cached_str(cache, s, len < 0 ? strlen(s) : (size_t)len);
+    if (obj != NULL) {
+        Py_XSETREF(slot->obj, Py_NewRef(obj));
+        slot->text = s;
+    }
+    return obj;
+}
+
 static PyObject *from_json(const json_t *value, str_cache *cache);
 
 PyObject *
@@ -238,7 +274,8 @@ convert_json(const json_t *value, str_cache *cache)
             json_object_keylen_foreach((json_t *)value, key, key_len, item)
             {
                 PyObject *v = from_json(item, cache);
-                PyObject *k = v ? cached_str(cache, key, key_len) : NULL;
+                PyObject *k =
+                    v ? text_str(cache, key, (Py_ssize_t)key_len) : NULL;
                 int rc = (k && v) ? PyDict_SetItem(result, k, v) : -1;
                 Py_XDECREF(k);
                 Py_XDECREF(v);
@@ -266,8 +303,9 @@ convert_json(const json_t *value, str_cache *cache)
             return result;
         }
         case JSON_STRING:
-            return cached_str(
-                cache, json_string_value(value), json_string_length(value));
+            return text_str(cache,
+                            json_string_value(value),
+                            (Py_ssize_t)json_string_length(value));
         case JSON_INTEGER:
             return PyLong_FromLongLong(json_integer_value(value));
         case JSON_REAL:
@@ -431,22 +469,78 @@ tsx_raise(const ts_error *err)
 
 #define PYB_MAX_DEPTH 256
 
+/* Open containers keep their items on one stack (keys of a dict at the
+ * odd slots) and are built when they close, at their final size: no
+ * resizing of dicts and lists that grow one item at a time. */
+/* Reports repeat whole records (a metric of the same value in many rows,
+ * empty parameter counts): a dict whose values are all leaves (str, int,
+ * bool, None: no containers) is remembered by the identity of its keys and
+ * values, and a later equal one is built as a copy of it, which clones the
+ * key table instead of inserting each item. Integers are memoized by value
+ * during the build, so that equal numbers are the same object. */
+#define RECORD_MEMO_SIZE 256
+#define RECORD_MAX_ITEMS 16 /* keys and values */
+#define INT_MEMO_SIZE 256
+
+typedef struct record_slot {
+    PyObject *dict; /* strong */
+    size_t nitems;
+    PyObject *items[RECORD_MAX_ITEMS]; /* borrowed from dict */
+} record_slot;
+
+typedef struct int_slot {
+    int64_t value;
+    PyObject *obj; /* strong */
+} int_slot;
+
 struct tsx_pybuilder {
     str_cache *cache;
-    PyObject *stack[PYB_MAX_DEPTH]; /* open dicts and lists */
-    PyObject *keys[PYB_MAX_DEPTH];  /* pending key per open dict */
+    record_slot records[RECORD_MEMO_SIZE];
+    int_slot ints[INT_MEMO_SIZE];
+    PyObject **items; /* owned references */
+    size_t nitems, cap;
+    size_t base[PYB_MAX_DEPTH]; /* first item of each open container */
+    bool is_dict[PYB_MAX_DEPTH];
+    bool has_key[PYB_MAX_DEPTH]; /* a dict's pending key is on the stack */
     int depth;
     PyObject *result;
     bool failed; /* a Python exception is set */
     int gc_was_enabled;
 };
 
+static int
+pyb_fail(tsx_pybuilder *b, const char *message)
+{
+    if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_RuntimeError, message);
+    }
+    b->failed = true;
+    return -1;
+}
+
+static int
+pyb_push(tsx_pybuilder *b, PyObject *obj)
+{
+    if (b->nitems == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 256;
+        PyObject **items = PyMem_Realloc(b->items, cap * sizeof *items);
+        if (items == NULL) {
+            Py_DECREF(obj);
+            PyErr_NoMemory();
+            b->failed = true;
+            return -1;
+        }
+        b->items = items;
+        b->cap = cap;
+    }
+    b->items[b->nitems++] = obj;
+    return 0;
+}
+
 /* Places a new value (stolen) into the open container or as result. */
 static int
 pyb_place(tsx_pybuilder *b, PyObject *value)
 {
-    PyObject *top;
-    int rc;
     if (value == NULL || b->failed) {
         Py_XDECREF(value);
         b->failed = true;
@@ -456,81 +550,150 @@ pyb_place(tsx_pybuilder *b, PyObject *value)
         Py_XSETREF(b->result, value);
         return 0;
     }
-    top = b->stack[b->depth - 1];
-    if (PyList_CheckExact(top)) {
-        rc = PyList_Append(top, value);
-    }
-    else {
-        PyObject *key = b->keys[b->depth - 1];
-        rc = key ? PyDict_SetItem(top, key, value) : -1;
-        Py_CLEAR(b->keys[b->depth - 1]);
-    }
-    Py_DECREF(value);
-    if (rc < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_RuntimeError, "malformed report stream");
+    if (b->is_dict[b->depth - 1]) {
+        if (!b->has_key[b->depth - 1]) {
+            Py_DECREF(value);
+            return pyb_fail(b, "malformed report stream");
         }
-        b->failed = true;
-        return -1;
+        b->has_key[b->depth - 1] = false;
     }
-    return 0;
+    return pyb_push(b, value);
 }
 
 static int
-pyb_open(tsx_pybuilder *b, PyObject *container)
+pyb_open(tsx_pybuilder *b, bool is_dict)
 {
-    if (container == NULL || b->failed || b->depth == PYB_MAX_DEPTH) {
-        Py_XDECREF(container);
+    if (b->failed || b->depth == PYB_MAX_DEPTH) {
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_RecursionError, "report nested too deeply");
         }
         b->failed = true;
         return -1;
     }
-    b->stack[b->depth] = container;
-    b->keys[b->depth] = NULL;
+    b->base[b->depth] = b->nitems;
+    b->is_dict[b->depth] = is_dict;
+    b->has_key[b->depth] = false;
     b->depth++;
     return 0;
+}
+
+/* The memo slot of a leaf-only dict of `n` items at `items`, or NULL when
+ * it holds a container or is too large to remember. */
+static record_slot *
+record_slot_of(tsx_pybuilder *b, PyObject **items, size_t n)
+{
+    uint64_t h = n;
+    if (n > RECORD_MAX_ITEMS) {
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (PyDict_CheckExact(items[i]) || PyList_CheckExact(items[i])) {
+            return NULL;
+        }
+        h = (h ^ (uint64_t)(uintptr_t)items[i]) * 0x100000001B3ull;
+    }
+    return &b->records[(h ^ (h >> 29)) % RECORD_MEMO_SIZE];
+}
+
+/* The container of the items above `base`, which it takes over. */
+static PyObject *
+pyb_build(tsx_pybuilder *b, size_t base, bool is_dict)
+{
+    size_t n = b->nitems - base;
+    PyObject *container;
+    if (is_dict) {
+        record_slot *slot = record_slot_of(b, &b->items[base], n);
+        if (slot != NULL && slot->dict != NULL && slot->nitems == n
+            && memcmp(slot->items, &b->items[base], n * sizeof(PyObject *))
+                   == 0) {
+            container = PyDict_Copy(slot->dict);
+            for (size_t i = base; i < b->nitems; i++) {
+                Py_DECREF(b->items[i]);
+            }
+            b->nitems = base;
+            return container;
+        }
+#if PY_VERSION_HEX < 0x030D0000
+        container = _PyDict_NewPresized((Py_ssize_t)(n / 2));
+#else
+        container = PyDict_New();
+#endif
+        for (size_t i = base; container != NULL && i + 1 < b->nitems; i += 2) {
+            if (PyDict_SetItem(container, b->items[i], b->items[i + 1]) < 0) {
+                Py_CLEAR(container);
+            }
+        }
+        if (slot != NULL && container != NULL) {
+            /* the dict holds the items the slot points at */
+            Py_XSETREF(slot->dict, Py_NewRef(container));
+            slot->nitems = n;
+            memcpy(slot->items, &b->items[base], n * sizeof(PyObject *));
+        }
+        for (size_t i = base; i < b->nitems; i++) {
+            Py_DECREF(b->items[i]);
+        }
+    }
+    else {
+        container = PyList_New((Py_ssize_t)n);
+        for (size_t i = base; i < b->nitems; i++) {
+            if (container != NULL) {
+                PyList_SET_ITEM(
+                    container, (Py_ssize_t)(i - base), b->items[i]);
+            }
+            else {
+                Py_DECREF(b->items[i]);
+            }
+        }
+    }
+    b->nitems = base;
+    return container;
 }
 
 static int
 pyb_close(void *ctx)
 {
     tsx_pybuilder *b = ctx;
+    int d;
     if (b->depth == 0 || b->failed) {
         b->failed = true;
         return -1;
     }
-    b->depth--;
-    Py_CLEAR(b->keys[b->depth]);
-    return pyb_place(b, b->stack[b->depth]);
+    d = --b->depth;
+    if (b->has_key[d]) {
+        return pyb_fail(b, "malformed report stream");
+    }
+    return pyb_place(b, pyb_build(b, b->base[d], b->is_dict[d]));
 }
 
 static int
 pyb_begin_object(void *ctx)
 {
-    return pyb_open(ctx, PyDict_New());
+    return pyb_open(ctx, true);
 }
 
 static int
 pyb_begin_array(void *ctx)
 {
-    return pyb_open(ctx, PyList_New(0));
+    return pyb_open(ctx, false);
 }
 
 static int
 pyb_key(void *ctx, const char *key)
 {
     tsx_pybuilder *b = ctx;
-    if (b->depth == 0 || b->failed) {
+    if (b->depth == 0 || b->failed || !b->is_dict[b->depth - 1]
+        || b->has_key[b->depth - 1]) {
+        return pyb_fail(b, "malformed report stream");
+    }
+    PyObject *k = text_str(b->cache, key, -1);
+    if (k == NULL) {
         b->failed = true;
         return -1;
     }
-    Py_XSETREF(b->keys[b->depth - 1], cached_str(b->cache, key, strlen(key)));
-    if (b->keys[b->depth - 1] == NULL) {
-        b->failed = true;
+    if (pyb_push(b, k) < 0) {
         return -1;
     }
+    b->has_key[b->depth - 1] = true;
     return 0;
 }
 
@@ -538,13 +701,23 @@ static int
 pyb_string(void *ctx, const char *value)
 {
     tsx_pybuilder *b = ctx;
-    return pyb_place(b, cached_str(b->cache, value, strlen(value)));
+    return pyb_place(b, text_str(b->cache, value, -1));
 }
 
 static int
 pyb_integer(void *ctx, int64_t value)
 {
-    return pyb_place(ctx, PyLong_FromLongLong(value));
+    tsx_pybuilder *b = ctx;
+    int_slot *slot = &b->ints[((uint64_t)value * 0x9E3779B97F4A7C15ull) >> 56];
+    if (slot->obj == NULL || slot->value != value) {
+        PyObject *obj = PyLong_FromLongLong(value);
+        if (obj == NULL) {
+            return pyb_place(b, NULL);
+        }
+        Py_XSETREF(slot->obj, obj);
+        slot->value = value;
+    }
+    return pyb_place(b, Py_NewRef(slot->obj));
 }
 
 static int
@@ -615,9 +788,15 @@ tsx_pybuilder_finish(tsx_pybuilder *b)
     else if (!PyErr_Occurred()) {
         PyErr_SetString(PyExc_RuntimeError, "incomplete report stream");
     }
-    for (int i = 0; i < b->depth; i++) {
-        Py_XDECREF(b->stack[i]);
-        Py_XDECREF(b->keys[i]);
+    for (size_t i = 0; i < b->nitems; i++) {
+        Py_DECREF(b->items[i]);
+    }
+    PyMem_Free(b->items);
+    for (size_t i = 0; i < RECORD_MEMO_SIZE; i++) {
+        Py_XDECREF(b->records[i].dict);
+    }
+    for (size_t i = 0; i < INT_MEMO_SIZE; i++) {
+        Py_XDECREF(b->ints[i].obj);
     }
     Py_XDECREF(b->result);
     str_cache_free(b->cache);

@@ -789,7 +789,7 @@ add_module(tsx_crawl *c,
     e->module = Py_NewRef(module);
     e->type = Py_TYPE(module);
     if (handler != NULL && c->full) {
-        e->estimate = PyObject_GetAttrString(handler, "estimate");
+        e->estimate = tsx_getattr(handler, "estimate");
         e->identity = e->estimate ? tsx_handler_identity(e->estimate) : NULL;
         if (e->identity == NULL || tsx_handler_owns(handler, &e->owns) < 0) {
             return -1;
@@ -801,9 +801,8 @@ add_module(tsx_crawl *c,
         e->builtin_owns = TS_ALL_ESTIMATES;
     }
     if (!recurse) {
-        e->params = PyObject_GetAttrString(module, "_parameters");
-        e->buffers =
-            e->params ? PyObject_GetAttrString(module, "_buffers") : NULL;
+        e->params = tsx_getattr(module, "_parameters");
+        e->buffers = e->params ? tsx_getattr(module, "_buffers") : NULL;
         if (e->buffers == NULL) {
             return -1;
         }
@@ -1085,7 +1084,7 @@ install_fast(tsx_crawl *c)
             Py_DECREF(d);
         }
     }
-    next = PyObject_GetAttrString(c->st->removable_handle, "next_id");
+    next = tsx_getattr(c->st->removable_handle, "next_id");
     if (next == NULL || !PyLong_Check(next)) {
         Py_XDECREF(next);
         PyErr_Clear();
@@ -1115,8 +1114,7 @@ install_fast(tsx_crawl *c)
         e->hook_ids[0] = PyLong_FromLongLong(first + 2 * (long long)i);
         e->hook_ids[1] = PyLong_FromLongLong(first + 2 * (long long)i + 1);
         for (int k = 0; rc == 0 && k < 5; k++) {
-            e->hook_dicts[k] =
-                PyObject_GetAttrString(e->module, hook_dict_names[k]);
+            e->hook_dicts[k] = tsx_getattr(e->module, hook_dict_names[k]);
             if (e->hook_dicts[k] == NULL
                 || e->hook_ids[k < 2 ? 0 : 1] == NULL) {
                 rc = -1;
@@ -1319,7 +1317,7 @@ owned_tensors(tsx_crawl *c, const char *attr)
 {
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(c->all); i++) {
-        PyObject *d = PyObject_GetAttrString(module_at(c, i), attr);
+        PyObject *d = tsx_getattr(module_at(c, i), attr);
         PyObject *it = d ? values_iter(d) : NULL, *value;
         Py_XDECREF(d);
         if (it == NULL) {

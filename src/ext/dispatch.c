@@ -207,7 +207,7 @@ resolve(tsx_state *st, PyObject *func)
         Py_DECREF(has);
     }
     s.op = PyObject_GetAttr(func, st->s_op);
-    s.overload = s.op ? PyObject_GetAttrString(func, "_overloadname") : NULL;
+    s.overload = s.op ? tsx_getattr(func, "_overloadname") : NULL;
     if (s.overload == NULL || !PyUnicode_Check(s.overload)) {
         goto error;
     }

@@ -55,7 +55,7 @@ tsx_handler_match(PyObject *handlers, PyTypeObject *type, PyObject **handler)
 int
 tsx_handler_owns(PyObject *handler, unsigned *owns)
 {
-    PyObject *subtree = PyObject_GetAttrString(handler, "subtree_metrics");
+    PyObject *subtree = tsx_getattr(handler, "subtree_metrics");
     PyObject *it, *item;
     *owns = 0;
     if (subtree == NULL) {
@@ -80,7 +80,7 @@ tsx_handler_owns(PyObject *handler, unsigned *owns)
 PyObject *
 tsx_handler_identity(PyObject *estimate)
 {
-    PyObject *module = PyObject_GetAttrString(estimate, "__module__");
+    PyObject *module = tsx_getattr(estimate, "__module__");
     PyObject *qualname;
     PyObject *result;
     if (module == NULL || module == Py_None) {
@@ -91,7 +91,7 @@ tsx_handler_identity(PyObject *estimate)
             return NULL;
         }
     }
-    qualname = PyObject_GetAttrString(estimate, "__qualname__");
+    qualname = tsx_getattr(estimate, "__qualname__");
     if (qualname == NULL) {
         PyErr_Clear();
         qualname = PyType_GetQualName(Py_TYPE(estimate));
@@ -162,7 +162,7 @@ read_structured(PyObject *v,
         return 0;
     }
     for (int i = 0; i < 6; i++) {
-        items[i] = PyDict_GetItemString(v, keys[i]);
+        items[i] = tsx_dict_get(v, keys[i]);
         if (items[i] == NULL) {
             *why =
                 "a MetricResult needs exactly status, value, known_value, "
@@ -376,7 +376,7 @@ tsx_handler_run(const tsx_handler_call *h)
         if (!(h->requested & (1u << k))) {
             continue; /* covered by an enclosing owner */
         }
-        value = PyDict_GetItemString(result, metric_names[k]);
+        value = tsx_dict_get(result, metric_names[k]);
         if (value == NULL) {
             if (subtree) {
                 /* an owned field stays unavailable: no fallback */

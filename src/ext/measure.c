@@ -47,7 +47,7 @@ float_attr(PyObject *obj, const char *name, double *out, bool *found)
 static int
 int_attr(PyObject *obj, const char *name, int64_t *out)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     long long value;
     if (v == NULL) {
         return -1;
@@ -103,7 +103,7 @@ engine_profile_rows(PyObject *module, PyObject *args)
         ts_profile_row *row = &rows[i];
         bool found;
         double cpu = 0.0;
-        keys[i] = PyObject_GetAttrString(ev, "key");
+        keys[i] = tsx_getattr(ev, "key");
         if (keys[i] == NULL) {
             goto cleanup;
         }
@@ -112,8 +112,7 @@ engine_profile_rows(PyObject *module, PyObject *args)
             goto cleanup;
         }
         row->op = PyUnicode_AsUTF8(keys[i]);
-        obj = row->op != NULL ? PyObject_GetAttrString(ev, "input_shapes")
-                              : NULL;
+        obj = row->op != NULL ? tsx_getattr(ev, "input_shapes") : NULL;
         if (obj == NULL) {
             goto cleanup;
         }

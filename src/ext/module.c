@@ -9,6 +9,46 @@
 
 static struct PyModuleDef engine_def;
 
+/* Interned names by the address of the C string, checked by content (a
+ * caller may pass a buffer whose address is later reused, with other text:
+ * that slot is then replaced). */
+#define NAME_SLOTS 512
+static struct {
+    const char *key;
+    PyObject *name;
+} name_table[NAME_SLOTS];
+
+PyObject *
+tsx_name(const char *name)
+{
+    uintptr_t h = (uintptr_t)name;
+    size_t slot;
+    PyObject *s;
+    h ^= h >> 9;
+    slot = h & (NAME_SLOTS - 1);
+    for (unsigned probe = 0; probe < 8; probe++) {
+        size_t i = (h + probe) & (NAME_SLOTS - 1);
+        if (name_table[i].key == NULL) {
+            slot = i;
+            break;
+        }
+        if (name_table[i].key == name) {
+            const char *text = PyUnicode_AsUTF8(name_table[i].name);
+            if (text != NULL && strcmp(text, name) == 0) {
+                return Py_NewRef(name_table[i].name);
+            }
+            slot = i;
+            break;
+        }
+    }
+    s = PyUnicode_InternFromString(name);
+    if (s != NULL) {
+        Py_XSETREF(name_table[slot].name, Py_NewRef(s));
+        name_table[slot].key = name;
+    }
+    return s;
+}
+
 tsx_state *
 tsx_get_state(PyObject *module)
 {

@@ -179,7 +179,7 @@ tsx_native_of(PyObject *module, PyObject **native_type)
         if (!PyType_Check(cls)) {
             continue;
         }
-        modname = PyObject_GetAttrString(cls, "__module__");
+        modname = tsx_getattr(cls, "__module__");
         if (modname == NULL) {
             PyErr_Clear();
             continue;
@@ -248,7 +248,7 @@ forward_unchanged(tsx_state *st, PyObject *module, PyObject *native_type)
 static int
 attr_int(PyObject *obj, const char *name, int64_t *out)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     long long x;
     if (v == NULL) {
         return -1;
@@ -265,7 +265,7 @@ attr_int(PyObject *obj, const char *name, int64_t *out)
 static int
 attr_real(PyObject *obj, const char *name, double *out)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     double x;
     if (v == NULL) {
         return -1;
@@ -283,7 +283,7 @@ attr_real(PyObject *obj, const char *name, double *out)
 static int
 attr_true(PyObject *obj, const char *name)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     int t;
     if (v == NULL) {
         return -1;
@@ -305,7 +305,7 @@ param_present(PyObject *module, const char *name)
         return -1;
     }
     if (d != NULL && PyDict_Check(d)) {
-        item = PyDict_GetItemString(d, name);
+        item = tsx_dict_get(d, name);
         present = item != NULL && item != Py_None;
     }
     Py_XDECREF(d);
@@ -326,7 +326,7 @@ attr_present(PyObject *obj, const char *name)
             return -1;
         }
         if (d != NULL && PyDict_Check(d)) {
-            PyObject *item = PyDict_GetItemString(d, name);
+            PyObject *item = tsx_dict_get(d, name);
             Py_DECREF(d);
             if (item != NULL) {
                 return item != Py_None;
@@ -355,7 +355,7 @@ attr_tuple(PyObject *obj,
            bool *is_int,
            bool *is_string)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     int rc = -1;
     if (is_int != NULL) {
         *is_int = false;
@@ -510,7 +510,7 @@ attr_choice(PyObject *obj,
             const char *const *names,
             int *index)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     *index = -1;
     if (v == NULL) {
         return -1;
@@ -529,7 +529,7 @@ attr_choice(PyObject *obj,
 static int
 attr_int_or_none(PyObject *obj, const char *name, int64_t *out, bool *none)
 {
-    PyObject *v = PyObject_GetAttrString(obj, name);
+    PyObject *v = tsx_getattr(obj, name);
     if (v == NULL) {
         return -1;
     }
@@ -552,7 +552,7 @@ static int
 read_normalized_shape(PyObject *module, ts_module_desc *d)
 {
     int64_t shape[TS_MAX_DIMS];
-    PyObject *ns = PyObject_GetAttrString(module, "normalized_shape");
+    PyObject *ns = tsx_getattr(module, "normalized_shape");
     Py_ssize_t n;
     if (ns == NULL) {
         return -1;
@@ -701,7 +701,7 @@ child_desc(tsx_state *st,
            ts_module_desc *parent,
            ts_module_desc *out)
 {
-    PyObject *child = PyObject_GetAttrString(module, name);
+    PyObject *child = tsx_getattr(module, name);
     int rc;
     if (child == NULL) {
         return -1;
@@ -762,12 +762,11 @@ read_activation(tsx_state *st,
                 ts_activation *act,
                 ts_module_desc *d)
 {
-    PyObject *a = PyObject_GetAttrString(layer, "activation");
+    PyObject *a = tsx_getattr(layer, "activation");
     PyObject *functional =
         a ? PyImport_ImportModule("torch.nn.functional") : NULL;
-    PyObject *relu =
-        functional ? PyObject_GetAttrString(functional, "relu") : NULL;
-    PyObject *gelu = relu ? PyObject_GetAttrString(functional, "gelu") : NULL;
+    PyObject *relu = functional ? tsx_getattr(functional, "relu") : NULL;
+    PyObject *gelu = relu ? tsx_getattr(functional, "gelu") : NULL;
     ts_module_desc m;
     int rc = -1;
     if (gelu == NULL) {
@@ -855,7 +854,7 @@ read_transformer_stack(tsx_state *st,
 {
     ts_module_kind want = decoder ? TS_MOD_TRANSFORMER_DECODER_LAYER
                                   : TS_MOD_TRANSFORMER_ENCODER_LAYER;
-    PyObject *layers = PyObject_GetAttrString(module, "layers");
+    PyObject *layers = tsx_getattr(module, "layers");
     PyObject *final = NULL;
     Py_ssize_t n = layers ? PyObject_Length(layers) : -1;
     ts_module_desc sub;
@@ -889,7 +888,7 @@ read_transformer_stack(tsx_state *st,
         }
     }
     l->count = n;
-    final = PyObject_GetAttrString(module, "norm");
+    final = tsx_getattr(module, "norm");
     if (final == NULL) {
         goto done;
     }
@@ -1011,7 +1010,7 @@ tsx_module_desc(tsx_state *st,
                 module, "dilation", d->rank, d->dilation, NULL, NULL));
             if (d->padding_is_string) {
                 /* padding='same' pads d*(k-1)/2 on the left; 'valid' none */
-                PyObject *pad = PyObject_GetAttrString(module, "padding");
+                PyObject *pad = tsx_getattr(module, "padding");
                 int same =
                     pad && PyUnicode_Check(pad)
                     && PyUnicode_CompareWithASCIIString(pad, "same") == 0;
@@ -1091,7 +1090,7 @@ tsx_module_desc(tsx_state *st,
             TRY(t = attr_true(module, "add_zero_attn"));
             d->add_zero_attn = t;
             TRY(attr_real(module, "dropout", &d->attn_dropout));
-            out_proj = PyObject_GetAttrString(module, "out_proj");
+            out_proj = tsx_getattr(module, "out_proj");
             if (out_proj == NULL) {
                 goto error;
             }
@@ -1151,7 +1150,7 @@ tsx_module_desc(tsx_state *st,
             break;
         }
         case TS_MOD_CONSTANT_PAD: {
-            PyObject *pad = PyObject_GetAttrString(module, "padding");
+            PyObject *pad = tsx_getattr(module, "padding");
             Py_ssize_t n = pad ? PyObject_Length(pad) : -1;
             Py_XDECREF(pad);
             if (n < 0 || n > 6) {
@@ -1261,7 +1260,7 @@ tsx_module_desc(tsx_state *st,
             TRY(t = attr_true(module, "ceil_mode"));
             d->ceil_mode = t;
             /* stride=None means stride = kernel_size */
-            stride = PyObject_GetAttrString(module, "stride");
+            stride = tsx_getattr(module, "stride");
             if (stride == NULL) {
                 goto error;
             }
@@ -1309,7 +1308,7 @@ call_arg(PyObject *args, PyObject *kwargs, Py_ssize_t pos, const char *name)
         return PyTuple_GET_ITEM(args, pos);
     }
     if (kwargs != NULL && PyDict_Check(kwargs)) {
-        v = PyDict_GetItemString(kwargs, name);
+        v = tsx_dict_get(kwargs, name);
     }
     return v;
 }
@@ -1626,8 +1625,7 @@ tsx_is_native_named(PyObject *obj, const char *qualname)
 {
     PyObject *q = PyType_GetQualName(Py_TYPE(obj));
     PyObject *m =
-        q ? PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__module__")
-          : NULL;
+        q ? tsx_getattr((PyObject *)Py_TYPE(obj), "__module__") : NULL;
     int yes = 0;
     if (m != NULL && PyUnicode_Check(q) && PyUnicode_Check(m)) {
         yes = PyUnicode_CompareWithASCIIString(q, qualname) == 0

@@ -191,14 +191,46 @@ PyObject *tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds);
 int tsx_measure_init(PyObject *module);
 
 
-#endif
+/* module.c: the interned str of a C string, kept for the life of the
+ * process (a new reference), or NULL with an exception. Attribute lookups with
+ * an interned name hit CPython's type attribute cache, which is keyed by the
+ * name object's address: a fresh str (PyObject_GetAttrString) misses it
+ * and walks the whole MRO on every call. */
+PyObject *tsx_name(const char *name);
+
+/* PyObject_GetAttrString with an interned name. */
+static inline PyObject *
+tsx_getattr(PyObject *obj, const char *name)
+{
+    PyObject *n = tsx_name(name), *v;
+    if (n == NULL) {
+        return NULL;
+    }
+    v = PyObject_GetAttr(obj, n);
+    Py_DECREF(n);
+    return v;
+}
+
+/* PyDict_GetItemString with an interned name (borrowed; NULL, without an
+ * exception, when missing or on error). */
+static inline PyObject *
+tsx_dict_get(PyObject *dict, const char *name)
+{
+    PyObject *n = tsx_name(name), *v = NULL;
+    if (n != NULL) {
+        v = PyDict_GetItemWithError(dict, n);
+        Py_DECREF(n);
+    }
+    PyErr_Clear();
+    return v;
+}
 
 /* Looks an attribute up; *out is NULL (return 0) when it does not exist,
  * -1 with an exception on other errors, 1 when found. */
 static inline int
 tsx_optional_attr(PyObject *obj, const char *name, PyObject **out)
 {
-    *out = PyObject_GetAttrString(obj, name);
+    *out = tsx_getattr(obj, name);
     if (*out != NULL) {
         return 1;
     }
@@ -235,3 +267,5 @@ tsx_restore(PyObject *exc)
     PyObject *tb = PyException_GetTraceback(exc);
     PyErr_Restore(type, exc, tb);
 }
+
+#endif

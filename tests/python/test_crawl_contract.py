@@ -1174,6 +1174,27 @@ def test_two_crawls_of_one_module_end_in_any_order(order):
     assert_nothing_left(model)
 
 
+def test_report_containers_are_never_shared():
+    # the builder copies repeated records (equal metrics, empty parameter counts): every dict and list of a
+    # report must still be its own object, so that editing one row never changes another
+    def containers(value, seen):
+        if isinstance(value, (dict, list)):
+            seen.append(value)
+            for item in value.values() if isinstance(value, dict) else value:
+                containers(item, seen)
+        return seen
+
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.ReLU()) for _ in range(6)])
+    for mode in ("full", "structure"):
+        report = crawl_module(model, (8,), mode=mode)
+        seen = containers(report, [])
+        assert len({id(c) for c in seen}) == len(seen)
+        relus = [row for row in report["layers"] if row["type"] == "ReLU"]
+        assert all(row["metrics"] == relus[0]["metrics"] for row in relus)
+        relus[0]["metrics"]["calls"]["value"] = 99
+        assert relus[1]["metrics"]["calls"]["value"] == 1
+
+
 def test_repeated_tensor_kinds_are_described_exactly():
     # tensor records are shared between calls with the same shape, dtype and requires_grad: every variation
     # must still get its own record
