@@ -262,6 +262,65 @@ attribute_tensors(tsx_crawl *c,
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Adds the parameters (pass 0) or buffers (pass 1) of a module and of all
+ * its descendants, as module.parameters() / buffers() list them (each
+ * module and each tensor once), read from the modules' own dicts: the
+ * Python generators cost tens of microseconds per call. */
+static int
+attribute_subtree(tsx_crawl *c,
+                  PyObject *module,
+                  int pass,
+                  ptrset *modules,
+                  ptrset *tensors,
+                  ts_attribution *a,
+                  int depth)
+{
+    PyObject *own, *children, *key, *value;
+    Py_ssize_t pos = 0;
+    int rc = ptrset_add(modules, module);
+    if (rc <= 0) {
+        return rc;
+    }
+    if (depth > 10000) {
+        PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
+        return -1;
+    }
+    if (tsx_optional_attr(module, pass ? "_buffers" : "_parameters", &own)
+        < 0) {
+        return -1;
+    }
+    if (own != NULL) {
+        PyObject *iter = values_iter(own), *t;
+        Py_DECREF(own);
+        if (iter == NULL) {
+            return -1;
+        }
+        while (rc == 0 && (t = PyIter_Next(iter)) != NULL) {
+            if (t != Py_None) {
+                rc = ptrset_add(tensors, t);
+                rc = rc > 0 ? attribute_tensor(c, t, pass == 0, a) : rc;
+            }
+            Py_DECREF(t);
+        }
+        Py_DECREF(iter);
+        if (rc < 0 || PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    children = tsx_child_dict(module);
+    if (children == NULL) {
+        return -1;
+    }
+    while (rc == 0 && PyDict_Next(children, &pos, &key, &value)) {
+        if (value != Py_None) {
+            rc = attribute_subtree(
+                c, value, pass, modules, tensors, a, depth + 1);
+        }
+    }
+    Py_DECREF(children);
+    return rc < 0 ? -1 : 0;
+}
+
 static int refresh_module(tsx_crawl *c, int index);
 
 /* A module call begins: attribution, input metadata, a layer record.
@@ -291,18 +350,15 @@ call_begin(
         }
     }
     else {
-        PyObject *ps =
-            PyObject_CallMethodNoArgs(e->module, c->st->s_parameters);
-        int rc = ps ? attribute_tensors(c, ps, true, &a) : -1;
-        Py_XDECREF(ps);
-        if (rc < 0) {
-            return -1;
-        }
-        ps = PyObject_CallMethodNoArgs(e->module, c->st->s_buffers);
-        rc = ps ? attribute_tensors(c, ps, false, &a) : -1;
-        Py_XDECREF(ps);
-        if (rc < 0) {
-            return -1;
+        for (int pass = 0; pass < 2; pass++) {
+            ptrset modules = {NULL, 0, 0}, tensors = {NULL, 0, 0};
+            int rc = attribute_subtree(
+                c, e->module, pass, &modules, &tensors, &a, 0);
+            ptrset_clear(&modules);
+            ptrset_clear(&tensors);
+            if (rc < 0) {
+                return -1;
+            }
         }
     }
     if (c->open == c->opened_cap) {
