@@ -15,6 +15,7 @@ static struct PyModuleDef engine_def;
 #define NAME_SLOTS 512
 static struct {
     const char *key;
+    const char *text; /* name's own UTF-8 */
     PyObject *name;
 } name_table[NAME_SLOTS];
 
@@ -33,8 +34,7 @@ tsx_name(const char *name)
             break;
         }
         if (name_table[i].key == name) {
-            const char *text = PyUnicode_AsUTF8(name_table[i].name);
-            if (text != NULL && strcmp(text, name) == 0) {
+            if (strcmp(name_table[i].text, name) == 0) {
                 return Py_NewRef(name_table[i].name);
             }
             slot = i;
@@ -43,8 +43,14 @@ tsx_name(const char *name)
     }
     s = PyUnicode_InternFromString(name);
     if (s != NULL) {
+        const char *text = PyUnicode_AsUTF8(s);
+        if (text == NULL) {
+            Py_DECREF(s);
+            return NULL;
+        }
         Py_XSETREF(name_table[slot].name, Py_NewRef(s));
         name_table[slot].key = name;
+        name_table[slot].text = text;
     }
     return s;
 }

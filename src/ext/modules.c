@@ -245,10 +245,51 @@ forward_unchanged(tsx_state *st, PyObject *module, PyObject *native_type)
     return same;
 }
 
+/* getattr for nn.Module attributes. PyTorch keeps parameters, buffers and
+ * submodules in the _parameters, _buffers and _modules dicts and finds them
+ * through nn.Module.__getattr__, a Python function reached after the
+ * ordinary lookup has failed (an AttributeError raised and cleared). When
+ * the class does not define the name, the instance dict and then those
+ * three dicts are read directly, in the order nn.Module.__getattr__ uses;
+ * anything else takes the ordinary lookup. New reference, or NULL with an
+ * exception. */
+static PyObject *
+module_attr(PyObject *obj, const char *name)
+{
+    static const char *const stores[3] = {
+        "_parameters", "_buffers", "_modules"};
+    PyObject *n = tsx_name(name), *dict, *v = NULL;
+    if (n == NULL) {
+        return NULL;
+    }
+    if (_PyType_Lookup(Py_TYPE(obj), n) == NULL
+        && (dict = PyObject_GenericGetDict(obj, NULL)) != NULL) {
+        v = PyDict_GetItemWithError(dict, n);
+        for (int i = 0; v == NULL && !PyErr_Occurred() && i < 3; i++) {
+            PyObject *sn = tsx_name(stores[i]);
+            PyObject *store = sn ? PyDict_GetItemWithError(dict, sn) : NULL;
+            Py_XDECREF(sn);
+            if (store != NULL && PyDict_CheckExact(store)) {
+                v = PyDict_GetItemWithError(store, n);
+            }
+        }
+        Py_XINCREF(v);
+        Py_DECREF(dict);
+        if (v != NULL || PyErr_Occurred()) {
+            Py_DECREF(n);
+            return v;
+        }
+    }
+    PyErr_Clear(); /* no instance dict: the ordinary lookup decides */
+    v = PyObject_GetAttr(obj, n);
+    Py_DECREF(n);
+    return v;
+}
+
 static int
 attr_int(PyObject *obj, const char *name, int64_t *out)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = module_attr(obj, name);
     long long x;
     if (v == NULL) {
         return -1;
@@ -265,7 +306,7 @@ attr_int(PyObject *obj, const char *name, int64_t *out)
 static int
 attr_real(PyObject *obj, const char *name, double *out)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = module_attr(obj, name);
     double x;
     if (v == NULL) {
         return -1;
@@ -283,7 +324,7 @@ attr_real(PyObject *obj, const char *name, double *out)
 static int
 attr_true(PyObject *obj, const char *name)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = module_attr(obj, name);
     int t;
     if (v == NULL) {
         return -1;
@@ -355,7 +396,7 @@ attr_tuple(PyObject *obj,
            bool *is_int,
            bool *is_string)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = module_attr(obj, name);
     int rc = -1;
     if (is_int != NULL) {
         *is_int = false;
@@ -510,7 +551,7 @@ attr_choice(PyObject *obj,
             const char *const *names,
             int *index)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = module_attr(obj, name);
     *index = -1;
     if (v == NULL) {
         return -1;
@@ -529,7 +570,7 @@ attr_choice(PyObject *obj,
 static int
 attr_int_or_none(PyObject *obj, const char *name, int64_t *out, bool *none)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = module_attr(obj, name);
     if (v == NULL) {
         return -1;
     }
@@ -552,7 +593,7 @@ static int
 read_normalized_shape(PyObject *module, ts_module_desc *d)
 {
     int64_t shape[TS_MAX_DIMS];
-    PyObject *ns = tsx_getattr(module, "normalized_shape");
+    PyObject *ns = module_attr(module, "normalized_shape");
     Py_ssize_t n;
     if (ns == NULL) {
         return -1;
@@ -701,7 +742,7 @@ child_desc(tsx_state *st,
            ts_module_desc *parent,
            ts_module_desc *out)
 {
-    PyObject *child = tsx_getattr(module, name);
+    PyObject *child = module_attr(module, name);
     int rc;
     if (child == NULL) {
         return -1;
@@ -762,7 +803,7 @@ read_activation(tsx_state *st,
                 ts_activation *act,
                 ts_module_desc *d)
 {
-    PyObject *a = tsx_getattr(layer, "activation");
+    PyObject *a = module_attr(layer, "activation");
     PyObject *functional =
         a ? PyImport_ImportModule("torch.nn.functional") : NULL;
     PyObject *relu = functional ? tsx_getattr(functional, "relu") : NULL;
@@ -854,11 +895,21 @@ read_transformer_stack(tsx_state *st,
 {
     ts_module_kind want = decoder ? TS_MOD_TRANSFORMER_DECODER_LAYER
                                   : TS_MOD_TRANSFORMER_ENCODER_LAYER;
-    PyObject *layers = tsx_getattr(module, "layers");
-    PyObject *final = NULL;
-    Py_ssize_t n = layers ? PyObject_Length(layers) : -1;
+    PyObject *layers = module_attr(module, "layers");
+    PyObject *final = NULL, *seq = NULL;
+    Py_ssize_t n = -1;
     ts_module_desc sub;
     int rc = -1;
+    if (layers != NULL && tsx_is_native_named(layers, "ModuleList")) {
+        /* a ModuleList iterates its _modules values: no Python calls */
+        PyObject *children = tsx_child_dict(layers);
+        seq = children ? PyDict_Values(children) : NULL;
+        Py_XDECREF(children);
+    }
+    else if (layers != NULL) {
+        seq = PySequence_List(layers);
+    }
+    n = seq ? PyList_GET_SIZE(seq) : -1;
     if (n < 0) {
         goto done;
     }
@@ -866,9 +917,7 @@ read_transformer_stack(tsx_state *st,
         refuse(d, "Transformer estimates need at least one layer");
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_GetItem(layers, i);
-        int got = item ? object_desc(st, item, &sub) : -1;
-        Py_XDECREF(item);
+        int got = object_desc(st, PyList_GET_ITEM(seq, i), &sub);
         if (got < 0) {
             goto done;
         }
@@ -888,7 +937,7 @@ read_transformer_stack(tsx_state *st,
         }
     }
     l->count = n;
-    final = tsx_getattr(module, "norm");
+    final = module_attr(module, "norm");
     if (final == NULL) {
         goto done;
     }
@@ -907,6 +956,7 @@ read_transformer_stack(tsx_state *st,
     rc = 0;
 done:
     Py_XDECREF(layers);
+    Py_XDECREF(seq);
     Py_XDECREF(final);
     return rc;
 }
@@ -1010,7 +1060,7 @@ tsx_module_desc(tsx_state *st,
                 module, "dilation", d->rank, d->dilation, NULL, NULL));
             if (d->padding_is_string) {
                 /* padding='same' pads d*(k-1)/2 on the left; 'valid' none */
-                PyObject *pad = tsx_getattr(module, "padding");
+                PyObject *pad = module_attr(module, "padding");
                 int same =
                     pad && PyUnicode_Check(pad)
                     && PyUnicode_CompareWithASCIIString(pad, "same") == 0;
@@ -1090,7 +1140,7 @@ tsx_module_desc(tsx_state *st,
             TRY(t = attr_true(module, "add_zero_attn"));
             d->add_zero_attn = t;
             TRY(attr_real(module, "dropout", &d->attn_dropout));
-            out_proj = tsx_getattr(module, "out_proj");
+            out_proj = module_attr(module, "out_proj");
             if (out_proj == NULL) {
                 goto error;
             }
@@ -1150,7 +1200,7 @@ tsx_module_desc(tsx_state *st,
             break;
         }
         case TS_MOD_CONSTANT_PAD: {
-            PyObject *pad = tsx_getattr(module, "padding");
+            PyObject *pad = module_attr(module, "padding");
             Py_ssize_t n = pad ? PyObject_Length(pad) : -1;
             Py_XDECREF(pad);
             if (n < 0 || n > 6) {
@@ -1260,7 +1310,7 @@ tsx_module_desc(tsx_state *st,
             TRY(t = attr_true(module, "ceil_mode"));
             d->ceil_mode = t;
             /* stride=None means stride = kernel_size */
-            stride = tsx_getattr(module, "stride");
+            stride = module_attr(module, "stride");
             if (stride == NULL) {
                 goto error;
             }
