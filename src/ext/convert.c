@@ -63,9 +63,13 @@ strings_clear(struct tsx_strings *strings)
     }
 }
 
+static void pybuilder_free(tsx_pybuilder *b);
+
 void
-tsx_strings_free(tsx_state *st)
+tsx_convert_free(tsx_state *st)
 {
+    pybuilder_free(st->spare_builder);
+    st->spare_builder = NULL;
     if (st->strings != NULL) {
         strings_clear(st->strings);
         PyMem_Free(st->strings);
@@ -98,6 +102,21 @@ str_cache_new(tsx_state *st)
     return cache;
 }
 
+/* Forgets what one conversion remembered (its trees and text addresses). */
+static void
+str_cache_reset(str_cache *cache)
+{
+    for (size_t i = 0; i < TREE_MEMO_SIZE; i++) {
+        json_decref(cache->trees[i].json);
+        cache->trees[i].json = NULL;
+        Py_CLEAR(cache->trees[i].obj);
+    }
+    for (size_t i = 0; i < ADDR_MEMO_SIZE; i++) {
+        cache->addrs[i].text = NULL;
+        Py_CLEAR(cache->addrs[i].obj);
+    }
+}
+
 static void
 str_cache_free(str_cache *cache)
 {
@@ -108,13 +127,7 @@ str_cache_free(str_cache *cache)
         strings_clear(cache->strings);
         PyMem_Free(cache->strings);
     }
-    for (size_t i = 0; i < TREE_MEMO_SIZE; i++) {
-        json_decref(cache->trees[i].json);
-        Py_XDECREF(cache->trees[i].obj);
-    }
-    for (size_t i = 0; i < ADDR_MEMO_SIZE; i++) {
-        Py_XDECREF(cache->addrs[i].obj);
-    }
+    str_cache_reset(cache);
     PyMem_Free(cache);
 }
 
@@ -494,6 +507,7 @@ typedef struct int_slot {
 } int_slot;
 
 struct tsx_pybuilder {
+    tsx_state *st;
     str_cache *cache;
     record_slot records[RECORD_MEMO_SIZE];
     int_slot ints[INT_MEMO_SIZE];
@@ -745,19 +759,29 @@ pyb_tree(void *ctx, const json_t *value)
     return pyb_place(b, from_json(value, b->cache));
 }
 
+/* Builders are large (their memo tables) and one is in use at a time: the
+ * state keeps one between reports, emptied, instead of allocating and
+ * clearing a new one for every report. */
 tsx_pybuilder *
 tsx_pybuilder_new(ts_emitter *e, tsx_state *st)
 {
-    tsx_pybuilder *b = PyMem_Calloc(1, sizeof(tsx_pybuilder));
-    if (b == NULL) {
-        PyErr_NoMemory();
-        return NULL;
+    tsx_pybuilder *b = st->spare_builder;
+    if (b != NULL) {
+        st->spare_builder = NULL;
     }
-    b->cache = str_cache_new(st);
-    if (b->cache == NULL) {
-        PyMem_Free(b);
-        PyErr_NoMemory();
-        return NULL;
+    else {
+        b = PyMem_Calloc(1, sizeof(tsx_pybuilder));
+        if (b == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        b->st = st;
+        b->cache = str_cache_new(st);
+        if (b->cache == NULL) {
+            PyMem_Free(b);
+            PyErr_NoMemory();
+            return NULL;
+        }
     }
     /* Thousands of fresh containers, none in a cycle: no collection of
      * the torch heap while they are built. */
@@ -777,6 +801,39 @@ tsx_pybuilder_new(ts_emitter *e, tsx_state *st)
     return b;
 }
 
+/* Drops everything a build holds; the builder can serve again. */
+static void
+pybuilder_reset(tsx_pybuilder *b)
+{
+    for (size_t i = 0; i < b->nitems; i++) {
+        Py_DECREF(b->items[i]);
+    }
+    b->nitems = 0;
+    b->depth = 0;
+    b->failed = false;
+    for (size_t i = 0; i < RECORD_MEMO_SIZE; i++) {
+        Py_CLEAR(b->records[i].dict);
+        b->records[i].nitems = 0;
+    }
+    for (size_t i = 0; i < INT_MEMO_SIZE; i++) {
+        Py_CLEAR(b->ints[i].obj);
+    }
+    Py_CLEAR(b->result);
+    str_cache_reset(b->cache);
+}
+
+static void
+pybuilder_free(tsx_pybuilder *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    pybuilder_reset(b);
+    PyMem_Free(b->items);
+    str_cache_free(b->cache);
+    PyMem_Free(b);
+}
+
 PyObject *
 tsx_pybuilder_finish(tsx_pybuilder *b)
 {
@@ -788,21 +845,15 @@ tsx_pybuilder_finish(tsx_pybuilder *b)
     else if (!PyErr_Occurred()) {
         PyErr_SetString(PyExc_RuntimeError, "incomplete report stream");
     }
-    for (size_t i = 0; i < b->nitems; i++) {
-        Py_DECREF(b->items[i]);
-    }
-    PyMem_Free(b->items);
-    for (size_t i = 0; i < RECORD_MEMO_SIZE; i++) {
-        Py_XDECREF(b->records[i].dict);
-    }
-    for (size_t i = 0; i < INT_MEMO_SIZE; i++) {
-        Py_XDECREF(b->ints[i].obj);
-    }
-    Py_XDECREF(b->result);
-    str_cache_free(b->cache);
+    pybuilder_reset(b);
     if (b->gc_was_enabled) {
         PyGC_Enable();
     }
-    PyMem_Free(b);
+    if (b->st->spare_builder == NULL) {
+        b->st->spare_builder = b;
+    }
+    else {
+        pybuilder_free(b);
+    }
     return result;
 }

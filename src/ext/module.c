@@ -522,7 +522,7 @@ engine_clear(PyObject *module)
     st->ndtypes = 0;
     tsx_op_cache_free(st);
     tsx_meta_cache_free(st);
-    tsx_strings_free(st);
+    tsx_convert_free(st);
     return 0;
 }
 

@@ -44,11 +44,12 @@ typedef struct tsx_state {
         *s_get_raw, *s_out_shape, *s_is_cpu, *s_cpu;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
-    struct tsx_op_cache *op_cache;     /* resolved operators (dispatch.c) */
-    json_t *j_tensor, *j_cpu;          /* shared metadata strings */
-    struct tsx_desc_memo *desc_memo;   /* while a crawl is being built */
-    struct tsx_meta_cache *meta_cache; /* CPU tensor metadata (describe.c) */
-    struct tsx_strings *strings;       /* report vocabulary (convert.c) */
+    struct tsx_op_cache *op_cache;       /* resolved operators (dispatch.c) */
+    json_t *j_tensor, *j_cpu;            /* shared metadata strings */
+    struct tsx_desc_memo *desc_memo;     /* while a crawl is being built */
+    struct tsx_meta_cache *meta_cache;   /* CPU tensor metadata (describe.c) */
+    struct tsx_strings *strings;         /* report vocabulary (convert.c) */
+    struct tsx_pybuilder *spare_builder; /* kept between reports */
 } tsx_state;
 
 tsx_state *tsx_get_state(PyObject *module);
@@ -64,8 +65,9 @@ json_t *tsx_to_json(PyObject *obj, const char *what); /* new or NULL+exc */
 struct ts_emitter;
 typedef struct tsx_pybuilder tsx_pybuilder;
 tsx_pybuilder *tsx_pybuilder_new(struct ts_emitter *emitter, tsx_state *st);
-/* Frees the report builder's string table (module teardown). */
-void tsx_strings_free(tsx_state *st);
+/* Frees the report builders' string table and spare builder (module
+ * teardown). */
+void tsx_convert_free(tsx_state *st);
 PyObject *tsx_pybuilder_finish(tsx_pybuilder *builder);
 
 /* The FlopReport of a counter as a JSON tree (new reference), or NULL with
