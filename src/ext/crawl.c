@@ -375,7 +375,11 @@ call_begin(
     oc->has_input = false;
     /* The first tensor of the call (positional arguments, then keyword
      * arguments) is captured here for the formulas of the post-hook. */
-    input = tsx_describe_call(c->st, args, kwargs, &oc->input, &oc->has_input);
+    input = tsx_describe_call(c->st,
+                              args,
+                              kwargs,
+                              c->full ? &oc->input : NULL,
+                              c->full ? &oc->has_input : NULL);
     if (input == NULL) {
         return -1;
     }
@@ -495,7 +499,10 @@ call_end(tsx_crawl *c,
         }
     }
     if (!failed) {
-        out_meta = tsx_describe(st, output, &call.output, &call.has_output);
+        /* the shapes for the formulas (full mode) are read on the way */
+        out_meta =
+            c->full ? tsx_describe(st, output, &call.output, &call.has_output)
+                    : tsx_describe(st, output, NULL, NULL);
         if (out_meta == NULL) {
             return -1;
         }
