@@ -482,9 +482,9 @@ tsx_raise(const ts_error *err)
 
 #define PYB_MAX_DEPTH 256
 
-/* Open containers keep their items on one stack (keys of a dict at the
- * odd slots) and are built when they close, at their final size: no
- * resizing of dicts and lists that grow one item at a time. */
+/* Open containers keep their items on one stack (a dict's keys and values
+ * alternate) and are built when they close: lists at their final size, and
+ * dicts with all their items known, which the record memo below needs. */
 /* Reports repeat whole records (a metric of the same value in many rows,
  * empty parameter counts): a dict whose values are all leaves (str, int,
  * bool, None: no containers) is remembered by the identity of its keys and
@@ -627,11 +627,7 @@ pyb_build(tsx_pybuilder *b, size_t base, bool is_dict)
             b->nitems = base;
             return container;
         }
-#if PY_VERSION_HEX < 0x030D0000
-        container = _PyDict_NewPresized((Py_ssize_t)(n / 2));
-#else
         container = PyDict_New();
-#endif
         for (size_t i = base; container != NULL && i + 1 < b->nitems; i += 2) {
             if (PyDict_SetItem(container, b->items[i], b->items[i + 1]) < 0) {
                 Py_CLEAR(container);

@@ -279,8 +279,9 @@ attribute_subtree(tsx_crawl *c,
     Py_ssize_t pos = 0;
     int rc = ptrset_add(modules, module);
     if (rc <= 0) {
-        return rc;
+        return rc; /* met before (0), or an error */
     }
+    rc = 0;
     if (depth > 10000) {
         PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
         return -1;

@@ -816,6 +816,25 @@ def test_lazy_module_is_counted_after_materialization():
     assert metrics["macs"]["value"] == 15
 
 
+def test_subtree_owning_rows_attribute_what_parameters_and_buffers_list():
+    # MultiheadAttention and the Transformer family own their subtree: their row carries every tensor that
+    # module.parameters() / module.buffers() list (each module and tensor once), and later rows inside see them
+    # as shared
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    layer.linear1.weight.requires_grad_(False)
+    layer.norm1.register_buffer("extra", torch.zeros(3))
+    layer.again = layer.linear2  # one module under two names: counted once
+    model = nn.Sequential(nn.Linear(8, 8), layer)
+    report = crawl_module(model, (4, 8), mode="structure")
+    rows = {row["path"]: row for row in report["layers"]}
+    frozen = layer.linear1.weight.numel()
+    total = sum(p.numel() for p in layer.parameters())
+    assert rows["1"]["parameters"] == {"trainable": total - frozen, "frozen": frozen, "bytes": 4 * total, "shared": False}
+    assert rows["1"]["buffers"] == {"elements": 3, "bytes": 12, "shared": False}
+    assert rows["1.self_attn"]["parameters"] == {"trainable": 0, "frozen": 0, "bytes": 0, "shared": True}
+    assert report["totals"]["parameters"]["value"] == sum(p.numel() for p in model.parameters())
+
+
 def test_aliased_module_is_one_path_with_two_calls():
     class Aliased(nn.Module):
         def __init__(self) -> None:
