@@ -444,8 +444,17 @@ slot_reset(metric_slot *slot)
     memset(slot, 0, sizeof *slot);
 }
 
+/* Module paths and type names live in chunks freed with the session: one
+ * allocation per few hundred names instead of two per module. */
+typedef struct text_chunk {
+    struct text_chunk *next;
+    size_t used, cap;
+    char text[];
+} text_chunk;
+
 struct ts_session {
     bool full;
+    text_chunk *texts;
     module_record *modules;
     size_t nmodules, modules_cap;
     layer_record *layers;
@@ -454,6 +463,30 @@ struct ts_session {
     size_t depth, stack_cap;
     json_t *diagnostics;
 };
+
+/* A copy of `s` that lives as long as the session, or NULL. */
+static char *
+session_text(ts_session *session, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    text_chunk *c = session->texts;
+    char *copy;
+    if (c == NULL || c->cap - c->used < n) {
+        size_t cap = n > 4000 ? n : 4000;
+        c = malloc(sizeof(text_chunk) + cap);
+        if (c == NULL) {
+            return NULL;
+        }
+        c->next = session->texts;
+        c->used = 0;
+        c->cap = cap;
+        session->texts = c;
+    }
+    copy = c->text + c->used;
+    memcpy(copy, s, n);
+    c->used += n;
+    return copy;
+}
 
 ts_session *
 ts_session_new(bool full)
@@ -477,9 +510,10 @@ ts_session_free(ts_session *session)
     if (session == NULL) {
         return;
     }
-    for (size_t i = 0; i < session->nmodules; i++) {
-        free(session->modules[i].path);
-        free(session->modules[i].type_name);
+    while (session->texts != NULL) {
+        text_chunk *next = session->texts->next;
+        free(session->texts);
+        session->texts = next;
     }
     for (size_t i = 0; i < session->nlayers; i++) {
         json_decref(session->layers[i].input);
@@ -512,11 +546,9 @@ ts_session_add_module(ts_session *session,
     }
     m = &session->modules[session->nmodules];
     memset(m, 0, sizeof *m);
-    m->path = dup_string(path);
-    m->type_name = dup_string(type_name);
+    m->path = session_text(session, path);
+    m->type_name = session_text(session, type_name);
     if (m->path == NULL || m->type_name == NULL) {
-        free(m->path);
-        free(m->type_name);
         return TS_ENOMEM;
     }
     if (desc != NULL) {
@@ -550,11 +582,12 @@ ts_session_update_module(ts_session *session,
         return TS_EINVAL;
     }
     m = &session->modules[module];
-    name = dup_string(type_name);
+    name = strcmp(m->type_name, type_name) == 0
+               ? m->type_name
+               : session_text(session, type_name);
     if (name == NULL) {
         return TS_ENOMEM;
     }
-    free(m->type_name);
     m->type_name = name;
     m->desc = *desc;
     return TS_OK;
