@@ -391,6 +391,7 @@ ts_flop_report_not_requested(const char *torch_version)
 typedef struct module_record {
     char *path;
     char *type_name;
+    const char *name; /* the row name: last path part; root: type, lowered */
     ts_module_desc desc;
     bool metric_leaf;
     bool handler; /* a custom handler estimates this module */
@@ -488,6 +489,28 @@ session_text(ts_session *session, const char *s)
     return copy;
 }
 
+/* Sets m->name: the last part of the path, or for the root (empty path)
+ * its type name in lower case. TS_OK or TS_ENOMEM. */
+static int
+set_row_name(ts_session *session, module_record *m)
+{
+    const char *dot = strrchr(m->path, '.');
+    char *lowered;
+    if (m->path[0] != '\0') {
+        m->name = dot ? dot + 1 : m->path;
+        return TS_OK;
+    }
+    lowered = session_text(session, m->type_name);
+    if (lowered == NULL) {
+        return TS_ENOMEM;
+    }
+    for (char *c = lowered; *c; c++) {
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    }
+    m->name = lowered;
+    return TS_OK;
+}
+
 ts_session *
 ts_session_new(bool full)
 {
@@ -548,7 +571,8 @@ ts_session_add_module(ts_session *session,
     memset(m, 0, sizeof *m);
     m->path = session_text(session, path);
     m->type_name = session_text(session, type_name);
-    if (m->path == NULL || m->type_name == NULL) {
+    if (m->path == NULL || m->type_name == NULL
+        || set_row_name(session, m) != TS_OK) {
         return TS_ENOMEM;
     }
     if (desc != NULL) {
@@ -588,7 +612,12 @@ ts_session_update_module(ts_session *session,
     if (name == NULL) {
         return TS_ENOMEM;
     }
-    m->type_name = name;
+    if (name != m->type_name) {
+        m->type_name = name;
+        if (set_row_name(session, m) != TS_OK) {
+            return TS_ENOMEM;
+        }
+    }
     m->desc = *desc;
     return TS_OK;
 }
@@ -1100,42 +1129,16 @@ emit_int_member(const ts_emitter *e, const char *key, int64_t value)
     return e->integer(e->ctx, value);
 }
 
-/* The root row's name: its type name in lower case. */
-static void
-root_name(const ts_session *session, char *out, size_t size)
-{
-    const char *type = "";
-    size_t i = 0;
-    for (size_t k = 0; k < session->nmodules; k++) {
-        if (session->modules[k].path[0] == '\0') {
-            type = session->modules[k].type_name;
-            break;
-        }
-    }
-    for (; type[i] && i + 1 < size; i++) {
-        char c = type[i];
-        out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    }
-    out[i] = '\0';
-}
-
-/* `root` is the root row's name (root_name), valid for the whole emission
- * like every text an emitter receives. */
 static int
 emit_layer(const ts_emitter *e,
            const ts_session *session,
-           const layer_record *layer,
-           const char *root)
+           const layer_record *layer)
 {
     const module_record *m = &session->modules[layer->module];
     const ts_attribution *a = &layer->attribution;
-    const char *dot = strrchr(m->path, '.');
-    const char *name = dot ? dot + 1 : m->path;
+    const char *name = m->name;
     int depth = 0;
-    if (m->path[0] == '\0') {
-        name = root;
-    }
-    else {
+    if (m->path[0] != '\0') {
         depth = 1;
         for (const char *p = m->path; *p; p++) {
             depth += *p == '.';
@@ -1242,15 +1245,22 @@ emit_layer(const ts_emitter *e,
 
 /* Sums one estimate over the rows that have it (contract 1.2): complete
  * when every row is, partial when any lower bound is known. */
+#define METHOD_TEXT 512
+
+/* `method` (METHOD_TEXT bytes) receives the aggregate's method name; it
+ * must outlive the emission, like all emitted text. */
 static int
-emit_aggregate(const ts_emitter *e, const ts_session *session, int which)
+emit_aggregate(const ts_emitter *e,
+               const ts_session *session,
+               int which,
+               char *method)
 {
     int64_t known = 0;
     size_t rows = 0, known_rows = 0;
     bool all_complete = true, overflow = false;
     const char *methods[8];
     size_t nmethods = 0;
-    char method[512];
+    const size_t size = METHOD_TEXT;
     ts_status status;
     for (size_t i = 0; i < session->nlayers; i++) {
         const layer_record *l = &session->layers[i];
@@ -1273,10 +1283,7 @@ emit_aggregate(const ts_emitter *e, const ts_session *session, int which)
         }
     }
     if (nmethods <= 1) {
-        snprintf(method,
-                 sizeof method,
-                 "%s",
-                 nmethods ? methods[0] : MODULE_METHOD);
+        snprintf(method, size, "%s", nmethods ? methods[0] : MODULE_METHOD);
     }
     else {
         /* Several methods contributed: name them all, sorted. */
@@ -1289,16 +1296,13 @@ emit_aggregate(const ts_emitter *e, const ts_session *session, int which)
                 methods[y - 1] = t;
             }
         }
-        len = (size_t)snprintf(method, sizeof method, "sum_module_estimates[");
-        for (size_t j = 0; j < nmethods && len < sizeof method; j++) {
-            len += (size_t)snprintf(method + len,
-                                    sizeof method - len,
-                                    "%s%s",
-                                    j ? ", " : "",
-                                    methods[j]);
+        len = (size_t)snprintf(method, size, "sum_module_estimates[");
+        for (size_t j = 0; j < nmethods && len < size; j++) {
+            len += (size_t)snprintf(
+                method + len, size - len, "%s%s", j ? ", " : "", methods[j]);
         }
-        if (len < sizeof method) {
-            snprintf(method + len, sizeof method - len, "]");
+        if (len < size) {
+            snprintf(method + len, size - len, "]");
         }
     }
     if (rows == 0 || overflow) {
@@ -1334,8 +1338,7 @@ ts_session_emit_report(const ts_session *session,
                        const json_t *flop_report)
 {
     const json_t *flop_diags = json_object_get(flop_report, "diagnostics");
-    char root[256];
-    root_name(session, root, sizeof root);
+    char methods[3][METHOD_TEXT]; /* the aggregates' method names */
     TRY_EMIT(e->begin_object(e->ctx));
     TRY_EMIT(emit_int_member(e, "schema_version", 1));
     TRY_EMIT(e->key(e->ctx, "context"));
@@ -1359,7 +1362,7 @@ ts_session_emit_report(const ts_session *session,
     TRY_EMIT(e->key(e->ctx, "layers"));
     TRY_EMIT(e->begin_array(e->ctx));
     for (size_t i = 0; i < session->nlayers; i++) {
-        TRY_EMIT(emit_layer(e, session, &session->layers[i], root));
+        TRY_EMIT(emit_layer(e, session, &session->layers[i]));
     }
     TRY_EMIT(e->end_array(e->ctx));
     TRY_EMIT(e->key(e->ctx, "operator_flops"));
@@ -1381,7 +1384,7 @@ ts_session_emit_report(const ts_session *session,
     for (int i = 0; i < 3; i++) {
         TRY_EMIT(e->key(e->ctx, estimate_names[i]));
         if (session->full) {
-            TRY_EMIT(emit_aggregate(e, session, i));
+            TRY_EMIT(emit_aggregate(e, session, i, methods[i]));
         }
         else {
             TRY_EMIT(emit_metric(e,

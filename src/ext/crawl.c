@@ -314,8 +314,11 @@ attribute_subtree(tsx_crawl *c,
     }
     while (rc == 0 && PyDict_Next(children, &pos, &key, &value)) {
         if (value != Py_None) {
+            /* reading a tensor may run Python code that edits the dict */
+            Py_INCREF(value);
             rc = attribute_subtree(
                 c, value, pass, modules, tensors, a, depth + 1);
+            Py_DECREF(value);
         }
     }
     Py_DECREF(children);

@@ -250,9 +250,43 @@ forward_unchanged(tsx_state *st, PyObject *module, PyObject *native_type)
  * through nn.Module.__getattr__, a Python function reached after the
  * ordinary lookup has failed (an AttributeError raised and cleared). When
  * the class does not define the name, the instance dict and then those
- * three dicts are read directly, in the order nn.Module.__getattr__ uses;
- * anything else takes the ordinary lookup. New reference, or NULL with an
+ * three dicts are read directly, in the order nn.Module.__getattr__ uses,
+ * for classes that keep nn.Module's lookup; anything else takes the
+ * ordinary lookup. New reference, or NULL with an
  * exception. */
+/* 1 when the class looks attributes up as nn.Module does: its
+ * __getattr__ is nn.Module's and its __getattribute__ is object's (a
+ * subclass overriding either decides for itself). Errors read as 0. */
+static int
+module_lookup(PyTypeObject *type)
+{
+    /* as the class dictionaries hold them; kept for the process */
+    static PyObject *module_getattr, *object_getattribute;
+    PyObject *ga = tsx_name("__getattr__");
+    PyObject *gab = tsx_name("__getattribute__");
+    int yes = 0;
+    if (ga != NULL && gab != NULL && module_getattr == NULL) {
+        PyObject *nn = PyImport_ImportModule("torch.nn");
+        PyObject *cls = nn ? tsx_getattr(nn, "Module") : NULL;
+        if (cls != NULL && PyType_Check(cls)) {
+            module_getattr =
+                Py_XNewRef(_PyType_Lookup((PyTypeObject *)cls, ga));
+            object_getattribute =
+                Py_XNewRef(_PyType_Lookup(&PyBaseObject_Type, gab));
+        }
+        Py_XDECREF(cls);
+        Py_XDECREF(nn);
+    }
+    if (ga != NULL && gab != NULL && module_getattr != NULL) {
+        yes = _PyType_Lookup(type, ga) == module_getattr
+              && _PyType_Lookup(type, gab) == object_getattribute;
+    }
+    Py_XDECREF(ga);
+    Py_XDECREF(gab);
+    PyErr_Clear();
+    return yes;
+}
+
 static PyObject *
 module_attr(PyObject *obj, const char *name)
 {
@@ -262,7 +296,7 @@ module_attr(PyObject *obj, const char *name)
     if (n == NULL) {
         return NULL;
     }
-    if (_PyType_Lookup(Py_TYPE(obj), n) == NULL
+    if (_PyType_Lookup(Py_TYPE(obj), n) == NULL && module_lookup(Py_TYPE(obj))
         && (dict = PyObject_GenericGetDict(obj, NULL)) != NULL) {
         v = PyDict_GetItemWithError(dict, n);
         for (int i = 0; v == NULL && !PyErr_Occurred() && i < 3; i++) {

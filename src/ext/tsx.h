@@ -213,17 +213,19 @@ tsx_getattr(PyObject *obj, const char *name)
     return v;
 }
 
-/* PyDict_GetItemString with an interned name (borrowed; NULL, without an
- * exception, when missing or on error). */
+/* PyDict_GetItemString with an interned name (borrowed; NULL when missing
+ * or on error, with the exception state as it was). */
 static inline PyObject *
 tsx_dict_get(PyObject *dict, const char *name)
 {
-    PyObject *n = tsx_name(name), *v = NULL;
+    PyObject *type, *value, *tb, *n, *v = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    n = tsx_name(name);
     if (n != NULL) {
         v = PyDict_GetItemWithError(dict, n);
         Py_DECREF(n);
     }
-    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
     return v;
 }
 

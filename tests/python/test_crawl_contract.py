@@ -835,6 +835,22 @@ def test_subtree_owning_rows_attribute_what_parameters_and_buffers_list():
     assert report["totals"]["parameters"]["value"] == sum(p.numel() for p in model.parameters())
 
 
+def test_every_row_with_an_empty_path_is_named_after_its_own_type():
+    class Odd(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            setattr(self, "", nn.Linear(4, 4))  # nn.Module accepts an empty child name
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return getattr(self, "")(x)
+
+    report = crawl_module(Odd(), (4,))
+    assert [(row["path"], row["name"], row["type"]) for row in report["layers"]] == [
+        ("", "odd", "Odd"),
+        ("", "linear", "Linear"),
+    ]
+
+
 def test_aliased_module_is_one_path_with_two_calls():
     class Aliased(nn.Module):
         def __init__(self) -> None:

@@ -445,3 +445,15 @@ def test_a_matching_descendant_that_never_runs_keeps_the_inclusive_formula():
     assert all(layer["metric_owners"]["module_flops"]["path"] == "" for layer in below)
     assert report["totals"]["module_flops"]["value"] == 2694
     assert not [d for d in report["diagnostics"] if d["code"] == "expanded_atomic_boundary"]
+
+
+def test_each_total_names_the_methods_of_its_own_rows():
+    # a handler that answers module_flops only: that total names both methods, macs and dmas only the formula's
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    report = crawl_module(model, (4,), custom_modules={nn.Linear: ModuleHandler(lambda call: {"module_flops": 1})})
+    for key in ("module_flops", "macs", "dmas"):
+        methods = sorted({row["metrics"][key]["method"] for row in report["layers"] if key in row["metrics"]})
+        expected = methods[0] if len(methods) == 1 else f"sum_module_estimates[{', '.join(methods)}]"
+        assert report["totals"][key]["method"] == expected
+    assert report["totals"]["macs"]["method"] == "torchscan_module_formula"
+    assert report["totals"]["module_flops"]["method"].startswith("sum_module_estimates[custom_module_handler:")
