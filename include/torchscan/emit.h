@@ -8,7 +8,8 @@
  *
  * Text passed to key() and string(), and trees passed to tree(), stay
  * valid and unchanged until the whole emission ends: an emitter may
- * remember text by its address (the Python builder does). */
+ * remember text by its address (the Python builder does, for text that is
+ * not on the stack). */
 #ifndef TORCHSCAN_EMIT_H
 #define TORCHSCAN_EMIT_H
 

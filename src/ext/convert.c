@@ -1,5 +1,6 @@
 /* JSON value trees <-> Python objects, and engine status -> exception. */
 #include <math.h>
+#include <pthread.h>
 
 #include "tsx.h"
 
@@ -51,6 +52,7 @@ typedef struct addr_slot {
 typedef struct str_cache {
     struct tsx_strings *strings; /* the module state's, or its own */
     bool own_strings;
+    uintptr_t stack_lo, stack_hi; /* see thread_stack */
     tree_slot trees[TREE_MEMO_SIZE];
     addr_slot addrs[ADDR_MEMO_SIZE];
 } str_cache;
@@ -210,6 +212,34 @@ cached_str(str_cache *cache, const char *s, size_t len)
     return Py_NewRef(slot->obj);
 }
 
+/* This thread's stack, [lo, hi); lo == hi when it cannot be known. Text
+ * on the stack is a frame's buffer whose address another call may reuse
+ * with other text during the same conversion: it is never remembered by
+ * address, whatever emit.h promises. */
+static void
+thread_stack(uintptr_t *lo, uintptr_t *hi)
+{
+    static _Thread_local uintptr_t known_lo, known_hi;
+    static _Thread_local bool known;
+    if (!known) {
+        known = true;
+#if defined(__GLIBC__)
+        pthread_attr_t attr;
+        void *addr;
+        size_t size;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                known_lo = (uintptr_t)addr;
+                known_hi = (uintptr_t)addr + size;
+            }
+            pthread_attr_destroy(&attr);
+        }
+#endif
+    }
+    *lo = known_lo;
+    *hi = known_hi;
+}
+
 /* The str of text that stays put during this conversion; `len` is its
  * length, or -1 when it is NUL-terminated (measured on a miss only). */
 static PyObject *
@@ -221,6 +251,11 @@ text_str(str_cache *cache, const char *s, Py_ssize_t len)
     PyObject *obj;
     if (slot->text == s) {
         return Py_NewRef(slot->obj);
+    }
+    if ((uintptr_t)s - cache->stack_lo < cache->stack_hi - cache->stack_lo
+        || cache->stack_lo == cache->stack_hi) {
+        /* on the stack, or the stack is unknown: by content only */
+        return cached_str(cache, s, len < 0 ? strlen(s) : (size_t)len);
     }
     obj = cached_str(cache, s, len < 0 ? strlen(s) : (size_t)len);
     if (obj != NULL) {
@@ -239,7 +274,14 @@ tsx_from_json(const json_t *value)
      * (large) torch heap; none of them can form a cycle. */
     int was_enabled = PyGC_Disable();
     str_cache *cache = str_cache_new(NULL);
-    PyObject *result = from_json(value, cache);
+    PyObject *result = NULL;
+    if (cache != NULL) {
+        thread_stack(&cache->stack_lo, &cache->stack_hi);
+        result = from_json(value, cache);
+    }
+    else {
+        PyErr_NoMemory();
+    }
     str_cache_free(cache);
     if (was_enabled) {
         PyGC_Enable();
@@ -779,6 +821,7 @@ tsx_pybuilder_new(ts_emitter *e, tsx_state *st)
             return NULL;
         }
     }
+    thread_stack(&b->cache->stack_lo, &b->cache->stack_hi);
     /* Thousands of fresh containers, none in a cycle: no collection of
      * the torch heap while they are built. */
     b->gc_was_enabled = PyGC_Disable();
