@@ -409,26 +409,17 @@ engine_exec(PyObject *module)
     INTERN(s_schema, "_schema");
     INTERN(s_arguments, "arguments");
     INTERN(s_name, "name");
-    INTERN(s_kwarg_only, "kwarg_only");
     INTERN(s_decompose, "decompose");
     INTERN(s_enter, "__enter__");
-    INTERN(s_exit, "__exit__");
-    INTERN(s_parameters, "parameters");
-    INTERN(s_buffers, "buffers");
-    INTERN(s_named_modules, "named_modules");
     INTERN(s_eval, "eval");
     INTERN(s_remove, "remove");
     INTERN(s_register_pre, "register_forward_pre_hook");
     INTERN(s_register_post, "register_forward_hook");
-    INTERN(s_with_kwargs, "with_kwargs");
     INTERN(s_always_call, "always_call");
     INTERN(s_is_floating_point, "is_floating_point");
     INTERN(s_is_complex, "is_complex");
     INTERN(s_itemsize, "itemsize");
-    INTERN(s_items, "items");
     INTERN(s_forward, "forward");
-    INTERN(s_get_raw, "_get_raw");
-    INTERN(s_out_shape, "out_shape");
     INTERN(s_is_cpu, "is_cpu");
     INTERN(s_cpu, "cpu");
     st->j_tensor = json_string("tensor");
@@ -483,17 +474,14 @@ engine_clear(PyObject *module)
 {
     tsx_state *st = tsx_get_state(module);
     PyObject **strings[] = {
-        &st->s_shape,          &st->s_dtype,         &st->s_device,
-        &st->s_requires_grad,  &st->s_is_nested,     &st->s_layout,
-        &st->s_numel,          &st->s_training,      &st->s_op,
-        &st->s_overloadpacket, &st->s_schema,        &st->s_arguments,
-        &st->s_name,           &st->s_kwarg_only,    &st->s_decompose,
-        &st->s_enter,          &st->s_exit,          &st->s_parameters,
-        &st->s_buffers,        &st->s_named_modules, &st->s_eval,
-        &st->s_remove,         &st->s_register_pre,  &st->s_register_post,
-        &st->s_with_kwargs,    &st->s_always_call,   &st->s_is_floating_point,
-        &st->s_is_complex,     &st->s_itemsize,      &st->s_items,
-        &st->s_forward,        &st->s_get_raw,       &st->s_out_shape,
+        &st->s_shape,          &st->s_dtype,       &st->s_device,
+        &st->s_requires_grad,  &st->s_is_nested,   &st->s_layout,
+        &st->s_numel,          &st->s_training,    &st->s_op,
+        &st->s_overloadpacket, &st->s_schema,      &st->s_arguments,
+        &st->s_name,           &st->s_decompose,   &st->s_enter,
+        &st->s_eval,           &st->s_remove,      &st->s_register_pre,
+        &st->s_register_post,  &st->s_always_call, &st->s_is_floating_point,
+        &st->s_is_complex,     &st->s_itemsize,    &st->s_forward,
         &st->s_is_cpu,         &st->s_cpu,
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {

@@ -37,11 +37,10 @@ typedef struct tsx_state {
     /* interned attribute names */
     PyObject *s_shape, *s_dtype, *s_device, *s_requires_grad, *s_is_nested,
         *s_layout, *s_numel, *s_training, *s_op, *s_overloadpacket, *s_schema,
-        *s_arguments, *s_name, *s_kwarg_only, *s_decompose, *s_enter, *s_exit,
-        *s_parameters, *s_buffers, *s_named_modules, *s_eval, *s_remove,
-        *s_register_pre, *s_register_post, *s_with_kwargs, *s_always_call,
-        *s_is_floating_point, *s_is_complex, *s_itemsize, *s_items, *s_forward,
-        *s_get_raw, *s_out_shape, *s_is_cpu, *s_cpu;
+        *s_arguments, *s_name, *s_decompose, *s_enter, *s_eval, *s_remove,
+        *s_register_pre, *s_register_post, *s_always_call,
+        *s_is_floating_point, *s_is_complex, *s_itemsize, *s_forward,
+        *s_is_cpu, *s_cpu;
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
     struct tsx_op_cache *op_cache;       /* resolved operators (dispatch.c) */
