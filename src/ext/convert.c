@@ -252,13 +252,11 @@ text_str(str_cache *cache, const char *s, Py_ssize_t len)
     if (slot->text == s) {
         return Py_NewRef(slot->obj);
     }
-    if ((uintptr_t)s - cache->stack_lo < cache->stack_hi - cache->stack_lo
-        || cache->stack_lo == cache->stack_hi) {
-        /* on the stack, or the stack is unknown: by content only */
-        return cached_str(cache, s, len < 0 ? strlen(s) : (size_t)len);
-    }
     obj = cached_str(cache, s, len < 0 ? strlen(s) : (size_t)len);
-    if (obj != NULL) {
+    /* text on the stack, or with the stack unknown, is found by content */
+    if (obj != NULL && cache->stack_lo != cache->stack_hi
+        && (uintptr_t)s - cache->stack_lo
+               >= cache->stack_hi - cache->stack_lo) {
         Py_XSETREF(slot->obj, Py_NewRef(obj));
         slot->text = s;
     }
@@ -526,8 +524,9 @@ tsx_raise(const ts_error *err)
 
 /* Open containers keep their items on one stack (a dict's keys and values
  * alternate) and are built when they close: lists at their final size, and
- * dicts with all their items known, which the record memo below needs. */
-/* Reports repeat whole records (a metric of the same value in many rows,
+ * dicts with all their items known, which the record memo needs.
+ *
+ * Reports repeat whole records (a metric of the same value in many rows,
  * empty parameter counts): a dict whose values are all leaves (str, int,
  * bool, None: no containers) is remembered by the identity of its keys and
  * values, and a later equal one is built as a copy of it, which clones the

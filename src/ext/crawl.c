@@ -229,18 +229,34 @@ values_iter(PyObject *tensors)
     return iter;
 }
 
+/* One tensor of a module's dict or iterable: skipped when `once` is given
+ * and already holds it (a subtree lists each tensor once). */
+static int
+attribute_one(
+    tsx_crawl *c, PyObject *t, bool params, ts_attribution *a, ptrset *once)
+{
+    int rc = (once != NULL && t != Py_None) ? ptrset_add(once, t) : 1;
+    return rc > 0 ? attribute_tensor(c, t, params, a) : rc;
+}
+
 /* Adds the tensors of a module's own dict, or of an iterable. */
 static int
 attribute_tensors(tsx_crawl *c,
                   PyObject *tensors,
                   bool params,
-                  ts_attribution *a)
+                  ts_attribution *a,
+                  ptrset *once)
 {
     PyObject *iter, *t, *key;
     Py_ssize_t pos = 0;
     if (PyDict_Check(tensors)) {
         while (PyDict_Next(tensors, &pos, &key, &t)) {
-            if (attribute_tensor(c, t, params, a) < 0) {
+            /* reading a tensor may run Python code that edits the dict */
+            int rc;
+            Py_INCREF(t);
+            rc = attribute_one(c, t, params, a, once);
+            Py_DECREF(t);
+            if (rc < 0) {
                 return -1;
             }
         }
@@ -251,7 +267,7 @@ attribute_tensors(tsx_crawl *c,
         return -1;
     }
     while ((t = PyIter_Next(iter)) != NULL) {
-        int rc = attribute_tensor(c, t, params, a);
+        int rc = attribute_one(c, t, params, a, once);
         Py_DECREF(t);
         if (rc < 0) {
             Py_DECREF(iter);
@@ -281,7 +297,6 @@ attribute_subtree(tsx_crawl *c,
     if (rc <= 0) {
         return rc; /* met before (0), or an error */
     }
-    rc = 0;
     if (depth > 10000) {
         PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
         return -1;
@@ -290,25 +305,9 @@ attribute_subtree(tsx_crawl *c,
         < 0) {
         return -1;
     }
-    if (own != NULL) {
-        PyObject *iter = values_iter(own), *t;
-        Py_DECREF(own);
-        if (iter == NULL) {
-            return -1;
-        }
-        while (rc == 0 && (t = PyIter_Next(iter)) != NULL) {
-            if (t != Py_None) {
-                rc = ptrset_add(tensors, t);
-                rc = rc > 0 ? attribute_tensor(c, t, pass == 0, a) : rc;
-            }
-            Py_DECREF(t);
-        }
-        Py_DECREF(iter);
-        if (rc < 0 || PyErr_Occurred()) {
-            return -1;
-        }
-    }
-    children = tsx_child_dict(module);
+    rc = own != NULL ? attribute_tensors(c, own, pass == 0, a, tensors) : 0;
+    Py_XDECREF(own);
+    children = rc == 0 ? tsx_child_dict(module) : NULL;
     if (children == NULL) {
         return -1;
     }
@@ -348,8 +347,8 @@ call_begin(
         }
     }
     if (e->params != NULL) {
-        if (attribute_tensors(c, e->params, true, &a) < 0
-            || attribute_tensors(c, e->buffers, false, &a) < 0) {
+        if (attribute_tensors(c, e->params, true, &a, NULL) < 0
+            || attribute_tensors(c, e->buffers, false, &a, NULL) < 0) {
             return -1;
         }
     }

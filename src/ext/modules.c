@@ -245,15 +245,6 @@ forward_unchanged(tsx_state *st, PyObject *module, PyObject *native_type)
     return same;
 }
 
-/* getattr for nn.Module attributes. PyTorch keeps parameters, buffers and
- * submodules in the _parameters, _buffers and _modules dicts and finds them
- * through nn.Module.__getattr__, a Python function reached after the
- * ordinary lookup has failed (an AttributeError raised and cleared). When
- * the class does not define the name, the instance dict and then those
- * three dicts are read directly, in the order nn.Module.__getattr__ uses,
- * for classes that keep nn.Module's lookup; anything else takes the
- * ordinary lookup. New reference, or NULL with an
- * exception. */
 /* 1 when the class looks attributes up as nn.Module does: its
  * __getattr__ is nn.Module's and its __getattribute__ is object's (a
  * subclass overriding either decides for itself). Errors read as 0. */
@@ -287,6 +278,14 @@ module_lookup(PyTypeObject *type)
     return yes;
 }
 
+/* getattr for nn.Module attributes. PyTorch keeps parameters, buffers and
+ * submodules in the _parameters, _buffers and _modules dicts and finds them
+ * through nn.Module.__getattr__, a Python function reached after the
+ * ordinary lookup has failed (an AttributeError raised and cleared). When
+ * the class does not define the name, the instance dict and then those
+ * three dicts are read directly, in the order nn.Module.__getattr__ uses,
+ * for classes that keep nn.Module's lookup; anything else takes the
+ * ordinary lookup. New reference, or NULL with an exception. */
 static PyObject *
 module_attr(PyObject *obj, const char *name)
 {
@@ -387,34 +386,16 @@ param_present(PyObject *module, const char *name)
     return present;
 }
 
-/* 1 when the attribute exists and is not None. Parameters and buffers are
- * looked up in the module's own dicts first: reaching them through
- * getattr goes through nn.Module.__getattr__, a Python function. */
+/* 1 when the attribute exists and is not None, 0 when not, -1 on error. */
 static int
 attr_present(PyObject *obj, const char *name)
 {
-    static const char *const stores[2] = {"_parameters", "_buffers"};
-    PyObject *v;
-    for (int i = 0; i < 2; i++) {
-        PyObject *d;
-        if (tsx_optional_attr(obj, stores[i], &d) < 0) {
+    PyObject *v = module_attr(obj, name);
+    if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
             return -1;
         }
-        if (d != NULL && PyDict_Check(d)) {
-            PyObject *item = tsx_dict_get(d, name);
-            Py_DECREF(d);
-            if (item != NULL) {
-                return item != Py_None;
-            }
-        }
-        else {
-            Py_XDECREF(d);
-        }
-    }
-    if (tsx_optional_attr(obj, name, &v) < 0) {
-        return -1;
-    }
-    if (v == NULL) {
+        PyErr_Clear();
         return 0;
     }
     Py_DECREF(v);
