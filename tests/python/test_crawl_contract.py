@@ -1259,3 +1259,34 @@ def test_repeated_tensor_kinds_are_described_exactly():
     assert shapes == [([1, 4], [1, 3]), ([1, 4], [1, 4]), ([1, 4], [1, 4]), ([1, 4], [1, 3])]
     report["layers"][1]["output"]["shape"].append(99)  # report objects are not shared between rows
     assert report["layers"][2]["input"]["args"][0]["shape"] == [1, 4]
+
+
+class ParamAlsoBuffer(nn.Module):
+    """A frozen parameter of one module registered as a buffer of another that runs first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(3, 3)
+        self.second = nn.Linear(3, 2)
+        self.second.weight.requires_grad_(False)
+        self.first.register_buffer("borrowed", self.second.weight)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+def test_totals_reuse_attribution_reads():
+    # The attribution reads `borrowed` as a buffer of `first` (no requires_grad needed); the totals count it once,
+    # as a frozen parameter (parameters come before buffers, as parameters()/buffers() list them).
+    model = ParamAlsoBuffer()
+    report = crawl_module(model, (3,), mode="structure")
+    rows = {layer["path"]: layer for layer in report["layers"]}
+    assert rows["first"]["buffers"] == {"elements": 6, "bytes": 24, "shared": False}
+    assert rows["second"]["parameters"] == {"trainable": 2, "frozen": 0, "bytes": 8, "shared": True}
+    totals = report["totals"]
+    assert totals["trainable_parameters"]["value"] == 12 + 2 == sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert totals["frozen_parameters"]["value"] == 6
+    assert totals["buffer_elements"]["value"] == 0 and totals["buffer_bytes"]["value"] == 0
+    # a second crawl counts the same
+    again = crawl_module(model, (3,), mode="structure")["totals"]
+    assert again == totals
