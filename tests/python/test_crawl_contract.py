@@ -1284,7 +1284,8 @@ def test_totals_reuse_attribution_reads():
     assert rows["first"]["buffers"] == {"elements": 6, "bytes": 24, "shared": False}
     assert rows["second"]["parameters"] == {"trainable": 2, "frozen": 0, "bytes": 8, "shared": True}
     totals = report["totals"]
-    assert totals["trainable_parameters"]["value"] == 12 + 2 == sum(p.numel() for p in model.parameters() if p.requires_grad)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert totals["trainable_parameters"]["value"] == 12 + 2 == trainable
     assert totals["frozen_parameters"]["value"] == 6
     assert totals["buffer_elements"]["value"] == 0 and totals["buffer_bytes"]["value"] == 0
     # a second crawl counts the same
