@@ -10,8 +10,7 @@
  * str object per distinct short text instead of one per occurrence, whose
  * hash Python then computes once. Open addressing on an FNV-1a hash of the
  * bytes; when the probed slots are all taken, the first is replaced. The
- * report builder keeps its table in the module state, across reports;
- * other conversions have their own. */
+ * table lives in the module state, across conversions. */
 #define STR_CACHE_SIZE 512
 #define STR_CACHE_MAX_LEN 40
 
@@ -50,8 +49,7 @@ typedef struct addr_slot {
 } addr_slot;
 
 typedef struct str_cache {
-    struct tsx_strings *strings; /* the module state's, or its own */
-    bool own_strings;
+    struct tsx_strings *strings;  /* the module state's */
     uintptr_t stack_lo, stack_hi; /* see thread_stack */
     tree_slot trees[TREE_MEMO_SIZE];
     addr_slot addrs[ADDR_MEMO_SIZE];
@@ -79,27 +77,20 @@ tsx_convert_free(tsx_state *st)
     }
 }
 
-/* A conversion's cache, with the state's string table when `st` is given. */
+/* A conversion's cache, with the state's string table. */
 static str_cache *
 str_cache_new(tsx_state *st)
 {
-    str_cache *cache = PyMem_Calloc(1, sizeof(str_cache));
-    if (cache == NULL) {
-        return NULL;
-    }
-    if (st != NULL && st->strings == NULL) {
+    str_cache *cache;
+    if (st->strings == NULL) {
         st->strings = PyMem_Calloc(1, sizeof(struct tsx_strings));
-    }
-    if (st != NULL && st->strings != NULL) {
-        cache->strings = st->strings;
-    }
-    else {
-        cache->strings = PyMem_Calloc(1, sizeof(struct tsx_strings));
-        cache->own_strings = true;
-        if (cache->strings == NULL) {
-            PyMem_Free(cache);
+        if (st->strings == NULL) {
             return NULL;
         }
+    }
+    cache = PyMem_Calloc(1, sizeof(str_cache));
+    if (cache != NULL) {
+        cache->strings = st->strings;
     }
     return cache;
 }
@@ -124,10 +115,6 @@ str_cache_free(str_cache *cache)
 {
     if (cache == NULL) {
         return;
-    }
-    if (cache->own_strings) {
-        strings_clear(cache->strings);
-        PyMem_Free(cache->strings);
     }
     str_cache_reset(cache);
     PyMem_Free(cache);
@@ -265,26 +252,18 @@ text_str(str_cache *cache, const char *s, Py_ssize_t len)
 
 static PyObject *from_json(const json_t *value, str_cache *cache);
 
+static int pyb_tree(void *ctx, const json_t *value);
+
 PyObject *
-tsx_from_json(const json_t *value)
+tsx_from_json(tsx_state *st, const json_t *value)
 {
-    /* Thousands of fresh dicts would trigger full collections of the
-     * (large) torch heap; none of them can form a cycle. */
-    int was_enabled = PyGC_Disable();
-    str_cache *cache = str_cache_new(NULL);
-    PyObject *result = NULL;
-    if (cache != NULL) {
-        thread_stack(&cache->stack_lo, &cache->stack_hi);
-        result = from_json(value, cache);
+    ts_emitter e;
+    tsx_pybuilder *b = tsx_pybuilder_new(&e, st);
+    if (b == NULL) {
+        return NULL;
     }
-    else {
-        PyErr_NoMemory();
-    }
-    str_cache_free(cache);
-    if (was_enabled) {
-        PyGC_Enable();
-    }
-    return result;
+    pyb_tree(b, value);
+    return tsx_pybuilder_finish(b);
 }
 
 static PyObject *convert_json(const json_t *value, str_cache *cache);

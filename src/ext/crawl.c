@@ -1657,7 +1657,7 @@ crawl_by_path(tsx_crawl *c, PyObject *unused)
     if (by_path == NULL) {
         return PyErr_NoMemory();
     }
-    result = tsx_from_json(by_path);
+    result = tsx_from_json(c->st, by_path);
     json_decref(by_path);
     return result;
 }

@@ -916,7 +916,7 @@ counter_report(tsx_counter *c, PyObject *args)
     if (report == NULL) {
         return PyErr_NoMemory();
     }
-    result = tsx_from_json(report);
+    result = tsx_from_json(c->st, report);
     json_decref(report);
     return result;
 }

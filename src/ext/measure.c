@@ -144,7 +144,8 @@ engine_profile_rows(PyObject *module, PyObject *args)
     }
     ts_error_clear(&err);
     out = ts_profile_rows(rows, (size_t)n, (size_t)limit, device != 0, &err);
-    result = out != NULL ? tsx_from_json(out) : tsx_raise(&err);
+    result = out != NULL ? tsx_from_json(tsx_get_state(module), out)
+                         : tsx_raise(&err);
 cleanup:
     json_decref(out);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -195,7 +196,8 @@ engine_workload_totals(PyObject *module, PyObject *args)
     ts_error_clear(&err);
     totals = ts_workload_totals(
         jm, selected, work_unit, memory_scope, memory_method, &err);
-    result = totals != NULL ? tsx_from_json(totals) : tsx_raise(&err);
+    result = totals != NULL ? tsx_from_json(tsx_get_state(module), totals)
+                            : tsx_raise(&err);
     json_decref(totals);
     json_decref(jm);
     return result;
@@ -277,7 +279,9 @@ engine_compare_benchmarks(PyObject *module, PyObject *args)
     }
     comparison = ts_benchmark_comparison(jb, ja, diffs, passed, &err);
     diffs = NULL; /* stolen */
-    result = comparison != NULL ? tsx_from_json(comparison) : tsx_raise(&err);
+    result = comparison != NULL
+                 ? tsx_from_json(tsx_get_state(module), comparison)
+                 : tsx_raise(&err);
 cleanup:
     Py_XDECREF(outcome);
     json_decref(comparison);

@@ -72,7 +72,8 @@ tsx_state_of_type(PyTypeObject *type)
 
 /* (before, after) -> an engine comparison of their JSON forms. */
 static PyObject *
-compare_pair(PyObject *args,
+compare_pair(PyObject *module,
+             PyObject *args,
              const char *format,
              json_t *(*compare)(const json_t *, const json_t *, ts_error *))
 {
@@ -89,7 +90,8 @@ compare_pair(PyObject *args,
     }
     ts_error_clear(&err);
     diff = compare(jb, ja, &err);
-    result = diff ? tsx_from_json(diff) : tsx_raise(&err);
+    result =
+        diff ? tsx_from_json(tsx_get_state(module), diff) : tsx_raise(&err);
 done:
     json_decref(jb);
     json_decref(ja);
@@ -100,13 +102,14 @@ done:
 static PyObject *
 engine_compare_reports(PyObject *module, PyObject *args)
 {
-    return compare_pair(args, "OO:compare_reports", ts_compare_reports);
+    return compare_pair(
+        module, args, "OO:compare_reports", ts_compare_reports);
 }
 
 static PyObject *
 engine_diff_metrics(PyObject *module, PyObject *args)
 {
-    return compare_pair(args, "OO:diff_metrics", ts_diff_metrics);
+    return compare_pair(module, args, "OO:diff_metrics", ts_diff_metrics);
 }
 
 static PyObject *
@@ -282,7 +285,7 @@ engine_describe_call(PyObject *module, PyObject *args)
     if (meta == NULL) {
         return NULL;
     }
-    result = tsx_from_json(meta);
+    result = tsx_from_json(tsx_get_state(module), meta);
     json_decref(meta);
     return result;
 }

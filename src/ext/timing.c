@@ -204,7 +204,8 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
     ts_error_clear(&err);
     report = ts_timing_report(
         first_call, blocks, nblocks, number, work_units, work_unit, &err);
-    result = report != NULL ? tsx_from_json(report) : tsx_raise(&err);
+    result = report != NULL ? tsx_from_json(tsx_get_state(module), report)
+                            : tsx_raise(&err);
 cleanup:
     if (gc_paused && gc_was_enabled) {
         PyGC_Enable();

@@ -55,7 +55,7 @@ tsx_state *tsx_get_state(PyObject *module);
 tsx_state *tsx_state_of_type(PyTypeObject *type);
 
 /* convert.c: JSON trees <-> Python objects. */
-PyObject *tsx_from_json(const json_t *value);         /* new ref or NULL */
+PyObject *tsx_from_json(tsx_state *st, const json_t *value); /* new ref */
 json_t *tsx_to_json(PyObject *obj, const char *what); /* new or NULL+exc */
 /* An emitter (torchscan/emit.h) that builds Python objects directly.
  * tsx_pybuilder_new fills *emitter; tsx_pybuilder_finish returns the
