@@ -114,28 +114,68 @@ read_dim(PyObject *item, int64_t *out)
     return 1;
 }
 
+/* tensor.shape, or NULL with *nested set when the tensor is a nested tensor
+ * (strided nested tensors raise on .shape; jagged ones are a subclass whose
+ * shape holds a symbolic dimension). Plain tensors and parameters are asked
+ * for their shape first: is_nested is read only when that fails, which
+ * spares one attribute read per tensor. NULL with *nested false: error. */
+static PyObject *
+shape_or_nested(tsx_state *st, PyObject *t, bool *nested)
+{
+    PyObject *size, *flag, *exc;
+    PyTypeObject *tp = Py_TYPE(t);
+    *nested = false;
+    if (tp != (PyTypeObject *)st->tensor_type
+        && tp != (PyTypeObject *)st->parameter_type) {
+        flag = PyObject_GetAttr(t, st->s_is_nested);
+        if (flag == NULL) {
+            return NULL;
+        }
+        *nested = flag == Py_True;
+        Py_DECREF(flag);
+        return *nested ? NULL : PyObject_GetAttr(t, st->s_shape);
+    }
+    size = PyObject_GetAttr(t, st->s_shape);
+    if (size != NULL || !PyErr_ExceptionMatches(PyExc_RuntimeError)) {
+        return size;
+    }
+    exc = tsx_fetch();
+    flag = PyObject_GetAttr(t, st->s_is_nested);
+    *nested = flag == Py_True;
+    if (flag != NULL && !*nested) {
+        tsx_restore(exc); /* not nested: the shape's own error */
+        exc = NULL;
+    }
+    Py_XDECREF(exc);
+    Py_XDECREF(flag);
+    return NULL;
+}
+
 int
 tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
 {
     PyObject *size = NULL, *dtype = NULL, *flag = NULL;
     const tsx_dtype *info;
+    bool nested;
     Py_ssize_t n;
     int rc = -1;
 
     shape->ndim = 0;
     shape->dense = true;
     shape->dtype = TS_DTYPE_OTHER;
-    flag = PyObject_GetAttr(tensor, st->s_is_nested);
-    if (flag == NULL) {
-        goto done;
-    }
-    if (flag == Py_True) {
+    size = shape_or_nested(st, tensor, &nested);
+    if (nested) {
         shape->dense = false;
         shape->ndim = -1;
-        rc = 0;
+        return 0;
+    }
+    if (size == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(size)) {
+        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
         goto done;
     }
-    Py_CLEAR(flag);
     flag = PyObject_GetAttr(tensor, st->s_layout);
     if (flag == NULL) {
         goto done;
@@ -146,14 +186,6 @@ tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
         goto done;
     }
     shape->dtype = info->cls;
-    size = PyObject_GetAttr(tensor, st->s_shape);
-    if (size == NULL) {
-        goto done;
-    }
-    if (!PyTuple_Check(size)) {
-        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
-        goto done;
-    }
     n = PyTuple_GET_SIZE(size);
     if (n > TS_MAX_DIMS) {
         shape->ndim = -1;
@@ -262,11 +294,12 @@ describe_tensor(tsx_state *st,
     }
     json_t *meta = NULL, *dims = NULL;
     PyObject *size = NULL, *dtype = NULL, *device = NULL, *devstr = NULL;
-    PyObject *rg = NULL, *nested = NULL;
+    PyObject *rg = NULL;
     const tsx_dtype *info;
+    bool nested;
 
-    nested = PyObject_GetAttr(t, st->s_is_nested);
-    dtype = nested ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+    size = shape_or_nested(st, t, &nested);
+    dtype = (size || nested) ? PyObject_GetAttr(t, st->s_dtype) : NULL;
     /* CPU tensors are the common case: is_cpu spares building and printing
      * a torch.device. */
     device = dtype ? PyObject_GetAttr(t, st->s_is_cpu) : NULL;
@@ -282,7 +315,7 @@ describe_tensor(tsx_state *st,
     if (info == NULL) {
         goto done;
     }
-    if (nested == Py_True) {
+    if (nested) {
         meta = json_pack("{s:s, s:s, s:s, s:b}",
                          "kind",
                          "nested_tensor",
@@ -295,10 +328,6 @@ describe_tensor(tsx_state *st,
         if (meta == NULL) {
             PyErr_NoMemory();
         }
-        goto done;
-    }
-    size = PyObject_GetAttr(t, st->s_shape);
-    if (size == NULL) {
         goto done;
     }
     if (!PyTuple_Check(size)) {
@@ -416,7 +445,6 @@ done:
     Py_XDECREF(device);
     Py_XDECREF(devstr);
     Py_XDECREF(rg);
-    Py_XDECREF(nested);
     return meta;
 }
 

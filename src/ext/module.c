@@ -382,6 +382,7 @@ engine_exec(PyObject *module)
 {
     tsx_state *st = tsx_get_state(module);
     if ((st->tensor_type = import_attr("torch", "Tensor")) == NULL
+        || (st->parameter_type = import_attr("torch.nn", "Parameter")) == NULL
         || (st->strided = import_attr("torch", "strided")) == NULL
         || (st->dtype_type = import_attr("torch", "dtype")) == NULL
         || (st->removable_handle =
@@ -455,6 +456,7 @@ engine_traverse(PyObject *module, visitproc visit, void *arg)
 {
     tsx_state *st = tsx_get_state(module);
     Py_VISIT(st->tensor_type);
+    Py_VISIT(st->parameter_type);
     Py_VISIT(st->strided);
     Py_VISIT(st->dtype_type);
     Py_VISIT(st->removable_handle);
@@ -491,6 +493,7 @@ engine_clear(PyObject *module)
         Py_CLEAR(*strings[i]);
     }
     Py_CLEAR(st->tensor_type);
+    Py_CLEAR(st->parameter_type);
     Py_CLEAR(st->strided);
     Py_CLEAR(st->dtype_type);
     Py_CLEAR(st->removable_handle);

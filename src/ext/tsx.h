@@ -23,11 +23,12 @@ typedef struct tsx_dtype {
 } tsx_dtype;
 
 typedef struct tsx_state {
-    PyObject *tensor_type; /* torch.Tensor */
-    PyObject *strided;     /* torch.strided */
-    PyObject *mapping_abc; /* collections.abc.Mapping */
-    PyObject *has_kernel;  /* torch._C._dispatch_has_kernel_for_dispatch_key */
-    PyObject *dtype_type;  /* torch.dtype */
+    PyObject *tensor_type;    /* torch.Tensor */
+    PyObject *parameter_type; /* torch.nn.Parameter */
+    PyObject *strided;        /* torch.strided */
+    PyObject *mapping_abc;    /* collections.abc.Mapping */
+    PyObject *has_kernel; /* torch._C._dispatch_has_kernel_for_dispatch_key */
+    PyObject *dtype_type; /* torch.dtype */
     PyObject *removable_handle; /* torch.utils.hooks.RemovableHandle */
     PyObject *script_module;    /* torch.jit.ScriptModule */
     PyObject *encoder_layer;    /* torch.nn.TransformerEncoderLayer */

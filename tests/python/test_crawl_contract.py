@@ -564,19 +564,20 @@ def test_scalar_metadata(value, type_name):
 
 
 @pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
-def test_nested_tensor_metadata_has_no_shape():
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+@pytest.mark.parametrize("mode", ["structure", "full"])
+def test_nested_tensor_metadata_has_no_shape(layout, mode):
+    # strided nested tensors raise on .shape; jagged ones are a subclass with a symbolic dimension
     class Echo(nn.Module):
         def forward(self, x):
             return x
 
-    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
-    report = crawl_module(Echo(), args=(nested,), mode="structure")
-    assert report["inputs"]["args"][0] == {
-        "kind": "nested_tensor",
-        "dtype": "torch.float32",
-        "device": "cpu",
-        "requires_grad": False,
-    }
+    nested = torch.nested.nested_tensor([torch.ones(2, 4), torch.ones(3, 4)], layout=layout)
+    report = crawl_module(Echo(), args=(nested,), mode=mode)
+    expected = {"kind": "nested_tensor", "dtype": "torch.float32", "device": "cpu", "requires_grad": False}
+    assert report["inputs"]["args"][0] == expected
+    assert report["layers"][0]["input"]["args"][0] == expected
+    assert report["layers"][0]["output"] == expected
 
 
 def test_report_shape_and_json_roundtrip():
