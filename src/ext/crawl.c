@@ -71,115 +71,6 @@ ptrset_add(ptrset *set, PyObject *obj)
     return 1;
 }
 
-/* ---- the model's tensors, read once ------------------------------------ */
-
-/* What the crawl read of one parameter or buffer (held strongly, so its
- * address names it until the crawl is freed): the attribution of layer
- * calls reads it first, the model totals reuse it. */
-typedef struct tensor_info {
-    PyObject *tensor; /* strong, or NULL: free slot */
-    long long numel;
-    const tsx_dtype *dtype;
-    signed char requires_grad; /* 1, 0, or -1 when not read yet */
-    unsigned stamp;            /* the model_totals pass that counted it */
-} tensor_info;
-
-typedef struct tensormap {
-    tensor_info *slots;
-    size_t cap, size;
-} tensormap;
-
-static void
-tensormap_clear(tensormap *map)
-{
-    for (size_t i = 0; i < map->cap; i++) {
-        Py_XDECREF(map->slots[i].tensor);
-    }
-    PyMem_Free(map->slots);
-    map->slots = NULL;
-    map->cap = map->size = 0;
-}
-
-/* Finds t, or adds it with nothing read (numel -1). Returns 1 when added,
- * 0 when present, -1 on memory error; *at is its slot until the next
- * call. */
-static int
-tensormap_get(tensormap *map, PyObject *t, tensor_info **at)
-{
-    size_t j;
-    if ((map->size + 1) * 2 > map->cap) {
-        size_t cap = map->cap ? map->cap * 2 : 64;
-        tensor_info *slots = PyMem_Calloc(cap, sizeof(tensor_info));
-        if (slots == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (size_t i = 0; i < map->cap; i++) {
-            if (map->slots[i].tensor != NULL) {
-                j = ptr_hash(map->slots[i].tensor) & (cap - 1);
-                while (slots[j].tensor != NULL) {
-                    j = (j + 1) & (cap - 1);
-                }
-                slots[j] = map->slots[i];
-            }
-        }
-        PyMem_Free(map->slots);
-        map->slots = slots;
-        map->cap = cap;
-    }
-    j = ptr_hash(t) & (map->cap - 1);
-    while (map->slots[j].tensor != NULL) {
-        if (map->slots[j].tensor == t) {
-            *at = &map->slots[j];
-            return 0;
-        }
-        j = (j + 1) & (map->cap - 1);
-    }
-    *at = &map->slots[j];
-    (*at)->tensor = Py_NewRef(t);
-    (*at)->numel = -1;
-    (*at)->dtype = NULL;
-    (*at)->requires_grad = -1;
-    (*at)->stamp = 0;
-    map->size++;
-    return 1;
-}
-
-/* Reads numel and dtype (when not read yet) and requires_grad (when asked
- * and not read yet). */
-static int
-tensor_read(tsx_state *st, tensor_info *ti, bool requires_grad)
-{
-    PyObject *t = ti->tensor;
-    if (ti->numel < 0) {
-        PyObject *n = PyObject_CallMethodNoArgs(t, st->s_numel);
-        PyObject *dtype = n ? PyObject_GetAttr(t, st->s_dtype) : NULL;
-        const tsx_dtype *info = dtype ? tsx_dtype_info(st, dtype) : NULL;
-        long long numel = info ? PyLong_AsLongLong(n) : -1;
-        Py_XDECREF(n);
-        Py_XDECREF(dtype);
-        if (info == NULL || (numel == -1 && PyErr_Occurred())) {
-            return -1;
-        }
-        if (numel < 0) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "a model tensor has a negative numel()");
-            return -1;
-        }
-        ti->numel = numel;
-        ti->dtype = info;
-    }
-    if (requires_grad && ti->requires_grad < 0) {
-        PyObject *rg = PyObject_GetAttr(t, st->s_requires_grad);
-        if (rg == NULL) {
-            return -1;
-        }
-        ti->requires_grad = rg == Py_True;
-        Py_DECREF(rg);
-    }
-    return 0;
-}
-
 /* ---- hooks and forward wrappers ----------------------------------------- */
 
 /* A module's calls are observed in one of two ways. By default the crawl
@@ -260,9 +151,8 @@ struct tsx_crawl {
     PyObject *counter;     /* attached operator counter or NULL */
     PyObject *handlers;    /* {type: ModuleHandler} snapshot or NULL */
     PyObject *module_call; /* the ModuleCall class handlers receive */
-    tensormap tensors;     /* every parameter and buffer read so far */
-    unsigned totals_stamp; /* model_totals passes so far */
-    open_call *opened;     /* the calls whose post-hook has not run yet */
+    ptrset seen;
+    open_call *opened; /* the calls whose post-hook has not run yet */
     size_t opened_cap, open;
     bool full, installed;
     bool expanded_root;   /* an nn.Transformer root a handler expanded */
@@ -279,30 +169,44 @@ tsx_crawl_session(tsx_crawl *crawl)
 static int
 attribute_tensor(tsx_crawl *c, PyObject *t, bool params, ts_attribution *a)
 {
-    tensor_info *ti;
-    int added;
+    tsx_state *st = c->st;
+    PyObject *numel_obj = NULL, *dtype = NULL, *rg = NULL;
+    const tsx_dtype *info;
+    long long numel;
+    int added, rc = -1;
     if (t == Py_None) {
         return 0;
     }
-    added = tensormap_get(&c->tensors, t, &ti);
+    added = ptrset_add(&c->seen, t);
     if (added <= 0) {
         if (added == 0) {
             *(params ? &a->param_shared : &a->buffer_shared) = true;
         }
         return added;
     }
-    if (tensor_read(c->st, ti, params) < 0) {
-        return -1;
+    numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
+    dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+    info = dtype ? tsx_dtype_info(st, dtype) : NULL;
+    rg = (info && params) ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
+    numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
+    if (info == NULL || (params && rg == NULL)
+        || (numel == -1 && PyErr_Occurred())) {
+        goto done;
     }
     if (params) {
-        *(ti->requires_grad ? &a->trainable : &a->frozen) += ti->numel;
-        a->param_bytes += ti->numel * ti->dtype->itemsize;
+        *(rg == Py_True ? &a->trainable : &a->frozen) += numel;
+        a->param_bytes += numel * info->itemsize;
     }
     else {
-        a->buffer_elements += ti->numel;
-        a->buffer_bytes += ti->numel * ti->dtype->itemsize;
+        a->buffer_elements += numel;
+        a->buffer_bytes += numel * info->itemsize;
     }
-    return 0;
+    rc = 0;
+done:
+    Py_XDECREF(numel_obj);
+    Py_XDECREF(dtype);
+    Py_XDECREF(rg);
+    return rc;
 }
 
 /* An iterator over a mapping's values (a ScriptModule's _parameters is a
@@ -1484,56 +1388,63 @@ sorted_list(PyObject *set)
 }
 
 typedef struct totals_walk {
-    tsx_crawl *crawl;
+    tsx_state *st;
     ts_model_totals *totals;
     PyObject *devices, *dtypes;
-    unsigned stamp;
+    ptrset seen;
     bool params;
 } totals_walk;
 
-/* Counts one model tensor, once per model_totals pass. What the attribution
- * of the layer calls read is reused; the device is read here only. */
+/* Counts one model tensor, the first time the walk meets it. Everything is
+ * read now, at report time: a forward may have changed a tensor since its
+ * layer's attribution read it (requires_grad_(), .data = ...), and the
+ * totals describe the model as parameters()/buffers() show it now. */
 static int
-total_one(void *ctx, PyObject *t)
+total_one(void *ctx, PyObject *x)
 {
     totals_walk *w = ctx;
-    tsx_state *st = w->crawl->st;
-    ts_model_totals *tot = w->totals;
-    tensor_info *ti;
-    PyObject *device;
-    int rc;
-    if (t == Py_None) {
-        return 0;
+    tsx_state *st = w->st;
+    ts_model_totals *t = w->totals;
+    PyObject *numel_obj = NULL, *dtype = NULL, *device = NULL, *rg = NULL;
+    const tsx_dtype *info = NULL;
+    long long numel = -1;
+    int rc = -1;
+    int added = x != Py_None ? ptrset_add(&w->seen, x) : 0;
+    if (added <= 0) {
+        return added;
     }
-    rc = tensormap_get(&w->crawl->tensors, t, &ti);
-    if (rc < 0 || ti->stamp == w->stamp) {
-        return rc;
-    }
-    ti->stamp = w->stamp;
-    if (tensor_read(st, ti, w->params) < 0) {
-        return -1;
-    }
+    numel_obj = PyObject_CallMethodNoArgs(x, st->s_numel);
+    dtype = numel_obj ? PyObject_GetAttr(x, st->s_dtype) : NULL;
+    info = dtype ? tsx_dtype_info(st, dtype) : NULL;
     /* is_cpu spares building and printing a torch.device */
-    device = PyObject_GetAttr(t, st->s_is_cpu);
+    device = info ? PyObject_GetAttr(x, st->s_is_cpu) : NULL;
     if (device == Py_True) {
         Py_SETREF(device, Py_NewRef(st->s_cpu));
     }
     else if (device != NULL) {
-        Py_SETREF(device, PyObject_GetAttr(t, st->s_device));
+        Py_SETREF(device, PyObject_GetAttr(x, st->s_device));
     }
-    rc = device != NULL && add_str(w->devices, device) == 0
-                 && PySet_Add(w->dtypes, ti->dtype->name) == 0
-             ? 0
-             : -1;
+    rg = device ? PyObject_GetAttr(x, st->s_requires_grad) : NULL;
+    numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
+    if (rg != NULL && numel >= 0 && add_str(w->devices, device) == 0
+        && PySet_Add(w->dtypes, info->name) == 0) {
+        if (w->params) {
+            *(rg == Py_True ? &t->trainable : &t->frozen) += numel;
+            t->param_bytes += numel * info->itemsize;
+        }
+        else {
+            t->buffer_elements += numel;
+            t->buffer_bytes += numel * info->itemsize;
+        }
+        rc = 0;
+    }
+    else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot read a model tensor");
+    }
+    Py_XDECREF(numel_obj);
+    Py_XDECREF(dtype);
     Py_XDECREF(device);
-    if (rc == 0 && w->params) {
-        *(ti->requires_grad ? &tot->trainable : &tot->frozen) += ti->numel;
-        tot->param_bytes += ti->numel * ti->dtype->itemsize;
-    }
-    else if (rc == 0) {
-        tot->buffer_elements += ti->numel;
-        tot->buffer_bytes += ti->numel * ti->dtype->itemsize;
-    }
+    Py_XDECREF(rg);
     return rc;
 }
 
@@ -1546,26 +1457,24 @@ model_totals(tsx_crawl *c,
              PyObject *devices,
              PyObject *dtypes)
 {
-    totals_walk w = {c, t, devices, dtypes, ++c->totals_stamp, true};
+    totals_walk w = {c->st, t, devices, dtypes, {NULL, 0, 0}, true};
+    int rc = 0;
     memset(t, 0, sizeof *t);
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
         const char *attr = pass == 0 ? "_parameters" : "_buffers";
         w.params = pass == 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->all); i++) {
+        for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(c->all); i++) {
             PyObject *own = tsx_getattr(module_at(c, i), attr);
-            int rc;
             if (own == NULL) {
                 PyErr_Clear(); /* not a module with tensors of its own */
                 continue;
             }
             rc = each_tensor(own, total_one, &w);
             Py_DECREF(own);
-            if (rc < 0) {
-                return -1;
-            }
         }
     }
-    return 0;
+    ptrset_clear(&w.seen);
+    return rc;
 }
 
 /* report(context, source, args, kwargs, counter, torch_version): the
@@ -1728,7 +1637,7 @@ crawl_dealloc(tsx_crawl *c)
     crawl_clear(c);
     PyMem_Free(c->modules);
     PyMem_Free(c->opened);
-    tensormap_clear(&c->tensors);
+    ptrset_clear(&c->seen);
     ts_session_free(c->session);
     tp->tp_free(c);
     Py_DECREF(tp);

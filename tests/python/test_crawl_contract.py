@@ -568,16 +568,24 @@ def test_scalar_metadata(value, type_name):
 @pytest.mark.parametrize("mode", ["structure", "full"])
 def test_nested_tensor_metadata_has_no_shape(layout, mode):
     # strided nested tensors raise on .shape; jagged ones are a subclass with a symbolic dimension
-    class Echo(nn.Module):
+    class Sin(nn.Module):
         def forward(self, x):
-            return x
+            return x.sin()
 
     nested = torch.nested.nested_tensor([torch.ones(2, 4), torch.ones(3, 4)], layout=layout)
-    report = crawl_module(Echo(), args=(nested,), mode=mode)
+    report = crawl_module(Sin(), args=(nested,), mode=mode)
     expected = {"kind": "nested_tensor", "dtype": "torch.float32", "device": "cpu", "requires_grad": False}
     assert report["inputs"]["args"][0] == expected
     assert report["layers"][0]["input"]["args"][0] == expected
     assert report["layers"][0]["output"] == expected
+    if mode == "full":
+        # the operator counter reads the same tensor: no shape, so the sin it ran is not counted
+        flops = report["operator_flops"]
+        assert flops["total"]["status"] == "partial" and flops["total"]["known_value"] == 0
+        assert [(d["code"], d["operator"]) for d in flops["diagnostics"]] == [
+            ("unsupported_operator_formula", "aten.sin")
+        ]
+        assert "nested" in flops["diagnostics"][0]["message"]
 
 
 def test_report_shape_and_json_roundtrip():
@@ -1276,9 +1284,9 @@ class ParamAlsoBuffer(nn.Module):
         return self.second(self.first(x))
 
 
-def test_totals_reuse_attribution_reads():
-    # The attribution reads `borrowed` as a buffer of `first` (no requires_grad needed); the totals count it once,
-    # as a frozen parameter (parameters come before buffers, as parameters()/buffers() list them).
+def test_totals_count_a_tensor_once_parameters_first():
+    # `borrowed` is attributed as a buffer of `first` (the first module to run); the totals count it once, as a
+    # frozen parameter (parameters come before buffers, as parameters()/buffers() list them).
     model = ParamAlsoBuffer()
     report = crawl_module(model, (3,), mode="structure")
     rows = {layer["path"]: layer for layer in report["layers"]}
@@ -1292,3 +1300,29 @@ def test_totals_reuse_attribution_reads():
     # a second crawl counts the same
     again = crawl_module(model, (3,), mode="structure")["totals"]
     assert again == totals
+
+
+class ChangesItsParameters(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(3, 3)
+        self.second = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.first(x)
+        self.first.weight.requires_grad_(False)  # after its layer row was attributed
+        self.first.bias.data = torch.zeros(100)  # a new size behind the same Parameter object
+        return self.second(y)
+
+
+def test_totals_describe_the_model_at_report_time():
+    model = ChangesItsParameters()
+    report = crawl_module(model, args=(torch.ones(1, 3),), mode="structure")
+    # the row keeps what the call saw: 9 + 3 trainable
+    assert report["layers"][1]["parameters"] == {"trainable": 12, "frozen": 0, "bytes": 48, "shared": False}
+    # the totals are what parameters() says after the forward: 100 + 12 trainable, 9 frozen
+    totals = report["totals"]
+    assert totals["trainable_parameters"]["value"] == 112
+    assert totals["trainable_parameters"]["value"] == sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert totals["frozen_parameters"]["value"] == 9
+    assert totals["parameter_bytes"]["value"] == 121 * 4
