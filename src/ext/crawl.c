@@ -165,15 +165,64 @@ tsx_crawl_session(tsx_crawl *crawl)
     return crawl->session;
 }
 
+/* Reads a tensor's element count and dtype and, for a parameter, whether
+ * it is trainable. */
+static int
+tensor_counts(tsx_state *st,
+              PyObject *t,
+              bool params,
+              long long *numel,
+              const tsx_dtype **info,
+              bool *trainable)
+{
+    PyObject *numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
+    PyObject *dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+    PyObject *rg = NULL;
+    int rc = -1;
+    *info = dtype ? tsx_dtype_info(st, dtype) : NULL;
+    rg = (*info && params) ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
+    *numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
+    *trainable = rg == Py_True;
+    if (*info != NULL && (!params || rg != NULL)
+        && !(*numel == -1 && PyErr_Occurred())) {
+        rc = 0;
+    }
+    Py_XDECREF(numel_obj);
+    Py_XDECREF(dtype);
+    Py_XDECREF(rg);
+    return rc;
+}
+
+/* Adds one tensor's counts to a row's or the model's sums. */
+static void
+add_counts(int64_t *trainable_sum,
+           int64_t *frozen_sum,
+           int64_t *param_bytes,
+           int64_t *buffer_elements,
+           int64_t *buffer_bytes,
+           bool params,
+           long long numel,
+           const tsx_dtype *info,
+           bool trainable)
+{
+    if (params) {
+        *(trainable ? trainable_sum : frozen_sum) += numel;
+        *param_bytes += numel * info->itemsize;
+    }
+    else {
+        *buffer_elements += numel;
+        *buffer_bytes += numel * info->itemsize;
+    }
+}
+
 /* Adds one tensor to the attribution (the first time it is seen). */
 static int
 attribute_tensor(tsx_crawl *c, PyObject *t, bool params, ts_attribution *a)
 {
-    tsx_state *st = c->st;
-    PyObject *numel_obj = NULL, *dtype = NULL, *rg = NULL;
     const tsx_dtype *info;
     long long numel;
-    int added, rc = -1;
+    bool trainable;
+    int added;
     if (t == Py_None) {
         return 0;
     }
@@ -184,29 +233,19 @@ attribute_tensor(tsx_crawl *c, PyObject *t, bool params, ts_attribution *a)
         }
         return added;
     }
-    numel_obj = PyObject_CallMethodNoArgs(t, st->s_numel);
-    dtype = numel_obj ? PyObject_GetAttr(t, st->s_dtype) : NULL;
-    info = dtype ? tsx_dtype_info(st, dtype) : NULL;
-    rg = (info && params) ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
-    numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
-    if (info == NULL || (params && rg == NULL)
-        || (numel == -1 && PyErr_Occurred())) {
-        goto done;
+    if (tensor_counts(c->st, t, params, &numel, &info, &trainable) < 0) {
+        return -1;
     }
-    if (params) {
-        *(rg == Py_True ? &a->trainable : &a->frozen) += numel;
-        a->param_bytes += numel * info->itemsize;
-    }
-    else {
-        a->buffer_elements += numel;
-        a->buffer_bytes += numel * info->itemsize;
-    }
-    rc = 0;
-done:
-    Py_XDECREF(numel_obj);
-    Py_XDECREF(dtype);
-    Py_XDECREF(rg);
-    return rc;
+    add_counts(&a->trainable,
+               &a->frozen,
+               &a->param_bytes,
+               &a->buffer_elements,
+               &a->buffer_bytes,
+               params,
+               numel,
+               info,
+               trainable);
+    return 0;
 }
 
 /* An iterator over a mapping's values (a ScriptModule's _parameters is a
@@ -1405,46 +1444,41 @@ total_one(void *ctx, PyObject *x)
     totals_walk *w = ctx;
     tsx_state *st = w->st;
     ts_model_totals *t = w->totals;
-    PyObject *numel_obj = NULL, *dtype = NULL, *device = NULL, *rg = NULL;
-    const tsx_dtype *info = NULL;
-    long long numel = -1;
-    int rc = -1;
-    int added = x != Py_None ? ptrset_add(&w->seen, x) : 0;
+    PyObject *device;
+    const tsx_dtype *info;
+    long long numel;
+    bool trainable;
+    int rc, added = x != Py_None ? ptrset_add(&w->seen, x) : 0;
     if (added <= 0) {
         return added;
     }
-    numel_obj = PyObject_CallMethodNoArgs(x, st->s_numel);
-    dtype = numel_obj ? PyObject_GetAttr(x, st->s_dtype) : NULL;
-    info = dtype ? tsx_dtype_info(st, dtype) : NULL;
+    if (tensor_counts(st, x, w->params, &numel, &info, &trainable) < 0) {
+        return -1;
+    }
     /* is_cpu spares building and printing a torch.device */
-    device = info ? PyObject_GetAttr(x, st->s_is_cpu) : NULL;
+    device = PyObject_GetAttr(x, st->s_is_cpu);
     if (device == Py_True) {
         Py_SETREF(device, Py_NewRef(st->s_cpu));
     }
     else if (device != NULL) {
         Py_SETREF(device, PyObject_GetAttr(x, st->s_device));
     }
-    rg = device ? PyObject_GetAttr(x, st->s_requires_grad) : NULL;
-    numel = numel_obj ? PyLong_AsLongLong(numel_obj) : -1;
-    if (rg != NULL && numel >= 0 && add_str(w->devices, device) == 0
-        && PySet_Add(w->dtypes, info->name) == 0) {
-        if (w->params) {
-            *(rg == Py_True ? &t->trainable : &t->frozen) += numel;
-            t->param_bytes += numel * info->itemsize;
-        }
-        else {
-            t->buffer_elements += numel;
-            t->buffer_bytes += numel * info->itemsize;
-        }
-        rc = 0;
-    }
-    else if (!PyErr_Occurred()) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot read a model tensor");
-    }
-    Py_XDECREF(numel_obj);
-    Py_XDECREF(dtype);
+    rc = device != NULL && add_str(w->devices, device) == 0
+                 && PySet_Add(w->dtypes, info->name) == 0
+             ? 0
+             : -1;
     Py_XDECREF(device);
-    Py_XDECREF(rg);
+    if (rc == 0) {
+        add_counts(&t->trainable,
+                   &t->frozen,
+                   &t->param_bytes,
+                   &t->buffer_elements,
+                   &t->buffer_bytes,
+                   w->params,
+                   numel,
+                   info,
+                   trainable);
+    }
     return rc;
 }
 
