@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: run test build deps ctest asan pytest bench lint format format-check clean
+.PHONY: run test build deps ctest asan pytest bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
@@ -48,6 +48,10 @@ bench: build
 	$(PY) bench/run.py
 	$(PY) bench/workload.py
 	$(PY) bench/op_overhead.py
+
+# The ratios of bench/run.py in instructions (callgrind; needs valgrind, a few minutes).
+bench-instructions: build
+	$(PY) bench/instructions.py
 
 format-check: $(STAMP)
 	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
