@@ -13,8 +13,8 @@ figure is its dump divided by N. Cases, with one thread, on the workloads of ben
   structure  crawl_module(mode="structure") full       crawl_module (full mode)
   flops      measure_flops(forward)
 and, on one layer of the (b) encoder, the fused aten._transformer_encoder_layer_fwd call alone
-(plain, under the empty mode, under measure_flops; each case runs 20 layer calls per entry
-of the mode, so that entering it and measure_flops' report weigh 1/20 per call).
+(plain, under the empty mode, under measure_flops), as the difference between 40 and 20 layer
+calls per entry of the mode, so that entering it and measure_flops' report cancel out.
 
   python bench/instructions.py [N]       (N defaults to 10; needs valgrind: apt-get install valgrind)
 
@@ -23,6 +23,7 @@ Prints instructions per call and the ratios; nothing is asserted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -32,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FUSED_CALLS = 20  # layer calls per fused case (so that the mode's entry and exit weigh little)
+FUSED_CALLS = 20  # layer calls per entry of the mode in the fused cases (and twice as many)
 
 
 def child(n: int) -> None:
@@ -73,25 +74,25 @@ def child(n: int) -> None:
         if key == "b":
             layer, x = model.layers[0], inputs[0]
 
-            def layer_plain():
-                with torch.no_grad():
-                    for _ in range(FUSED_CALLS):
-                        layer(x)
+            def layer_calls(k, mode=None, layer=layer, x=x):
+                def run():
+                    with torch.no_grad(), (mode() if mode else contextlib.nullcontext()):
+                        for _ in range(k):
+                            layer(x)
 
-            def layer_empty():
-                with torch.no_grad(), EmptyMode():
-                    for _ in range(FUSED_CALLS):
-                        layer(x)
+                return run
 
-            layer_cases = [
-                ("fused plain", layer_plain),
-                ("fused empty", layer_empty),
-                ("fused flops", lambda: torchscan.measure_flops(layer_plain)),
-            ]
+            layer_cases = []
+            for k in (FUSED_CALLS, 2 * FUSED_CALLS):
+                layer_cases += [
+                    (f"fused plain x{k}", layer_calls(k)),
+                    (f"fused empty x{k}", layer_calls(k, EmptyMode)),
+                    (f"fused flops x{k}", lambda run=layer_calls(k): torchscan.measure_flops(run)),
+                ]
     for name, fn in cases + layer_cases:
         for _ in range(3):
             fn()
-        print(name, flush=True)
+        print("case:", name, flush=True)
         os.getppid()  # dump: everything so far (warm-up)
         for _ in range(n):
             fn()
@@ -140,13 +141,16 @@ def main() -> int:
         if proc.returncode != 0:
             print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
             return proc.returncode
-        names = [line for line in proc.stdout.splitlines() if line.strip()]
+        names = [line[6:] for line in proc.stdout.splitlines() if line.startswith("case: ")]
         dumps = counts(Path(tmp), out.name)
     # dumps: [warm-up 0, case 0, warm-up 1, case 1, ...] (+ the rest at exit)
-    per_call = {
-        name: dumps[2 * i + 1] / n / (FUSED_CALLS if name.startswith("fused") else 1)
-        for i, name in enumerate(names)
-    }
+    per_call = {name: dumps[2 * i + 1] / n for i, name in enumerate(names)}
+    # a fused case's figure per layer call: 2F calls minus F calls per entry of the mode,
+    # so that entering the mode and measure_flops' report cancel out
+    for case in ("plain", "empty", "flops"):
+        twice = per_call.pop(f"fused {case} x{2 * FUSED_CALLS}")
+        once = per_call.pop(f"fused {case} x{FUSED_CALLS}")
+        per_call[f"fused {case}"] = (twice - once) / FUSED_CALLS
     print(f"instructions per call (callgrind, {n} calls per case, one thread)")
     for name, value in per_call.items():
         print(f"  {name:16s} {value / 1e3:12.1f} K")
