@@ -38,17 +38,13 @@ FUSED_CALLS = 20  # layer calls per entry of the mode in the fused cases (and tw
 
 def child(n: int) -> None:
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     import torchscan
 
     sys.path.insert(0, str(HERE))
-    import run as workloads
+    import run as workloads  # the models and the empty mode of bench/run.py
 
-    class EmptyMode(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
+    EmptyMode = workloads.EmptyMode
     torch.set_num_threads(1)
     cases = []
     for key, build in (("a", workloads.mlp_blocks), ("b", workloads.encoder), ("c", workloads.resnet)):
