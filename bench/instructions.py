@@ -1,8 +1,8 @@
-"""Instructions per call, counted by valgrind's callgrind: the overhead ratios of bench/run.py
-in a unit that other processes on a shared machine cannot disturb.
+"""Instructions per call, counted by valgrind's callgrind: the main overhead ratios of
+bench/run.py in a unit that other processes on a shared machine cannot disturb.
 
 Timing on a small shared VM moves by several percent between identical cases, which is the size
-of the gaps the targets are about. Instruction counts are exact and repeatable; they do not see
+of the gaps the targets are about. Instruction counts repeat to a fraction of a percent; they do not see
 cache misses (a crawl runs after a forward that swept megabytes of activations, so its time
 ratio is somewhat above its instruction ratio), so read them next to the timings, not instead.
 
@@ -133,12 +133,17 @@ def main() -> int:
             capture_output=True,
             text=True,
             check=False,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts run after run
         )
         if proc.returncode != 0:
             print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
             return proc.returncode
         names = [line[6:] for line in proc.stdout.splitlines() if line.startswith("case: ")]
         dumps = counts(Path(tmp), out.name)
+    if len(dumps) != 2 * len(names):
+        # getppid not matched, or called by something else: the dumps would not line up with the cases
+        print(f"expected {2 * len(names)} callgrind dumps (two per case), got {len(dumps)}", file=sys.stderr)
+        return 1
     # dumps: [warm-up 0, case 0, warm-up 1, case 1, ...] (+ the rest at exit)
     per_call = {name: dumps[2 * i + 1] / n for i, name in enumerate(names)}
     # a fused case's figure per layer call: 2F calls minus F calls per entry of the mode,
