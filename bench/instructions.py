@@ -24,6 +24,7 @@ Prints instructions per call and the ratios; nothing is asserted.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import shutil
@@ -89,6 +90,7 @@ def child(n: int) -> None:
         for _ in range(3):
             fn()
         print("case:", name, flush=True)
+        gc.collect()  # as bench/run.py does before each batch
         os.getppid()  # dump: everything so far (warm-up)
         for _ in range(n):
             fn()
