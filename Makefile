@@ -49,7 +49,7 @@ bench: build
 	$(PY) bench/workload.py
 	$(PY) bench/op_overhead.py
 
-# The ratios of bench/run.py in instructions (callgrind; needs valgrind, a few minutes).
+# The main ratios of bench/run.py in instructions (callgrind; needs valgrind, a few minutes).
 bench-instructions: build
 	$(PY) bench/instructions.py
 
