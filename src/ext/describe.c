@@ -487,16 +487,16 @@ type_meta(const char *kind, PyObject *value, bool qualified)
 {
     PyObject *name = qualified ? PyType_GetQualName(Py_TYPE(value))
                                : PyType_GetName(Py_TYPE(value));
-    json_t *meta;
-    if (name == NULL) {
-        return NULL;
+    const char *text = name ? PyUnicode_AsUTF8(name) : NULL;
+    json_t *meta = NULL;
+    /* a __qualname__ is any str: one that UTF-8 cannot encode raises */
+    if (text != NULL) {
+        meta = json_pack("{s:s, s:s}", "kind", kind, "type", text);
+        if (meta == NULL) {
+            PyErr_NoMemory();
+        }
     }
-    meta =
-        json_pack("{s:s, s:s}", "kind", kind, "type", PyUnicode_AsUTF8(name));
-    Py_DECREF(name);
-    if (meta == NULL) {
-        PyErr_NoMemory();
-    }
+    Py_XDECREF(name);
     return meta;
 }
 
@@ -607,7 +607,11 @@ describe(
         return m ? m : (json_t *)PyErr_NoMemory();
     }
     if (PyTuple_Check(value) || PyList_Check(value)) {
-        PyObject *seq = PySequence_Fast(value, "sequence");
+        /* A list is described from a snapshot: describing its items can
+         * run Python code (a mapping's items(), a tensor subclass's
+         * __torch_function__) that changes it. */
+        PyObject *seq =
+            PyList_Check(value) ? PyList_AsTuple(value) : Py_NewRef(value);
         json_t *m;
         if (seq == NULL) {
             return NULL;
@@ -700,18 +704,31 @@ tsx_describe_call(tsx_state *st,
         PyObject *key, *value;
         Py_ssize_t pos = 0;
         while (PyDict_Next(kwargs, &pos, &key, &value)) {
-            const char *name =
-                PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
             json_t *m;
-            if (name == NULL) {
-                if (!PyErr_Occurred()) {
-                    PyErr_SetString(PyExc_TypeError,
-                                    "keyword names must be strings");
-                }
+            int ident, bad;
+            if (!PyUnicode_Check(key)) {
+                PyErr_SetString(PyExc_TypeError,
+                                "keyword names must be strings");
                 goto error;
             }
+            /* Only identifier names are kept, as for a mapping's keys
+             * (f(**{"/home/me/notes.txt": x}) is legal Python). */
+            ident = PyUnicode_IsIdentifier(key);
+            if (ident < 0) {
+                goto error;
+            }
+            if (ident == 0) {
+                continue;
+            }
+            /* describing can run Python code that changes the dict */
+            Py_INCREF(key);
+            Py_INCREF(value);
             m = describe(st, value, first, found, 1);
-            if (m == NULL || json_object_set_new(kw, name, m)) {
+            bad =
+                m == NULL || json_object_set_new(kw, PyUnicode_AsUTF8(key), m);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            if (bad) {
                 goto error_set;
             }
         }

@@ -1086,6 +1086,72 @@ def test_int_mapping_keys_outside_int64_keep_only_their_type():
     assert small["key"] == 7 and small["key_type"] == "int"
 
 
+def test_keyword_names_follow_the_mapping_key_rule():
+    # f(**{"/home/user/notes.txt": x}) is legal Python: such names would carry private text
+    # (and a NUL or a lone surrogate), so only identifier names are kept, in the inputs and in rows.
+    class Inner(nn.Module):
+        def forward(self, x, **kw):
+            return x
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x, **kw):
+            return self.inner(x, **{"/home/user/notes.txt": 1, "a\0b": x, "\udc80": 2, "ok": x})
+
+    x = torch.ones(2, 3)
+    report = crawl_module(Outer(), args=(x,), kwargs={"/home/user/secret.txt": x, "fine_name": 3}, mode="structure")
+    assert report["inputs"]["kwargs"] == {"fine_name": {"kind": "scalar", "type": "int"}}
+    rows = {row["path"]: row for row in report["layers"]}
+    assert rows[""]["input"]["kwargs"] == {"fine_name": {"kind": "scalar", "type": "int"}}
+    assert list(rows["inner"]["input"]["kwargs"]) == ["ok"]
+    assert "home" not in json.dumps(report)
+
+
+def test_a_list_emptied_while_it_is_described_is_described_as_it_was():
+    # Describing an item can run Python code (here a mapping's items()) that changes the list
+    # being described; the list is described from a snapshot taken before.
+    holder = []
+
+    class Shrinking(dict):
+        def items(self):
+            holder.clear()
+            return [("a", 1)]
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.echo = nn.Identity()
+
+        def forward(self, x):
+            holder[:] = [Shrinking(), *[torch.ones(2) for _ in range(200)]]
+            return self.echo(holder)
+
+    report = crawl_module(Model(), args=(torch.ones(1),), mode="structure")
+    items = report["layers"][1]["input"]["args"][0]["items"]
+    assert len(items) == 201 and items[0]["kind"] == "mapping" and items[200]["shape"] == [2]
+    assert holder == []
+
+
+def test_an_unencodable_type_name_raises_its_own_error():
+    # A __qualname__ is any str; one UTF-8 cannot encode surfaces as that error, not as a MemoryError.
+    class Odd:
+        pass
+
+    Odd.__qualname__ = "\udc80odd"
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return Odd()
+
+    model = Model()
+    with pytest.raises(UnicodeEncodeError):
+        crawl_module(model, args=(torch.ones(1),), mode="structure")
+    assert_nothing_left(model)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # How calls are observed: forward wrappers (hook-free fast call path), hooks where PyTorch needs them
 # ---------------------------------------------------------------------------------------------------------------
