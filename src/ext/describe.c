@@ -3,6 +3,10 @@
 #include "tsx.h"
 
 #define DESCRIBE_MAX_DEPTH 64
+/* Values described per top-level value (an argument, an output): a
+ * container that holds the same child twice at every level would take
+ * 2^depth steps otherwise. Beyond it, values are described by type only. */
+#define DESCRIBE_MAX_NODES 10000
 
 const tsx_dtype *
 tsx_dtype_info(tsx_state *st, PyObject *dtype)
@@ -448,8 +452,12 @@ done:
     return meta;
 }
 
-static json_t *describe(
-    tsx_state *st, PyObject *value, ts_shape *first, bool *found, int depth);
+static json_t *describe(tsx_state *st,
+                        PyObject *value,
+                        ts_shape *first,
+                        bool *found,
+                        int depth,
+                        long *budget);
 
 static json_t *
 describe_items(tsx_state *st,
@@ -457,7 +465,8 @@ describe_items(tsx_state *st,
                const char *kind,
                ts_shape *first,
                bool *found,
-               int depth)
+               int depth,
+               long *budget)
 {
     json_t *items = json_array();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -465,8 +474,12 @@ describe_items(tsx_state *st,
         return (json_t *)PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        json_t *m = describe(
-            st, PySequence_Fast_GET_ITEM(seq, i), first, found, depth + 1);
+        json_t *m = describe(st,
+                             PySequence_Fast_GET_ITEM(seq, i),
+                             first,
+                             found,
+                             depth + 1,
+                             budget);
         if (m == NULL || json_array_append_new(items, m)) {
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
@@ -501,8 +514,12 @@ type_meta(const char *kind, PyObject *value, bool qualified)
 }
 
 static json_t *
-describe_mapping(
-    tsx_state *st, PyObject *value, ts_shape *first, bool *found, int depth)
+describe_mapping(tsx_state *st,
+                 PyObject *value,
+                 ts_shape *first,
+                 bool *found,
+                 int depth,
+                 long *budget)
 {
     json_t *meta = NULL, *items = NULL;
     PyObject *pairs = NULL, *seq = NULL;
@@ -556,7 +573,8 @@ describe_mapping(
                 entry, "key_type", json_string(PyUnicode_AsUTF8(key_type)));
         }
         Py_DECREF(key_type);
-        vm = entry ? describe(st, item, first, found, depth + 1) : NULL;
+        vm =
+            entry ? describe(st, item, first, found, depth + 1, budget) : NULL;
         if (vm == NULL || json_object_set_new(entry, "value", vm)
             || json_array_append_new(items, entry)) {
             if (vm == NULL) {
@@ -591,11 +609,15 @@ done:
 }
 
 static json_t *
-describe(
-    tsx_state *st, PyObject *value, ts_shape *first, bool *found, int depth)
+describe(tsx_state *st,
+         PyObject *value,
+         ts_shape *first,
+         bool *found,
+         int depth,
+         long *budget)
 {
     int is;
-    if (depth > DESCRIBE_MAX_DEPTH) {
+    if (--*budget < 0 || depth > DESCRIBE_MAX_DEPTH) {
         return type_meta("object", value, true);
     }
     is = tsx_is_tensor(st, value);
@@ -621,12 +643,13 @@ describe(
                            PyTuple_Check(value) ? "tuple" : "list",
                            first,
                            found,
-                           depth);
+                           depth,
+                           budget);
         Py_DECREF(seq);
         return m;
     }
     if (PyDict_Check(value)) {
-        return describe_mapping(st, value, first, found, depth);
+        return describe_mapping(st, value, first, found, depth, budget);
     }
     if (PyLong_Check(value) || PyFloat_Check(value) || PyComplex_Check(value)
         || PyUnicode_Check(value) || PyBytes_Check(value)) {
@@ -637,7 +660,7 @@ describe(
         return NULL;
     }
     if (is) {
-        return describe_mapping(st, value, first, found, depth);
+        return describe_mapping(st, value, first, found, depth, budget);
     }
     return type_meta("object", value, true);
 }
@@ -645,7 +668,8 @@ describe(
 json_t *
 tsx_describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found)
 {
-    return describe(st, value, first, found, 0);
+    long budget = DESCRIBE_MAX_NODES;
+    return describe(st, value, first, found, 0, &budget);
 }
 
 json_t *
@@ -693,8 +717,9 @@ tsx_describe_call(tsx_state *st,
     }
     else if (args != NULL) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-            json_t *m =
-                describe(st, PyTuple_GET_ITEM(args, i), first, found, 1);
+            long budget = DESCRIBE_MAX_NODES;
+            json_t *m = describe(
+                st, PyTuple_GET_ITEM(args, i), first, found, 1, &budget);
             if (m == NULL || json_array_append_new(arr, m)) {
                 goto error_set;
             }
@@ -723,7 +748,8 @@ tsx_describe_call(tsx_state *st,
             /* describing can run Python code that changes the dict */
             Py_INCREF(key);
             Py_INCREF(value);
-            m = describe(st, value, first, found, 1);
+            long budget = DESCRIBE_MAX_NODES;
+            m = describe(st, value, first, found, 1, &budget);
             bad =
                 m == NULL || json_object_set_new(kw, PyUnicode_AsUTF8(key), m);
             Py_DECREF(key);

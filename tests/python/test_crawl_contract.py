@@ -1135,6 +1135,32 @@ def test_a_list_emptied_while_it_is_described_is_described_as_it_was():
     assert holder == []
 
 
+def test_a_container_sharing_its_children_is_described_in_bounded_time():
+    # Every level holds its child twice: 2^depth values unless the description is bounded
+    # (a self-referencing list would never finish). Past the bound, values keep their type only.
+    shared = []
+    shared += [shared, shared]
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.echo = nn.Identity()
+
+        def forward(self, x):
+            return self.echo(shared)
+
+    report = crawl_module(Model(), args=(torch.ones(1),), mode="structure")
+    meta = report["layers"][1]["output"]
+    depth = 0
+    while meta.get("kind") == "list":  # depth first: the first branch takes the budget
+        meta = meta["items"][0]
+        depth += 1
+    assert meta == {"kind": "object", "type": "list"}
+    assert depth == 65  # the depth bound, on the first branch
+    described = json.dumps(report["layers"][1]["output"]).count('"kind"')
+    assert 10_000 <= described <= 10_000 + 2 * 65  # the budget, plus the type-only values past it
+
+
 def test_an_unencodable_type_name_raises_its_own_error():
     # A __qualname__ is any str; one UTF-8 cannot encode surfaces as that error, not as a MemoryError.
     class Odd:
