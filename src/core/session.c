@@ -161,15 +161,26 @@ ts_opstats_record(ts_opstats *stats,
         return TS_EINVAL;
     }
     rec = &stats->ops[id];
-    switch (kind) {
-        case TS_OPCALL_COUNTED:
-            if (!ts_add(rec->flops, flops, &rec->flops)
-                || !ts_add(stats->total, flops, &stats->total)) {
-                return TS_EOVERFLOW;
-            }
+    if (kind == TS_OPCALL_COUNTED) {
+        int64_t op_sum, total;
+        if (ts_add(rec->flops, flops, &op_sum)
+            && ts_add(stats->total, flops, &total)) {
+            rec->flops = op_sum;
+            stats->total = total;
             rec->counted_calls++;
             rec->incomplete |= incomplete;
-            break;
+            return TS_OK;
+        }
+        /* The sums keep what fits; this call is reported like a formula
+         * whose count does not fit (the total becomes partial). */
+        kind = TS_OPCALL_UNSUPPORTED;
+        message =
+            "The operator's FLOPs no longer fit in a signed 64-bit "
+            "sum; this call is not counted.";
+    }
+    switch (kind) {
+        case TS_OPCALL_COUNTED:
+            break; /* handled above */
         case TS_OPCALL_IGNORED:
             rec->ignored_calls++;
             rec->ignore_reason = ignore_reason;

@@ -549,8 +549,12 @@ run_custom(tsx_state *st,
     if (tsx_optional_attr(custom, "_get_raw", &flag) < 0) {
         return -1;
     }
-    raw = flag != NULL && PyObject_IsTrue(flag) == 1;
+    int truth = flag != NULL ? PyObject_IsTrue(flag) : 0;
     Py_XDECREF(flag);
+    if (truth < 0) {
+        return -1;
+    }
+    raw = truth == 1;
     cargs = raw ? Py_NewRef(args) : shapes_of(st, args);
     ckw = cargs ? PyDict_New() : NULL;
     if (ckw == NULL) {
@@ -608,8 +612,10 @@ run_custom(tsx_state *st,
         PyObject *exc = tsx_fetch();
         PyObject *text = exc ? PyObject_Str(exc) : NULL;
         const char *t = text ? PyUnicode_AsUTF8(text) : NULL;
+        /* Only errors (Exception) become diagnostics: KeyboardInterrupt,
+         * SystemExit and GeneratorExit go on. */
         if (exc != NULL
-            && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt)) {
+            && !PyErr_GivenExceptionMatches(exc, PyExc_Exception)) {
             Py_XDECREF(text);
             tsx_restore(exc);
             goto done;
@@ -699,7 +705,7 @@ count(tsx_counter *c,
                            message,
                            s->entry ? s->entry->ignore_reason : NULL);
     if (rc != TS_OK) {
-        PyErr_SetString(PyExc_OverflowError, "operator FLOPs overflow");
+        PyErr_NoMemory(); /* a sum that overflows is recorded, not raised */
         return -1;
     }
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {

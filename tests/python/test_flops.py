@@ -401,6 +401,56 @@ def test_custom_formula_that_raises_is_a_diagnostic():
     assert "ZeroDivisionError" in diag["message"]
 
 
+@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), KeyboardInterrupt()])
+def test_custom_formula_that_exits_is_not_a_diagnostic(exc):
+    # Only errors (Exception) become diagnostics; exits and interrupts go on to the caller.
+    x, w = torch.rand(2, 4), torch.rand(4, 3)
+
+    def formula(*args, **kwargs):
+        raise exc
+
+    with pytest.raises(type(exc)) as raised:
+        measure_flops(lambda: x @ w, custom_mapping={torch.ops.aten.mm: formula})
+    assert raised.value is exc
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_a_get_raw_flag_that_raises_propagates_its_error():
+    class Flag:
+        def __bool__(self):
+            raise ZeroDivisionError("flag.__bool__")
+
+    def formula(*args, **kwargs):
+        return 5
+
+    formula._get_raw = Flag()
+    x = torch.randn(4, 4)
+    with pytest.raises(ZeroDivisionError, match="flag.__bool__"):
+        measure_flops(lambda: torch.sin(x), custom_mapping={torch.ops.aten.sin: formula})
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_a_total_that_would_overflow_keeps_what_fits_and_says_so():
+    # 2 * 2**20 * 2**21 * 2**20 = 2**62 FLOPs per product: the second one no longer fits in the
+    # 64-bit sum. The workload is not interrupted; those calls become diagnostics and the total partial.
+    a = torch.empty(1, device="meta").expand(2**20, 2**21)
+    b = torch.empty(1, device="meta").expand(2**21, 2**20)
+    c = torch.empty(1, device="meta").expand(2**20, 2**20)
+
+    def workload():
+        for _ in range(3):
+            a @ b
+        torch.sin(c)
+
+    report = measure_flops(workload)
+    assert report["by_operator"] == {"aten.mm": 2**62, "aten.sin": 2**40}
+    assert report["total"]["status"] == "partial"
+    assert report["total"]["known_value"] == 2**62 + 2**40
+    (diag,) = report["diagnostics"]
+    assert diag["code"] == "unsupported_operator_formula" and diag["operator"] == "aten.mm"
+    assert "64-bit" in diag["message"]
+
+
 @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "12", None])
 def test_custom_formula_bad_result_is_a_diagnostic(bad):
     x, w = torch.rand(2, 4), torch.rand(4, 3)
