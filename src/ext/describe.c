@@ -1,5 +1,7 @@
 /* Metadata of Python values (contract 1.1): shapes, dtypes, devices and
  * container structure, never values, file paths or reprs. */
+#include <string.h>
+
 #include "tsx.h"
 
 #define DESCRIBE_MAX_DEPTH 64
@@ -88,6 +90,25 @@ tsx_is_tensor(tsx_state *st, PyObject *obj)
     return PyObject_TypeCheck(obj, (PyTypeObject *)st->tensor_type);
 }
 
+PyObject *
+tsx_number_index(PyObject *value)
+{
+    if (strcmp(Py_TYPE(value)->tp_name, "SymInt") == 0) {
+        /* A SymInt's __index__ adds a guard: it would specialize the
+         * graph being traced. Its hint (the example value) is read
+         * instead; none, and it has no concrete value. */
+        PyObject *node = tsx_getattr(value, "node");
+        PyObject *hint = node ? tsx_getattr(node, "hint") : NULL;
+        Py_XDECREF(node);
+        if (hint != NULL && !PyLong_CheckExact(hint)) {
+            Py_CLEAR(hint);
+            PyErr_SetString(PyExc_TypeError, "a SymInt without a hint");
+        }
+        return hint;
+    }
+    return PyNumber_Index(value);
+}
+
 /* Reads one dimension; -1 with an exception; 0 when symbolic (no concrete
  * value), 1 when *out is set. */
 static int
@@ -103,7 +124,7 @@ read_dim(PyObject *item, int64_t *out)
         return 1;
     }
     /* SymInt: concrete when it has a hint. */
-    PyObject *as_int = PyNumber_Index(item);
+    PyObject *as_int = tsx_number_index(item);
     if (as_int == NULL) {
         PyErr_Clear();
         return 0;

@@ -380,8 +380,9 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
                         PyErr_Clear();
                     }
                     else {
-                        numel = PyLong_AsLongLong(nobj);
-                        Py_DECREF(nobj);
+                        Py_SETREF(nobj, tsx_number_index(nobj));
+                        numel = nobj ? PyLong_AsLongLong(nobj) : -1;
+                        Py_XDECREF(nobj);
                         if (numel == -1 && PyErr_Occurred()) {
                             PyErr_Clear();
                         }
@@ -398,7 +399,7 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
             a->kind = TS_ARG_INTS;
             a->nints = (int)n;
             for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *x = PyNumber_Index(items[i]);
+                PyObject *x = tsx_number_index(items[i]);
                 long long y = x ? PyLong_AsLongLong(x) : -1;
                 Py_XDECREF(x);
                 if (y == -1 && PyErr_Occurred()) {
@@ -419,7 +420,7 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
     }
     else {
         /* SymInt and friends: a concrete int when they have one. */
-        PyObject *x = PyNumber_Index(v);
+        PyObject *x = tsx_number_index(v);
         if (x != NULL) {
             int overflow;
             a->i = PyLong_AsLongLongAndOverflow(x, &overflow);

@@ -213,6 +213,11 @@ tsx_getattr(PyObject *obj, const char *name)
     return v;
 }
 
+/* describe.c: operator.index(value), except that a SymInt gives its hint
+ * without adding a guard (TypeError when it has none). New reference, or
+ * NULL with an exception. */
+PyObject *tsx_number_index(PyObject *value);
+
 /* PyDict_GetItemString with an interned name (borrowed; NULL when missing
  * or on error, with the exception state as it was). */
 static inline PyObject *

@@ -430,6 +430,27 @@ def test_a_get_raw_flag_that_raises_propagates_its_error():
     assert torch._C._len_torch_dispatch_stack() == 0
 
 
+def test_counting_inside_a_symbolic_trace_adds_no_guard():
+    # Reading a SymInt through __index__ would guard on its example value and specialize the
+    # traced graph; sizes are read from the hints instead, and the graph stays symbolic.
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    reports = []
+
+    def f(a, b):
+        reports.append(measure_flops(lambda: torch.sin(a @ b)))
+        return a @ b
+
+    graph = make_fx(f, tracing_mode="symbolic")(torch.randn(8, 16), torch.randn(16, 4))
+    sizes = [d for n in graph.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor) for d in n.meta["val"].shape]
+    symbolic = [d for d in sizes if isinstance(d, torch.SymInt)]
+    assert symbolic, "the trace kept symbolic sizes"
+    env = symbolic[0].node.shape_env
+    assert not env.guards and not env.replacements
+    (report,) = reports
+    assert report["by_operator"] == {"aten.mm": 2 * 8 * 16 * 4, "aten.sin": 8 * 4}  # from the hints
+
+
 def test_a_total_that_would_overflow_keeps_what_fits_and_says_so():
     # 2 * 2**20 * 2**21 * 2**20 = 2**62 FLOPs per product: the second one no longer fits in the
     # 64-bit sum. The workload is not interrupted; those calls become diagnostics and the total partial.
