@@ -582,6 +582,17 @@ run_custom(tsx_state *st,
     }
     Py_DECREF(value);
     result = PyObject_Call(custom, cargs, ckw);
+    if (result != NULL && !PyLong_Check(result) && !PyFloat_Check(result)
+        && PyIndex_Check(result)) {
+        /* integer-like results (numpy integers, SymInts) count as ints */
+        PyObject *as_int = tsx_number_index(result);
+        if (as_int == NULL) {
+            PyErr_Clear();
+        }
+        else {
+            Py_SETREF(result, as_int);
+        }
+    }
     if (result != NULL) {
         double d = -1.0;
         if (PyLong_Check(result) && !PyBool_Check(result)) {
@@ -590,6 +601,14 @@ run_custom(tsx_state *st,
             if (!overflow && x >= 0) {
                 *flops = x;
                 rc = 0;
+                goto done;
+            }
+            if (overflow > 0) {
+                snprintf(message,
+                         size,
+                         "the custom formula returned a count that does not "
+                         "fit in a signed 64-bit integer");
+                rc = 1;
                 goto done;
             }
         }

@@ -401,6 +401,16 @@ def test_custom_formula_that_raises_is_a_diagnostic():
     assert "ZeroDivisionError" in diag["message"]
 
 
+def test_custom_formula_may_return_integer_like_values():
+    np = pytest.importorskip("numpy")
+    x, w = torch.rand(2, 4), torch.rand(4, 3)
+    report = measure_flops(lambda: x @ w, custom_mapping={torch.ops.aten.mm: lambda *a, **k: np.int64(7)})
+    assert report["by_operator"] == {"aten.mm": 7} and report["total"]["status"] == "complete"
+    report = measure_flops(lambda: x @ w, custom_mapping={torch.ops.aten.mm: lambda *a, **k: 2**70})
+    (diag,) = report["diagnostics"]
+    assert diag["code"] == "unsupported_operator_formula" and "64-bit" in diag["message"]
+
+
 @pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit(), KeyboardInterrupt()])
 def test_custom_formula_that_exits_is_not_a_diagnostic(exc):
     # Only errors (Exception) become diagnostics; exits and interrupts go on to the caller.
