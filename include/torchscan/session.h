@@ -38,7 +38,9 @@ typedef enum {
  * operator's total and to `layer` (>= 0) when the call ran inside a layer;
  * `incomplete` adds one incomplete_operator_formula diagnostic per operator.
  * For UNSUPPORTED, `message` is the reason (one diagnostic per distinct
- * operator and message). `ignore_reason` is used for IGNORED. */
+ * operator and message). `ignore_reason` is used for IGNORED. A COUNTED
+ * call whose flops would overflow a sum is recorded as UNSUPPORTED instead
+ * and returns TS_EOVERFLOW (the sums are unchanged). */
 int ts_opstats_record(ts_opstats *stats,
                       int id,
                       ts_opcall_kind kind,

@@ -147,6 +147,35 @@ ts_opstats_intern(ts_opstats *stats, const char *packet_name)
     return (int)stats->nops++;
 }
 
+/* One unsupported_operator_formula note per operator and message. */
+static int
+note_unsupported(ts_opstats *stats,
+                 op_record *rec,
+                 int id,
+                 const char *message)
+{
+    rec->unsupported = true;
+    for (size_t i = 0; i < stats->nnotes; i++) {
+        if (stats->notes[i].id == id
+            && strcmp(stats->notes[i].message, message) == 0) {
+            return TS_OK;
+        }
+    }
+    if (grow((void **)&stats->notes,
+             &stats->notes_cap,
+             stats->nnotes + 1,
+             sizeof(unsupported_note))) {
+        return TS_ENOMEM;
+    }
+    stats->notes[stats->nnotes].id = id;
+    stats->notes[stats->nnotes].message = dup_string(message);
+    if (stats->notes[stats->nnotes].message == NULL) {
+        return TS_ENOMEM;
+    }
+    stats->nnotes++;
+    return TS_OK;
+}
+
 int
 ts_opstats_record(ts_opstats *stats,
                   int id,
@@ -157,62 +186,43 @@ ts_opstats_record(ts_opstats *stats,
                   const char *ignore_reason)
 {
     op_record *rec;
+    int64_t op_sum, total;
+    int rc;
     if (id < 0 || (size_t)id >= stats->nops) {
         return TS_EINVAL;
     }
     rec = &stats->ops[id];
-    if (kind == TS_OPCALL_COUNTED) {
-        int64_t op_sum, total;
-        if (ts_add(rec->flops, flops, &op_sum)
-            && ts_add(stats->total, flops, &total)) {
-            rec->flops = op_sum;
-            stats->total = total;
-            rec->counted_calls++;
-            rec->incomplete |= incomplete;
-            return TS_OK;
-        }
-        /* The sums keep what fits; this call is reported like a formula
-         * whose count does not fit (the total becomes partial). */
-        kind = TS_OPCALL_UNSUPPORTED;
-        message =
-            "The operator's FLOPs no longer fit in a signed 64-bit "
-            "sum; this call is not counted.";
-    }
     switch (kind) {
         case TS_OPCALL_COUNTED:
-            break; /* handled above */
+            if (ts_add(rec->flops, flops, &op_sum)
+                && ts_add(stats->total, flops, &total)) {
+                rec->flops = op_sum;
+                stats->total = total;
+                rec->counted_calls++;
+                rec->incomplete |= incomplete;
+                return TS_OK;
+            }
+            /* The sums keep what fits; the call is noted like a formula
+             * whose count does not fit (the total becomes partial). */
+            rc = note_unsupported(stats,
+                                  rec,
+                                  id,
+                                  "The operator's FLOPs no longer fit in a "
+                                  "signed 64-bit sum; this call is not "
+                                  "counted.");
+            return rc == TS_OK ? TS_EOVERFLOW : rc;
         case TS_OPCALL_IGNORED:
             rec->ignored_calls++;
             rec->ignore_reason = ignore_reason;
-            break;
+            return TS_OK;
         case TS_OPCALL_UNCOUNTED:
             rec->uncounted_calls++;
-            break;
+            return TS_OK;
         case TS_OPCALL_UNSUPPORTED:
-            rec->unsupported = true;
-            for (size_t i = 0; i < stats->nnotes; i++) {
-                if (stats->notes[i].id == id
-                    && strcmp(stats->notes[i].message, message) == 0) {
-                    return TS_OK;
-                }
-            }
-            if (grow((void **)&stats->notes,
-                     &stats->notes_cap,
-                     stats->nnotes + 1,
-                     sizeof(unsupported_note))) {
-                return TS_ENOMEM;
-            }
-            stats->notes[stats->nnotes].id = id;
-            stats->notes[stats->nnotes].message = dup_string(message);
-            if (stats->notes[stats->nnotes].message == NULL) {
-                return TS_ENOMEM;
-            }
-            stats->nnotes++;
-            break;
+            return note_unsupported(stats, rec, id, message);
         default:
             return TS_EINVAL;
     }
-    return TS_OK;
 }
 
 int64_t

@@ -724,8 +724,11 @@ count(tsx_counter *c,
                            res.incomplete,
                            message,
                            s->entry ? s->entry->ignore_reason : NULL);
-    if (rc != TS_OK) {
-        PyErr_NoMemory(); /* a sum that overflows is recorded, not raised */
+    if (rc == TS_EOVERFLOW) {
+        kind = TS_OPCALL_UNSUPPORTED; /* noted, not counted */
+    }
+    else if (rc != TS_OK) {
+        PyErr_NoMemory();
         return -1;
     }
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {

@@ -250,6 +250,27 @@ test_opstats(void)
     json_decref(r);
     ts_opstats_free(ops);
 
+    /* a call whose flops would overflow a sum is noted, not counted */
+    ops = ts_opstats_new();
+    int big = ts_opstats_intern(ops, "aten.mm");
+    CHECK_EQ_INT(
+        ts_opstats_record(
+            ops, big, TS_OPCALL_COUNTED, INT64_MAX - 5, false, NULL, NULL),
+        TS_OK);
+    CHECK_EQ_INT(
+        ts_opstats_record(ops, big, TS_OPCALL_COUNTED, 6, false, NULL, NULL),
+        TS_EOVERFLOW);
+    CHECK_EQ_INT(ts_opstats_total(ops), INT64_MAX - 5);
+    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    total = json_object_get(r, "total");
+    CHECK_EQ_STR(json_string_value(json_object_get(total, "status")),
+                 "partial");
+    CHECK_EQ_INT(json_integer_value(json_object_get(total, "known_value")),
+                 INT64_MAX - 5);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 1);
+    json_decref(r);
+    ts_opstats_free(ops);
+
     r = ts_flop_report_not_requested("2.13.0");
     CHECK_EQ_STR(json_string_value(
                      json_object_get(json_object_get(r, "total"), "method")),
