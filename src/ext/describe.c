@@ -545,8 +545,10 @@ describe_mapping(tsx_state *st,
     json_t *meta = NULL, *items = NULL;
     PyObject *pairs = NULL, *seq = NULL;
     Py_ssize_t n;
+    /* A copy: items() may hand back a list that code run while describing
+     * a value (another mapping's items(), a tensor subclass) changes. */
     pairs = PyMapping_Items(value);
-    seq = pairs ? PySequence_Fast(pairs, "mapping items") : NULL;
+    seq = pairs ? PySequence_Tuple(pairs) : NULL;
     items = seq ? json_array() : NULL;
     if (items == NULL) {
         if (seq != NULL) {

@@ -586,11 +586,15 @@ run_custom(tsx_state *st,
         && PyIndex_Check(result)) {
         /* integer-like results (numpy integers, SymInts) count as ints */
         PyObject *as_int = tsx_number_index(result);
-        if (as_int == NULL) {
-            PyErr_Clear();
+        if (as_int != NULL) {
+            Py_SETREF(result, as_int);
+        }
+        else if (PyErr_ExceptionMatches(PyExc_Exception)) {
+            PyErr_Clear(); /* not an integer after all: reported below */
         }
         else {
-            Py_SETREF(result, as_int);
+            Py_CLEAR(result); /* interrupts and exits go on */
+            goto done;
         }
     }
     if (result != NULL) {

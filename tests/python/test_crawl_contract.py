@@ -1135,6 +1135,33 @@ def test_a_list_emptied_while_it_is_described_is_described_as_it_was():
     assert holder == []
 
 
+def test_a_mapping_whose_items_list_is_emptied_while_described_is_described_as_it_was():
+    # items() may return a list that describing a value changes (the same hazard as for lists).
+    shared = []
+
+    class Clearer(dict):
+        def items(self):
+            shared.clear()
+            return [("k", 1)]
+
+    class Shared(dict):
+        def items(self):
+            return shared
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.echo = nn.Identity()
+
+        def forward(self, x):
+            shared[:] = [("a", Clearer()), *[(f"b{i}", [torch.ones(2)]) for i in range(50)]]
+            return self.echo(Shared())
+
+    report = crawl_module(Model(), args=(torch.ones(1),), mode="structure")
+    items = report["layers"][1]["input"]["args"][0]["items"]
+    assert len(items) == 51 and items[0]["key"] == "a" and items[50]["value"]["items"][0]["shape"] == [2]
+
+
 def test_a_container_sharing_its_children_is_described_in_bounded_time():
     # Every level holds its child twice: 2^depth values unless the description is bounded
     # (a self-referencing list would never finish). Past the bound, values keep their type only.

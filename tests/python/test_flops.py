@@ -425,6 +425,17 @@ def test_custom_formula_that_exits_is_not_a_diagnostic(exc):
     assert torch._C._len_torch_dispatch_stack() == 0
 
 
+def test_an_interrupt_while_reading_a_formula_result_propagates():
+    class Result:
+        def __index__(self):
+            raise KeyboardInterrupt
+
+    x, w = torch.rand(2, 4), torch.rand(4, 3)
+    with pytest.raises(KeyboardInterrupt):
+        measure_flops(lambda: x @ w, custom_mapping={torch.ops.aten.mm: lambda *a, **k: Result()})
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
 def test_a_get_raw_flag_that_raises_propagates_its_error():
     class Flag:
         def __bool__(self):
