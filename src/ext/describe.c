@@ -545,10 +545,13 @@ describe_mapping(tsx_state *st,
     json_t *meta = NULL, *items = NULL;
     PyObject *pairs = NULL, *seq = NULL;
     Py_ssize_t n;
-    /* A copy: items() may hand back a list that code run while describing
-     * a value (another mapping's items(), a tensor subclass) changes. */
+    /* A dict's items are a fresh list; another mapping's items() may hand
+     * back a list that code run while describing a value (another
+     * mapping's items(), a tensor subclass) changes: it is copied. */
     pairs = PyMapping_Items(value);
-    seq = pairs ? PySequence_Tuple(pairs) : NULL;
+    seq = pairs == NULL              ? NULL
+          : PyDict_CheckExact(value) ? Py_NewRef(pairs)
+                                     : PySequence_Tuple(pairs);
     items = seq ? json_array() : NULL;
     if (items == NULL) {
         if (seq != NULL) {
