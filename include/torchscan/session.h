@@ -167,6 +167,9 @@ int ts_session_add_diagnostic(ts_session *session,
  * it. */
 int ts_session_current_layer(const ts_session *session);
 
+/* Layer records so far (the index the next call will get). */
+size_t ts_session_layer_count(const ts_session *session);
+
 /* Closes the innermost active call of `module`. `output` (stolen) is the
  * output metadata; failed marks a forward that raised (its output becomes
  * {"kind": "failed"} and a module_forward_error diagnostic is emitted).

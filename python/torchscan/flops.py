@@ -32,8 +32,19 @@ class _OperatorCounter(_engine.Counter, TorchDispatchMode):
     """A real TorchDispatchMode whose ``__torch_dispatch__`` is the C counter.
 
     Being a genuine TorchDispatchMode subclass lets it compose with
-    FakeTensorMode and other modes on the stack.
+    FakeTensorMode and other modes on the stack. Higher-order operators
+    (``torch.cond``, ``flex_attention``, ...) reach it too; the C counter
+    decides what of them it can count.
     """
+
+    supports_higher_order_operators = True
+
+    @staticmethod
+    @torch._disable_dynamo(recursive=True)
+    def _call_outside_dynamo(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+        # The C counter runs a higher-order operator it cannot enter through
+        # this: outside torch.compile, as if our __torch_dispatch__ were Python.
+        return fn(*args, **(kwargs or {}))
 
     def __init__(self, custom_mapping: dict[Any, Callable[..., Any]] | None = None) -> None:
         TorchDispatchMode.__init__(self)

@@ -299,8 +299,12 @@ ts_opstats_report(const ts_opstats *stats,
         if (rec->uncounted_calls > 0 && !rec->unsupported) {
             snprintf(message,
                      sizeof message,
-                     "%s was observed %lld time(s), but no FLOP formula is "
-                     "registered.",
+                     strncmp(rec->name, "higher_order.", 13) == 0
+                         ? "%s was observed %lld time(s): a higher-order "
+                           "operator whose inner operators TorchScan cannot "
+                           "observe ran uncounted."
+                         : "%s was observed %lld time(s), but no FLOP "
+                           "formula is registered.",
                      rec->name,
                      (long long)rec->uncounted_calls);
             if (add_diagnostic(diags,
@@ -775,6 +779,12 @@ int
 ts_session_current_layer(const ts_session *session)
 {
     return session->depth ? session->stack[session->depth - 1] : -1;
+}
+
+size_t
+ts_session_layer_count(const ts_session *session)
+{
+    return session->nlayers;
 }
 
 void
@@ -1297,7 +1307,8 @@ emit_aggregate(const ts_emitter *e,
             known_rows++;
             overflow |= !ts_add(known, slot->value.i, &known);
         }
-        for (j = 0; j < nmethods && strcmp(methods[j], slot->method); j++) {
+        for (j = 0; j < nmethods && strcmp(methods[j], slot->method) != 0;
+             j++) {
         }
         if (j == nmethods && nmethods < 8) {
             methods[nmethods++] = slot->method;

@@ -20,6 +20,7 @@ typedef struct op_slot {
     int index;         /* dense index, stable across cache growth */
     bool skip;         /* size/stride queries: NotImplemented */
     bool decomposable; /* has a CompositeImplicitAutograd kernel */
+    bool hop;          /* a HigherOrderOperator ("higher_order.cond") */
 } op_slot;
 
 struct tsx_op_cache {
@@ -175,6 +176,23 @@ resolve(tsx_state *st, PyObject *func)
     if ((cache->size + 1) * 2 > cache->cap && cache_grow(cache) < 0) {
         return NULL;
     }
+    int hop = PyObject_IsInstance(func, st->hop_type);
+    if (hop < 0) {
+        return NULL;
+    }
+    if (hop) {
+        /* Named like the packets: "higher_order.cond". */
+        s.hop = true;
+        pname = PyObject_CallMethodNoArgs(func, st->s_name);
+        fname = pname ? PyUnicode_FromFormat("higher_order.%S", pname) : NULL;
+        full = fname ? PyUnicode_AsUTF8(fname) : NULL;
+        if (full == NULL) {
+            goto error;
+        }
+        s.func = Py_NewRef(func);
+        name = full;
+        goto named;
+    }
     s.packet = PyObject_GetAttr(func, st->s_overloadpacket);
     pname = s.packet ? PyObject_Str(s.packet) : NULL;
     fname = pname ? PyObject_Str(func) : NULL;
@@ -231,6 +249,7 @@ resolve(tsx_state *st, PyObject *func)
             PyTuple_SET_ITEM(s.names, i, an);
         }
     }
+named:
     len = strlen(name) + 1;
     s.name = PyMem_Malloc(len);
     if (s.name == NULL) {
@@ -241,8 +260,8 @@ resolve(tsx_state *st, PyObject *func)
     s.index = (int)cache->size;
     Py_DECREF(pname);
     Py_DECREF(fname);
-    Py_DECREF(schema);
-    Py_DECREF(arguments);
+    Py_XDECREF(schema);
+    Py_XDECREF(arguments);
     j = slot_hash(func) & (cache->cap - 1);
     while (cache->slots[j].func != NULL) {
         j = (j + 1) & (cache->cap - 1);
@@ -744,20 +763,18 @@ count(tsx_counter *c,
     return 0;
 }
 
-/* Calls func.decompose(*args, **kwargs) with this mode pushed again. */
+/* Calls fn(*args, **kwargs) with this mode pushed again (inside
+ * __torch_dispatch__ PyTorch has popped it). */
 static PyObject *
-decompose(tsx_counter *c, PyObject *func, PyObject *args, PyObject *kwargs)
+call_in_mode(tsx_counter *c, PyObject *fn, PyObject *args, PyObject *kwargs)
 {
-    tsx_state *st = c->st;
-    PyObject *self = (PyObject *)c, *r, *meth, *exit_r, *exc;
-    r = PyObject_CallMethodNoArgs(self, st->s_enter);
+    PyObject *self = (PyObject *)c, *r, *exit_r, *exc;
+    r = PyObject_CallMethodNoArgs(self, c->st->s_enter);
     if (r == NULL) {
         return NULL;
     }
     Py_DECREF(r);
-    meth = PyObject_GetAttr(func, st->s_decompose);
-    r = meth ? PyObject_Call(meth, args, kwargs) : NULL;
-    Py_XDECREF(meth);
+    r = PyObject_Call(fn, args, kwargs);
     exc = tsx_fetch();
     exit_r = PyObject_CallMethod(
         self, "__exit__", "OOO", Py_None, Py_None, Py_None);
@@ -771,6 +788,91 @@ decompose(tsx_counter *c, PyObject *func, PyObject *args, PyObject *kwargs)
         tsx_restore(exc);
     }
     return r;
+}
+
+/* Calls func.decompose(*args, **kwargs) with this mode pushed again. */
+static PyObject *
+decompose(tsx_counter *c, PyObject *func, PyObject *args, PyObject *kwargs)
+{
+    PyObject *meth = PyObject_GetAttr(func, c->st->s_decompose);
+    PyObject *r = meth ? call_in_mode(c, meth, args, kwargs) : NULL;
+    Py_XDECREF(meth);
+    return r;
+}
+
+/* The truth of torch.cond's predicate when it has a concrete value (a
+ * plain CPU/CUDA tensor, a bool or an int): 0 or 1; 2 when it has none (a
+ * fake, meta or subclass tensor, a symbolic bool); -1 with an exception. */
+static int
+concrete_truth(tsx_state *st, PyObject *pred)
+{
+    if (PyBool_Check(pred) || PyLong_CheckExact(pred)) {
+        return PyObject_IsTrue(pred);
+    }
+    if (!Py_IS_TYPE(pred, (PyTypeObject *)st->tensor_type)
+        && !Py_IS_TYPE(pred, (PyTypeObject *)st->parameter_type)) {
+        return 2;
+    }
+    PyObject *meta = PyObject_GetAttr(pred, st->s_is_meta);
+    if (meta == NULL) {
+        return -1;
+    }
+    int is_meta = PyObject_IsTrue(meta);
+    Py_DECREF(meta);
+    return is_meta != 0 ? (is_meta < 0 ? -1 : 2) : PyObject_IsTrue(pred);
+}
+
+/* A higher-order operator. torch.cond with a concrete predicate runs the
+ * branch it selects with this mode pushed again, so the operators of that
+ * branch are counted (what eager execution runs; FlopCounterMode counts
+ * the larger branch instead). Any other one, or a cond whose predicate has
+ * no value, runs below this mode as PyTorch would run it without us, and
+ * is reported as uncounted: what it ran is missing from the total. */
+static PyObject *
+run_higher_order(tsx_counter *c, op_slot *s, PyObject *args, PyObject *kwargs)
+{
+    if (c->paused == 0 && strcmp(s->name, "higher_order.cond") == 0
+        && PyTuple_GET_SIZE(args) == 4
+        && (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0)
+        && (PyTuple_Check(PyTuple_GET_ITEM(args, 3))
+            || PyList_Check(PyTuple_GET_ITEM(args, 3)))) {
+        int truth = concrete_truth(c->st, PyTuple_GET_ITEM(args, 0));
+        if (truth < 0) {
+            return NULL;
+        }
+        if (truth < 2) {
+            PyObject *operands = PySequence_Tuple(PyTuple_GET_ITEM(args, 3));
+            PyObject *out =
+                operands ? call_in_mode(
+                    c, PyTuple_GET_ITEM(args, truth ? 1 : 2), operands, NULL)
+                         : NULL;
+            Py_XDECREF(operands);
+            return out;
+        }
+    }
+    /* With this mode popped, torch.compile would trace the operator's
+     * Python implementation (HOPs compile themselves in eager mode): the
+     * mode's `_call_outside_dynamo` runs it as PyTorch runs a Python
+     * __torch_dispatch__, with frame evaluation off. */
+    size_t first = c->session ? ts_session_layer_count(c->session) : 0;
+    PyObject *out = PyObject_CallMethodObjArgs((PyObject *)c,
+                                               c->st->s_call_outside_dynamo,
+                                               s->func,
+                                               args,
+                                               kwargs ? kwargs : Py_None,
+                                               NULL);
+    if (out != NULL && c->paused == 0
+        && count(c, s, NULL, args, kwargs, out) < 0) {
+        Py_CLEAR(out);
+    }
+    /* Module calls made inside it ran operators we did not see: their
+     * operator FLOPs are lower bounds, not zeros. */
+    for (size_t i = first; c->session != NULL && c->paused == 0
+                           && i < ts_session_layer_count(c->session);
+         i++) {
+        ts_session_add_layer_op(c->session, (int)i, 0, false);
+    }
+    return out;
 }
 
 static PyObject *
@@ -816,6 +918,10 @@ counter_dispatch(tsx_counter *c,
             return NULL;
         }
         slot_copy(&s, found);
+    }
+    if (s.hop) {
+        out = run_higher_order(c, &s, args, kwargs);
+        goto done;
     }
     if (s.skip) {
         out = Py_NewRef(Py_NotImplemented);

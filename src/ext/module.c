@@ -395,6 +395,8 @@ engine_exec(PyObject *module)
                == NULL
         || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
                == NULL
+        || (st->hop_type = import_attr("torch._ops", "HigherOrderOperator"))
+               == NULL
         || (st->has_kernel = import_attr(
                 "torch._C", "_dispatch_has_kernel_for_dispatch_key"))
                == NULL) {
@@ -426,6 +428,8 @@ engine_exec(PyObject *module)
     INTERN(s_forward, "forward");
     INTERN(s_is_cpu, "is_cpu");
     INTERN(s_cpu, "cpu");
+    INTERN(s_is_meta, "is_meta");
+    INTERN(s_call_outside_dynamo, "_call_outside_dynamo");
     st->j_tensor = json_string("tensor");
     st->j_cpu = json_string("cpu");
     if (st->j_tensor == NULL || st->j_cpu == NULL) {
@@ -463,6 +467,7 @@ engine_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->script_module);
     Py_VISIT(st->encoder_layer);
     Py_VISIT(st->mapping_abc);
+    Py_VISIT(st->hop_type);
     Py_VISIT(st->has_kernel);
     Py_VISIT(st->crawl_type);
     Py_VISIT(st->hook_type);
@@ -479,15 +484,34 @@ engine_clear(PyObject *module)
 {
     tsx_state *st = tsx_get_state(module);
     PyObject **strings[] = {
-        &st->s_shape,          &st->s_dtype,       &st->s_device,
-        &st->s_requires_grad,  &st->s_is_nested,   &st->s_layout,
-        &st->s_numel,          &st->s_training,    &st->s_op,
-        &st->s_overloadpacket, &st->s_schema,      &st->s_arguments,
-        &st->s_name,           &st->s_decompose,   &st->s_enter,
-        &st->s_eval,           &st->s_remove,      &st->s_register_pre,
-        &st->s_register_post,  &st->s_always_call, &st->s_is_floating_point,
-        &st->s_is_complex,     &st->s_itemsize,    &st->s_forward,
-        &st->s_is_cpu,         &st->s_cpu,
+        &st->s_shape,
+        &st->s_dtype,
+        &st->s_device,
+        &st->s_requires_grad,
+        &st->s_is_nested,
+        &st->s_layout,
+        &st->s_numel,
+        &st->s_training,
+        &st->s_op,
+        &st->s_overloadpacket,
+        &st->s_schema,
+        &st->s_arguments,
+        &st->s_name,
+        &st->s_decompose,
+        &st->s_enter,
+        &st->s_eval,
+        &st->s_remove,
+        &st->s_register_pre,
+        &st->s_register_post,
+        &st->s_always_call,
+        &st->s_is_floating_point,
+        &st->s_is_complex,
+        &st->s_itemsize,
+        &st->s_forward,
+        &st->s_is_cpu,
+        &st->s_cpu,
+        &st->s_is_meta,
+        &st->s_call_outside_dynamo,
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         Py_CLEAR(*strings[i]);
@@ -500,6 +524,7 @@ engine_clear(PyObject *module)
     Py_CLEAR(st->script_module);
     Py_CLEAR(st->encoder_layer);
     Py_CLEAR(st->mapping_abc);
+    Py_CLEAR(st->hop_type);
     Py_CLEAR(st->has_kernel);
     Py_CLEAR(st->crawl_type);
     Py_CLEAR(st->hook_type);

@@ -82,6 +82,7 @@ test_crawl_report(void)
                  2);
     /* closing a module that is not open is refused */
     CHECK_EQ_INT(ts_session_end_call(s, l1, NULL, false, NULL), TS_EINVAL);
+    CHECK_EQ_INT((int)ts_session_layer_count(s), 3);
     CHECK_EQ_INT(ts_session_end_call(s, root, tensor_meta(2, 2), false, NULL),
                  0);
 

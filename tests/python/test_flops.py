@@ -789,3 +789,95 @@ def test_by_module_attributes_each_operator_to_the_innermost_module_call():
     assert report["by_module"] == {"0": 96, "1": 0, "1.0": 48}
     with pytest.raises(TypeError):
         measure_flops(lambda: model(x), modules=[])
+
+
+def _cond_model_and_inputs():
+    w = torch.full((8, 8), 0.5)
+
+    def workload(x):
+        # true branch: two (4,8)@(8,8) products; false branch: one
+        return torch.cond(x.sum() > 0, lambda x, w: (x @ w) @ w, lambda x, w: x @ w, (x, w))
+
+    return workload, w
+
+
+@pytest.mark.parametrize("sign, products", [(1.0, 2), (-1.0, 1)])
+def test_cond_counts_the_branch_that_ran(sign, products):
+    workload, w = _cond_model_and_inputs()
+    x = torch.full((4, 8), sign)
+    # not through torch.cond: in torch 2.13, once torch.cond has run under any
+    # dispatch mode (FlopCounterMode too), eager torch.cond calls fail in dynamo
+    expected = (x @ w) @ w if sign > 0 else x @ w
+    result = {}
+    report = measure_flops(lambda: result.setdefault("out", workload(x)))
+    torch.testing.assert_close(result["out"], expected)
+    # each (4,8)@(8,8) product is 2*4*8*8 = 512; x.sum() adds 31, the comparison 1
+    assert report["by_operator"] == {"aten.mm": 512 * products, "aten.sum": 31, "aten.gt": 1}
+    assert report["total"] == {**report["total"], "status": "complete", "value": 512 * products + 32}
+    assert report["diagnostics"] == []
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_exception_inside_a_cond_branch_propagates_and_leaves_no_mode():
+    error = ValueError("branch failed")
+
+    def bad(x):
+        raise error
+
+    with pytest.raises(ValueError) as info:
+        measure_flops(lambda: torch.cond(torch.tensor(True), bad, lambda x: x.clone(), (torch.ones(2),)))
+    assert info.value is error
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_cond_without_a_concrete_predicate_is_uncounted():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        workload, _ = _cond_model_and_inputs()
+        x = torch.ones(4, 8)
+        report = measure_flops(lambda: workload(x))
+    # a fake predicate has no value: neither branch is known to run
+    assert report["total"]["status"] == "partial" and report["total"]["known_value"] == 32
+    (diag,) = report["diagnostics"]
+    assert diag["code"] == "uncounted_operator" and diag["operator"] == "higher_order.cond"
+    assert "higher-order operator" in diag["message"]
+
+
+class _LoopModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(8, 8)
+        self.step = nn.Linear(8, 8)
+
+    def forward(self, x):
+        from torch._higher_order_ops.while_loop import while_loop
+
+        y = self.inner(x)
+        return while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, self.step(y)), (torch.tensor(0), y))[1]
+
+
+def test_other_higher_order_operators_run_uncounted_and_say_so():
+    model = _LoopModel().eval()
+    x = torch.ones(4, 8)
+    with torch.no_grad():
+        expected = model(x)
+        result = {}
+        report = measure_flops(lambda: result.setdefault("out", model(x)))
+    torch.testing.assert_close(result["out"], expected)
+    # only the Linear outside the loop is seen: addmm (4,8)@(8,8) = 2*4*8*8 = 512
+    assert report["total"]["status"] == "partial" and report["total"]["known_value"] == 512
+    (diag,) = report["diagnostics"]
+    assert diag["operator"] == "higher_order.while_loop" and diag["code"] == "uncounted_operator"
+    # in a crawl, module calls inside the loop are lower bounds, never complete zeros
+    crawl = crawl_module(model, args=(x,))
+    flops = {(row["path"], row["call_index"]): row["metrics"]["operator_flops"] for row in crawl["layers"]}
+    assert flops[("inner", 0)]["status"] == "complete" and flops[("inner", 0)]["value"] == 512
+    for call in (0, 1):
+        assert flops[("step", call)]["status"] == "partial" and flops[("step", call)]["known_value"] == 0
+    assert flops[("", 0)]["status"] == "partial"
+    assert crawl["totals"]["operator_flops"]["status"] == "partial"
+    # the module formulas still see every call: three Linear(8, 8) calls
+    single = crawl_module(nn.Linear(8, 8), args=(x,))["totals"]["module_flops"]["value"]
+    assert crawl["totals"]["module_flops"]["value"] == 3 * single
+    assert_nothing_left(model)

@@ -9,6 +9,7 @@ import weakref
 import pytest
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchscan import IncompleteAnalysisError, compare_reports, crawl_module, measure_flops
 
@@ -30,14 +31,21 @@ def _live_objects() -> int:
     return len(gc.get_objects())
 
 
-def _check_no_growth(call, iterations: int = ITERATIONS) -> None:
+def _growth(call, iterations: int) -> tuple[int, int]:
     for _ in range(20):  # warm-up: caches, lazily imported modules, interned strings
         call()
     objects, rss = _live_objects(), _rss()
     for _ in range(iterations):
         call()
-    grown_objects = _live_objects() - objects
-    grown_rss = _rss() - rss
+    return _live_objects() - objects, _rss() - rss
+
+
+def _check_no_growth(call, iterations: int = ITERATIONS, baseline=None) -> None:
+    """`baseline`: the same work without TorchScan, for what PyTorch itself keeps."""
+    base_objects, base_rss = _growth(baseline, iterations) if baseline is not None else (0, 0)
+    grown_objects, grown_rss = _growth(call, iterations)
+    grown_objects -= base_objects
+    grown_rss -= max(base_rss, 0)
     assert grown_objects < OBJECT_BOUND, f"{grown_objects} live objects appeared over {iterations} calls"
     assert grown_rss < RSS_BOUND, f"RSS grew by {grown_rss / 2**20:.1f} MiB over {iterations} calls"
 
@@ -114,6 +122,38 @@ def test_measure_flops_does_not_leak():
             pass
 
     _check_no_growth(call)
+
+
+def test_higher_order_operators_do_not_leak():
+    from torch._higher_order_ops.while_loop import while_loop
+
+    x, w = torch.rand(4, 8), torch.rand(8, 8)
+    lin = nn.Linear(8, 8)
+
+    class PassThrough(TorchDispatchMode):
+        supports_higher_order_operators = True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def workloads(run):
+        with torch.no_grad():
+            # a counted branch, a branch that raises, an uncounted loop
+            run(lambda: torch.cond(x.sum() > 0, lambda x: x @ w, lambda x: x.clone(), (x,)))
+            try:
+                run(lambda: torch.cond(x.sum() > 0, lambda x: x[99], lambda x: x, (x,)))
+            except IndexError:
+                pass
+            run(lambda: while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, lin(y)), (torch.tensor(0), x)))
+
+    def under_a_plain_mode(workload):
+        with PassThrough():
+            workload()
+
+    # Each eager torch.cond / while_loop call keeps a torch.compile wrapper in PyTorch (2 objects).
+    _check_no_growth(
+        lambda: workloads(lambda w: measure_flops(w, modules=lin)), baseline=lambda: workloads(under_a_plain_mode)
+    )
 
 
 def test_compare_reports_does_not_leak():
