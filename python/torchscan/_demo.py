@@ -5,20 +5,29 @@ called with a generated input, and a small transformer text model called with
 ``args`` and ``kwargs``), prints their tables and writes ``report.json``.
 ``python -m torchscan summary PACKAGE.MODULE:FACTORY --input-shape 3,224,224``
 analyses a model returned by a factory of the caller's.
+
+Exit status: 0 on success; 1 when the model, its factory or a file fails;
+2 on bad arguments (checked before any model runs, except a ``--max-depth``
+deeper than the model); 3 with ``--strict`` when a metric is incomplete (the
+report is still written to ``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
+import secrets
 import sys
 from typing import Any
 
 import torch
 from torch import nn
 
-from .crawler import summary
+from . import _engine
+from .crawler import crawl_module, summary
 from .report import IncompleteAnalysisError
 
 
@@ -63,7 +72,52 @@ class DemoTextModel(nn.Module):
         return self.head(x[:, 0])
 
 
+EXIT_ERROR = 1  # the model, its factory or a file failed
+EXIT_USAGE = 2  # bad arguments (argparse's code too)
+EXIT_INCOMPLETE = 3  # --strict and a metric is not complete
+
+
+class _Failed(Exception):
+    """A CLI error: printed as ``torchscan: message``, exits with ``code``."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _check_output_path(path: str | None) -> None:
+    """Refuses, before any model runs, a --json path that cannot be written."""
+    if path is None:
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise _Failed(f"--json {path} is a directory", EXIT_USAGE)
+    if not os.path.isdir(parent):
+        raise _Failed(f"--json {path}: no directory {parent}", EXIT_USAGE)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _Failed(f"--json {path}: cannot write in {parent}", EXIT_USAGE)
+
+
+def _write_json(path: str, value: Any) -> None:
+    """Writes ``value`` whole or not at all: a temporary file in the same
+    directory replaces ``path`` only once it is complete."""
+    directory, name = os.path.split(os.path.abspath(path))
+    # opened like open(path, "w") would (permissions from the umask), but new
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as handle:
+            json.dump(value, handle, indent=2, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(error, OSError):
+            raise _Failed(f"cannot write {path}: {error.strerror or error}", EXIT_ERROR) from error
+        raise
+
+
 def _demo(args: argparse.Namespace) -> int:
+    _check_output_path(args.json)
     torch.manual_seed(0)
     print("== DemoCNN, input_shape=(3, 32, 32) ==")
     cnn = summary(DemoCNN(), (3, 32, 32))
@@ -73,52 +127,90 @@ def _demo(args: argparse.Namespace) -> int:
     mask = torch.ones(2, 12, dtype=torch.bool)
     mask[1, 8:] = False
     text = summary(DemoTextModel(), args=(ids,), kwargs={"attention_mask": mask})
-    with open(args.json, "w", encoding="utf-8") as handle:
-        json.dump({"cnn": cnn, "text_model": text}, handle, indent=2, allow_nan=False)
+    _write_json(args.json, {"cnn": cnn, "text_model": text})
     print(f"\nWrote both reports to {args.json}")
     return 0
+
+
+def _input_shape(text: str) -> tuple[int, ...]:
+    """argparse type of --input-shape: comma-separated positive integers."""
+    parts = text.split(",")
+    if not text or any(not part.strip().isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive integers")
+    shape = tuple(int(part) for part in parts)
+    numel = 1
+    for dim in shape:
+        numel *= dim
+    if 0 in shape or numel >= 2**63:
+        raise argparse.ArgumentTypeError(f"{text!r} needs positive sizes whose product fits 64 bits")
+    return shape
+
+
+def _max_depth(text: str) -> int:
+    """argparse type of --max-depth: a non-negative integer."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return int(text)
 
 
 def _load_factory(spec: str) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise SystemExit(f"MODEL must look like package.module:factory, got {spec!r}")
-    factory = getattr(importlib.import_module(module_name), attr)
-    model = factory() if not isinstance(factory, nn.Module) else factory
+        raise _Failed(f"MODEL must look like package.module:factory, got {spec!r}", EXIT_USAGE)
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as error:
+        raise _Failed(f"cannot load {spec}: {error}", EXIT_ERROR) from error
+    model = factory() if callable(factory) and not isinstance(factory, nn.Module) else factory
     if not isinstance(model, nn.Module):
-        raise SystemExit(f"{spec} did not return a torch.nn.Module")
+        raise _Failed(f"{spec} did not return a torch.nn.Module", EXIT_ERROR)
     return model
 
 
 def _summary(args: argparse.Namespace) -> int:
+    _check_output_path(args.json)
     model = _load_factory(args.model)
-    shapes = [tuple(int(d) for d in part.split(",") if d) for part in args.input_shape]
-    input_shape: Any = shapes[0] if len(shapes) == 1 else shapes
+    input_shape: Any = args.input_shape[0] if len(args.input_shape) == 1 else args.input_shape
+    code = 0
     try:
-        report = summary(model, input_shape, max_depth=args.max_depth, mode=args.mode, strict=args.strict)
+        report = crawl_module(model, input_shape, mode=args.mode, strict=args.strict)
     except IncompleteAnalysisError as error:
         print(f"torchscan: {error}", file=sys.stderr)
-        if args.json:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                json.dump(error.report, handle, indent=2, allow_nan=False)
-        return 2
+        report, code = error.report, EXIT_INCOMPLETE
+    # the report is saved before the table, whose --max-depth may be refused
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2, allow_nan=False)
-    return 0
+        _write_json(args.json, report)
+    try:
+        table = _engine.format_summary(report, "mid", False, False, -1 if args.max_depth is None else args.max_depth)
+    except ValueError as error:
+        raise _Failed(f"--max-depth {args.max_depth}: {error}", EXIT_USAGE) from error
+    if code == 0:
+        print(table)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the command line; returns its exit status (see the EXIT_* codes)."""
     parser = argparse.ArgumentParser(prog="python -m torchscan", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="analyse the built-in example models")
     demo.add_argument("--json", default="report.json", help="where to write the reports (default report.json)")
     summ = sub.add_parser("summary", help="analyse a model from PACKAGE.MODULE:FACTORY")
     summ.add_argument("model", help="import path of a factory returning an nn.Module")
-    summ.add_argument("--input-shape", action="append", required=True, help="e.g. 3,224,224 (repeat for several inputs)")
+    summ.add_argument(
+        "--input-shape",
+        action="append",
+        required=True,
+        type=_input_shape,
+        help="e.g. 3,224,224 (repeat for several inputs)",
+    )
     summ.add_argument("--json", help="write the report to this file")
-    summ.add_argument("--strict", action="store_true", help="exit 2 when any metric is incomplete")
-    summ.add_argument("--max-depth", type=int, default=None, help="print rows up to this depth")
+    summ.add_argument("--strict", action="store_true", help=f"exit {EXIT_INCOMPLETE} when any metric is incomplete")
+    summ.add_argument("--max-depth", type=_max_depth, default=None, help="print rows up to this depth")
     summ.add_argument("--mode", choices=("full", "structure"), default="full")
     args = parser.parse_args(argv)
-    return _demo(args) if args.command == "demo" else _summary(args)
+    try:
+        return _demo(args) if args.command == "demo" else _summary(args)
+    except _Failed as error:
+        print(f"torchscan: {error}", file=sys.stderr)
+        return error.code

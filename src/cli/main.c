@@ -4,7 +4,13 @@
  *                                [--receptive-field]
  *   torchscan compare BEFORE.json AFTER.json
  *
- * Exit status: 0 on success, 1 on a bad report, 2 on bad usage. */
+ * A file may hold one report or a collection of them ({"name": report, ...},
+ * as `python -m torchscan demo` writes): `table` prints each under its name,
+ * `compare` pairs them by name.
+ *
+ * Exit status: 0 on success, 1 on a bad report or an output error, 2 on bad
+ * usage (unknown option, a --max-depth deeper than the model). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,20 +41,80 @@ load(const char *path)
     return report;
 }
 
+/* A collection: an object without "layers" whose members are all objects
+ * with "layers". Anything else is read as one report. */
+static bool
+is_collection(const json_t *doc)
+{
+    const char *key;
+    json_t *value;
+    if (!json_is_object(doc) || json_object_get(doc, "layers") != NULL
+        || json_object_size(doc) == 0) {
+        return false;
+    }
+    json_object_foreach((json_t *)doc, key, value)
+    {
+        if (!json_is_object(value)
+            || json_object_get(value, "layers") == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Flushes stdout; 1 with a message when anything written to it was lost. */
+static int
+finish_output(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fputs("torchscan: cannot write the output\n", stderr);
+        return 1;
+    }
+    return rc;
+}
+
+static int
+print_table(const json_t *report,
+            const char *name,
+            const ts_table_options *opt)
+{
+    ts_error err;
+    char *text;
+    ts_error_clear(&err);
+    text = ts_format_summary(report, opt, &err);
+    if (text == NULL) {
+        if (name != NULL) {
+            fprintf(stderr, "torchscan: %s: %s\n", name, err.message);
+        }
+        else {
+            fprintf(stderr, "torchscan: %s\n", err.message);
+        }
+        /* a --max-depth deeper than the model is a usage error */
+        return err.code == TS_EINVAL ? 2 : 1;
+    }
+    if (name != NULL) {
+        printf("== %s ==\n", name);
+    }
+    puts(text);
+    free(text);
+    return 0;
+}
+
 static int
 cmd_table(int argc, char **argv)
 {
     ts_table_options opt = {TS_WRAP_MID, false, false, -1};
     const char *path = NULL;
-    json_t *report;
-    char *text;
-    ts_error err;
+    json_t *doc;
+    int rc = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--max-depth") == 0 && i + 1 < argc) {
+            const char *arg = argv[++i];
             char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || v < 0 || v > 1000000) {
-                fputs("torchscan: --max-depth needs a non-negative integer\n",
+            long v = strtol(arg, &end, 10);
+            if (end == arg || *end != '\0' || arg[0] == '-' || arg[0] == '+'
+                || v < 0 || v > INT_MAX) {
+                fputs("torchscan: --max-depth is a non-negative integer\n",
                       stderr);
                 return 2;
             }
@@ -83,50 +149,105 @@ cmd_table(int argc, char **argv)
     if (path == NULL) {
         return usage();
     }
-    report = load(path);
-    if (report == NULL) {
+    doc = load(path);
+    if (doc == NULL) {
         return 1;
+    }
+    if (is_collection(doc)) {
+        const char *key;
+        json_t *report;
+        bool first = true;
+        json_object_foreach(doc, key, report)
+        {
+            if (!first) {
+                putchar('\n');
+            }
+            first = false;
+            rc = print_table(report, key, &opt);
+            if (rc != 0) {
+                break;
+            }
+        }
+    }
+    else {
+        rc = print_table(doc, NULL, &opt);
+    }
+    json_decref(doc);
+    return finish_output(rc);
+}
+
+/* The comparison of two reports, or of two collections name by name. */
+static json_t *
+compare(const json_t *before, const json_t *after)
+{
+    ts_error err;
+    json_t *diff;
+    bool collections = is_collection(before);
+    if (collections != is_collection(after)) {
+        fputs(
+            "torchscan: one file holds a collection of reports, the other "
+            "a single report\n",
+            stderr);
+        return NULL;
     }
     ts_error_clear(&err);
-    text = ts_format_summary(report, &opt, &err);
-    json_decref(report);
-    if (text == NULL) {
-        fprintf(stderr, "torchscan: %s\n", err.message);
-        return 1;
+    if (!collections) {
+        diff = ts_compare_reports(before, after, &err);
+        if (diff == NULL) {
+            fprintf(stderr, "torchscan: %s\n", err.message);
+        }
+        return diff;
     }
-    puts(text);
-    free(text);
-    return 0;
+    const char *key;
+    json_t *report;
+    if (json_object_size(before) != json_object_size(after)) {
+        fputs("torchscan: the collections hold different reports\n", stderr);
+        return NULL;
+    }
+    diff = json_object();
+    json_object_foreach((json_t *)before, key, report)
+    {
+        const json_t *other = json_object_get(after, key);
+        json_t *one;
+        if (other == NULL) {
+            fprintf(stderr, "torchscan: %s is in only one collection\n", key);
+            json_decref(diff);
+            return NULL;
+        }
+        one = ts_compare_reports(report, other, &err);
+        if (one == NULL || json_object_set_new(diff, key, one) != 0) {
+            fprintf(stderr,
+                    "torchscan: %s: %s\n",
+                    key,
+                    one == NULL ? err.message : "out of memory");
+            json_decref(diff);
+            return NULL;
+        }
+    }
+    return diff;
 }
 
 static int
 cmd_compare(int argc, char **argv)
 {
-    json_t *before, *after, *diff;
-    ts_error err;
+    json_t *before, *after, *diff = NULL;
     int rc = 1;
     if (argc != 2) {
         return usage();
     }
     before = load(argv[0]);
     after = before ? load(argv[1]) : NULL;
-    if (after == NULL) {
-        json_decref(before);
-        return 1;
+    if (after != NULL) {
+        diff = compare(before, after);
     }
-    ts_error_clear(&err);
-    diff = ts_compare_reports(before, after, &err);
-    if (diff == NULL) {
-        fprintf(stderr, "torchscan: %s\n", err.message);
-    }
-    else if (json_dumpf(diff, stdout, JSON_INDENT(2)) == 0) {
+    if (diff != NULL && json_dumpf(diff, stdout, JSON_INDENT(2)) == 0) {
         putchar('\n');
         rc = 0;
     }
     json_decref(before);
     json_decref(after);
     json_decref(diff);
-    return rc;
+    return finish_output(rc);
 }
 
 int

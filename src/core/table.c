@@ -26,6 +26,9 @@
 /* Output metadata deeper than this is malformed (jansson's parser stops at
  * 2048 levels; a tree built in memory could be deeper or even cyclic). */
 #define MAX_META_DEPTH 1024
+/* Deepest layer a report may hold: far beyond any model Python can call
+ * (its recursion limit), small enough to print. */
+#define MAX_LAYER_DEPTH 100000
 
 static const char *const headers[NCOLS] = {
     "Layer",
@@ -481,6 +484,15 @@ build_row(row *out, const json_t *layer, size_t index, ts_error *err)
         || (rc = get_string(layer, "type", where, &type, err)) != TS_OK
         || (rc = get_int(layer, "depth", where, &depth, err)) != TS_OK) {
         return rc;
+    }
+    if (depth > MAX_LAYER_DEPTH) {
+        /* its tree prefix alone would take depth * 5 bytes */
+        return FAIL(err,
+                    TS_EFORMAT,
+                    "%s: depth %lld is beyond %d",
+                    where,
+                    depth,
+                    MAX_LAYER_DEPTH);
     }
     output = json_object_get(layer, "output");
     if (output == NULL || !json_is_object(params) || !json_is_object(buffers)

@@ -121,22 +121,38 @@ engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
                              "effective_rf_stats",
                              "max_depth",
                              NULL};
-    PyObject *report, *wrap = Py_None, *result = NULL;
-    int rf = 0, stats = 0, max_depth = -1;
+    PyObject *report, *wrap = Py_None, *depth = NULL, *result = NULL;
+    int rf = 0, stats = 0, overflow = 0;
+    long long max_depth = -1;
     ts_table_options opt;
     json_t *j = NULL;
     char *text;
     ts_error err;
     if (!PyArg_ParseTupleAndKeywords(args,
                                      kwds,
-                                     "O|Oppi:format_summary",
+                                     "O|OppO!:format_summary",
                                      kwlist,
                                      &report,
                                      &wrap,
                                      &rf,
                                      &stats,
-                                     &max_depth)) {
+                                     &PyLong_Type,
+                                     &depth)) {
         return NULL;
+    }
+    if (depth != NULL) {
+        max_depth = PyLong_AsLongLongAndOverflow(depth, &overflow);
+        if (max_depth == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        /* any depth beyond a C int is deeper than every model: refused as
+         * such by the table, not as an OverflowError */
+        if (overflow > 0 || max_depth > INT_MAX) {
+            max_depth = INT_MAX;
+        }
+        else if (overflow < 0 || max_depth < 0) {
+            max_depth = -1;
+        }
     }
     if (wrap == Py_None) {
         opt.wrap_mode = TS_WRAP_NONE;
@@ -156,7 +172,7 @@ engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
     }
     opt.receptive_field = rf;
     opt.effective_rf_stats = stats;
-    opt.max_depth = max_depth;
+    opt.max_depth = (int)max_depth;
     j = tsx_to_json(report, "report");
     if (j == NULL) {
         return NULL;

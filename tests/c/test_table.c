@@ -631,6 +631,16 @@ test_errors(void)
     CHECK(text == NULL);
     CHECK_EQ_INT(err.code, TS_EFORMAT);
 
+    /* A depth whose tree prefix would take gigabytes is refused. */
+    json_object_set_new(layer, "depth", json_integer(3));
+    layer = json_array_get(json_object_get(report, "layers"), 1);
+    json_object_set_new(layer, "depth", json_integer(2000000000));
+    text = ts_format_summary(report, NULL, &err);
+    CHECK(text == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    CHECK_EQ_STR(err.message,
+                 "report layer 1: depth 2000000000 is beyond 100000");
+
     json_decref(report);
     json_decref(empty);
 }
