@@ -14,7 +14,7 @@ import torch
 
 from . import _engine
 from ._timing import _timing_target
-from .process.memory import _PEAK_MEMORY_LOCK
+from .process.memory import _exclusive
 from .report import Diagnostic
 
 __all__ = ["ProfileReport", "profile_workload"]
@@ -106,7 +106,9 @@ def profile_workload(
         FileExistsError, FileNotFoundError: the trace file exists, or its
             directory does not (before the call).
         NotImplementedError, RuntimeError: device errors as in
-            :func:`measure_latency`.
+            :func:`measure_latency`; RuntimeError when a PyTorch profiler is
+            already running, or from inside the workload of another
+            profile_workload or measure_peak_memory (before the workload).
     """
     if not callable(workload):
         raise TypeError(f"workload must be a zero-argument callable, got {type(workload).__name__}.")
@@ -121,7 +123,7 @@ def profile_workload(
     if cuda_activity:
         activities.append(ProfilerActivity.CUDA)
     sync = target.synchronize
-    with _PEAK_MEMORY_LOCK:
+    with _exclusive("profile_workload", profiler=True):
         _refuse_existing(path)
         if sync is not None:
             sync()

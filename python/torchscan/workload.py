@@ -11,7 +11,7 @@ from . import _engine
 from ._timing import _benchmark_context, _describe, _timing_target, _validate_timing_settings
 from .benchmark import BenchmarkReport, _timed_report
 from .flops import measure_flops
-from .process.memory import _NoMemoryEventsError, measure_peak_memory
+from .process.memory import _check_exclusive, _NoMemoryEventsError, measure_peak_memory
 from .process.rss import _check_command, measure_peak_rss
 from .profiler import profile_workload
 from .report import Diagnostic, MetricResult, metric_result
@@ -138,7 +138,10 @@ def measure_workload(
             arguments or device, as in :func:`measure_latency`, plus
             ``metrics`` that is a str or names an unknown metric,
             ``rss_command`` that is a str, empty or has non-str elements, and
-            ``profile``/``print_summary`` that are not bools.
+            ``profile``/``print_summary`` that are not bools; RuntimeError
+            when memory on cpu or ``profile`` needs the PyTorch profiler and
+            one is running, or inside the workload of measure_peak_memory or
+            profile_workload.
     """
     units, run_time = _validate_timing_settings(workload, work_units, work_unit, warmup, min_run_time, min_repeats)
     selected = _selection(metrics)
@@ -148,6 +151,11 @@ def measure_workload(
     target = _timing_target(device)
     if command is not None:
         selected |= _engine.WORKLOAD_RSS
+    if selected & _engine.WORKLOAD_MEMORY or profile:
+        # before any workload call, not after the timing ran
+        _check_exclusive(
+            "measure_workload", profiler=profile or (bool(selected & _engine.WORKLOAD_MEMORY) and target.type == "cpu")
+        )
 
     tracked = _Tracked(workload)
     collector_diagnostics: list[Diagnostic] = []

@@ -111,7 +111,9 @@ ts_rss_supervise(char *const argv[],
                  ts_error *err)
 {
     struct sigaction previous[NHANDLED];
+    struct sigaction chld_previous;
     bool installed[NHANDLED] = {false};
+    bool chld_changed = false;
     sigset_t block;
     sigset_t saved_mask;
     posix_spawnattr_t attr;
@@ -150,6 +152,22 @@ ts_rss_supervise(char *const argv[],
             goto cleanup;
         }
         installed[i] = true;
+    }
+    /* With SIGCHLD ignored (or SA_NOCLDWAIT) the kernel reaps the command
+     * itself and wait4 finds no child: the default for the measurement; the
+     * command inherits it. */
+    if (sigaction(SIGCHLD, NULL, &chld_previous) == 0
+        && (chld_previous.sa_handler == SIG_IGN
+            || (chld_previous.sa_flags & SA_NOCLDWAIT) != 0)) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        if (sigaction(SIGCHLD, &dfl, NULL) != 0) {
+            rc = FAIL(err, TS_EUNSUPPORTED, "sigaction: %s", strerror(errno));
+            goto cleanup;
+        }
+        chld_changed = true;
     }
 #ifdef __linux__
     /* Orphaned descendants of the command come back to us to be reaped
@@ -246,6 +264,9 @@ cleanup:
         if (installed[i]) {
             sigaction(handled_signals[i], &previous[i], NULL);
         }
+    }
+    if (chld_changed) {
+        sigaction(SIGCHLD, &chld_previous, NULL);
     }
     return rc;
 }

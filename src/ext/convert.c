@@ -397,6 +397,12 @@ to_json(PyObject *obj, const char *what, int depth)
         if (s == NULL) {
             return NULL;
         }
+        if (memchr(s, '\0', (size_t)size) != NULL) {
+            /* the engine reads text as C strings: it would be cut short */
+            PyErr_Format(
+                PyExc_ValueError, "%s holds text with a NUL character", what);
+            return NULL;
+        }
         result = json_stringn(s, (size_t)size);
         if (result == NULL) {
             PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
@@ -423,6 +429,12 @@ to_json(PyObject *obj, const char *what, int depth)
                 return NULL;
             }
             k = PyUnicode_AsUTF8AndSize(key, &size);
+            if (k != NULL && memchr(k, '\0', (size_t)size) != NULL) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s has a key with a NUL character",
+                             what);
+                k = NULL;
+            }
             v = k ? to_json(value, what, depth + 1) : NULL;
             if (v == NULL
                 || json_object_setn_new(result, k, (size_t)size, v)) {

@@ -839,13 +839,20 @@ add_module(tsx_crawl *c,
 {
     ts_module_desc desc;
     PyObject *tname = NULL;
-    const char *p = PyUnicode_AsUTF8(path);
+    Py_ssize_t psize = 0;
+    const char *p = PyUnicode_AsUTF8AndSize(path, &psize);
     const native_class *native = NULL;
     PyObject *native_type = NULL;
     int children, index;
     bool recurse, leaf, cached = false;
     module_entry *e;
     if (p == NULL) {
+        return -1;
+    }
+    if (strlen(p) != (size_t)psize) {
+        /* report paths are C strings: "a\0b" would become "a" */
+        PyErr_Format(
+            PyExc_ValueError, "module name %R contains a NUL character", path);
         return -1;
     }
     /* Models repeat a few types many times: resolve each type once. */

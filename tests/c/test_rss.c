@@ -69,6 +69,22 @@ test_supervise(void)
     CHECK_EQ_INT(r.code, 0);
     CHECK(r.peak_bytes > 0);
 
+    /* A caller that ignores SIGCHLD (daemons do) still gets a measurement,
+     * and its disposition back. */
+    {
+        struct sigaction ignore, now;
+        memset(&ignore, 0, sizeof ignore);
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        CHECK_EQ_INT(sigaction(SIGCHLD, &ignore, &now), 0);
+        CHECK_EQ_INT(ts_rss_supervise(three, 0.0, NULL, 0, &r, &err), TS_OK);
+        CHECK_EQ_INT(r.outcome, TS_RSS_EXITED);
+        CHECK_EQ_INT(r.code, 3);
+        CHECK(r.peak_bytes > 0);
+        CHECK_EQ_INT(sigaction(SIGCHLD, &now, &ignore), 0);
+        CHECK(ignore.sa_handler == SIG_IGN);
+    }
+
     CHECK_EQ_INT(ts_rss_supervise(three, 0.0, NULL, 0, &r, &err), TS_OK);
     CHECK_EQ_INT(r.outcome, TS_RSS_EXITED);
     CHECK_EQ_INT(r.code, 3);

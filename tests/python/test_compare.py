@@ -204,6 +204,9 @@ MALFORMED = {
     "totals-missing": lambda r: r.pop("totals"),
     "schema-version-str": lambda r: r.__setitem__("schema_version", "1"),
     "schema-version-bool": lambda r: r.__setitem__("schema_version", True),
+    # the engine reads names as C strings: "a\0b" would be read as "a"
+    "nul-in-a-path": lambda r: r["layers"][1].__setitem__("path", "lin\x00x"),
+    "nul-in-a-metric-name": lambda r: r["totals"].__setitem__("macs\x00x", r["totals"]["macs"]),
 }
 
 

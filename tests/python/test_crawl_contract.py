@@ -1445,3 +1445,16 @@ def test_totals_describe_the_model_at_report_time():
     assert totals["trainable_parameters"]["value"] == sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert totals["frozen_parameters"]["value"] == 9
     assert totals["parameter_bytes"]["value"] == 121 * 4
+
+
+def test_a_module_name_with_a_nul_is_refused_before_the_model_runs():
+    # paths are C strings in the engine: "a\0b" would be reported as "a", twice
+    model = CountingModule()
+    model.add_module("a\x00b", nn.Identity())
+    model.train()
+    with pytest.raises(ValueError, match="NUL character"):
+        crawl_module(model, (4,))
+    with pytest.raises(ValueError, match="NUL character"):
+        measure_flops(lambda: model(torch.ones(1, 4)), modules=model)
+    assert model.calls == 0 and model.training
+    assert_nothing_left(model)

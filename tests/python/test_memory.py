@@ -91,3 +91,70 @@ def test_cuda_unavailable_raises_before_running():
     with pytest.raises(RuntimeError):
         measure_peak_memory(lambda: calls.append(1), device="cuda")
     assert calls == []
+
+
+def _in_thread(fn):
+    """Runs fn in a thread; returns its exception, or fails if it hangs (a deadlock)."""
+    import threading
+
+    outcome = []
+
+    def target():
+        try:
+            fn()
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 - the test inspects it
+            outcome.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the call never returned"
+    return outcome[0]
+
+
+def test_a_running_caller_profiler_is_refused_and_left_intact():
+    from torchscan import measure_workload, profile_workload
+
+    calls = []
+    x = torch.ones(100)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.sin(x)
+        for call in (
+            lambda: measure_peak_memory(lambda: calls.append(torch.ones(1000)), device="cpu"),
+            lambda: profile_workload(lambda: calls.append(torch.ones(1000)), device="cpu"),
+            lambda: measure_workload(lambda: calls.append(1), device="cpu", metrics=("memory",), print_summary=False),
+            lambda: measure_workload(lambda: calls.append(1), device="cpu", metrics=(), profile=True, print_summary=False),
+        ):
+            with pytest.raises(RuntimeError, match="profiler, and one is already running"):
+                call()
+        assert torch.autograd._profiler_enabled()
+        torch.cos(x)
+    assert calls == []  # refused before any workload call
+    keys = {event.key for event in prof.key_averages()}
+    assert {"aten::sin", "aten::cos"} <= keys
+
+
+@pytest.mark.parametrize("inner", ["measure_peak_memory", "profile_workload", "measure_workload"])
+@pytest.mark.parametrize("outer", ["measure_peak_memory", "profile_workload"])
+def test_a_measurement_inside_another_raises_instead_of_waiting_forever(outer, inner):
+    from torchscan import measure_workload, profile_workload
+
+    run = {
+        "measure_peak_memory": lambda w: measure_peak_memory(w, device="cpu"),
+        "profile_workload": lambda w: profile_workload(w, device="cpu"),
+        "measure_workload": lambda w: measure_workload(w, device="cpu", metrics=("memory",), print_summary=False),
+    }
+    seen = []
+
+    def workload():
+        torch.ones(1000)
+        try:
+            run[inner](lambda: torch.ones(10))
+        except RuntimeError as error:
+            seen.append(str(error))
+
+    assert _in_thread(lambda: run[outer](workload)) is None
+    assert len(seen) == 1 and "cannot run inside the workload" in seen[0]
+    # and the lock is free again
+    assert measure_peak_memory(lambda: torch.ones(1000), device="cpu")["peak_bytes"] == 4000

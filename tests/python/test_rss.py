@@ -257,3 +257,18 @@ def test_supervisor_is_installed_inside_the_package():
     done = subprocess.run([str(supervisor), "--", PY, "-c", "raise SystemExit(5)"], capture_output=True, text=True)
     assert done.returncode == 5
     assert re.fullmatch(r"exited 5 \d+\n", done.stderr)
+
+
+def test_a_caller_that_ignores_sigchld_still_gets_a_measurement():
+    # in a child interpreter: the ignored SIGCHLD must not leak into this test process
+    script = textwrap.dedent(
+        """
+        import signal, sys
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        from torchscan.process import measure_peak_rss
+        result = measure_peak_rss([sys.executable, "-c", "b = bytearray(64 << 20)"])
+        print(result["status"], result["value"] > 64 << 20)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["complete", "True"]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -15,6 +16,33 @@ __all__ = ["measure_peak_memory"]
 # One measurement at a time: allocator peaks and the profiler are
 # process-wide.
 _PEAK_MEMORY_LOCK = threading.Lock()
+_holder: int | None = None  # the thread inside a measurement
+
+
+def _check_exclusive(name: str, *, profiler: bool) -> None:
+    """Raises when a measurement cannot start: called from the workload of
+    another one (it would wait for itself forever), or needing the PyTorch
+    profiler while the caller has one running (starting ours would end theirs
+    and drop what it recorded)."""
+    if _holder == threading.get_ident():
+        raise RuntimeError(f"{name} cannot run inside the workload of measure_peak_memory or profile_workload.")
+    if profiler and torch.autograd._profiler_enabled():
+        raise RuntimeError(f"{name} uses the PyTorch profiler, and one is already running.")
+
+
+@contextlib.contextmanager
+def _exclusive(name: str, *, profiler: bool) -> Iterator[None]:
+    """Runs a measurement alone (see _check_exclusive)."""
+    global _holder
+    _check_exclusive(name, profiler=False)
+    with _PEAK_MEMORY_LOCK:
+        # now that no measurement of ours runs, a profiler is the caller's
+        _check_exclusive(name, profiler=profiler)
+        _holder = threading.get_ident()
+        try:
+            yield
+        finally:
+            _holder = None
 
 
 class _NoMemoryEventsError(RuntimeError):
@@ -129,7 +157,9 @@ def measure_peak_memory(workload: Callable[[], Any], *, device: str | torch.devi
     Raises:
         TypeError: non-callable workload or a bad device type.
         RuntimeError: CUDA/MPS unavailable or a bad device index, or no CPU
-            allocation was recorded.
+            allocation was recorded; on cpu, a PyTorch profiler already
+            running; a call from inside the workload of another
+            measure_peak_memory or profile_workload (before the workload).
         NotImplementedError: another device type, or missing allocator APIs.
     """
     if not callable(workload):
@@ -137,7 +167,7 @@ def measure_peak_memory(workload: Callable[[], Any], *, device: str | torch.devi
     dev = _device(device)
     if dev.type not in ("cpu", "cuda", "mps"):
         raise NotImplementedError(f"Peak memory is not supported on device type {dev.type!r}.")
-    with _PEAK_MEMORY_LOCK:
+    with _exclusive("measure_peak_memory", profiler=dev.type == "cpu"):
         if dev.type == "cpu":
             return _cpu(workload)
         if dev.type == "cuda":
