@@ -59,6 +59,11 @@ char *ts_workload_summary(const json_t *report, ts_error *err);
  * when buf is too small (512 bytes always suffice). */
 bool ts_format_grouped(double value, char *buf, size_t size);
 
+/* How a value of `unit` is displayed: seconds as "ms" and bytes as "MiB"
+ * (*scale is the factor to apply), other units as they are. Seconds stay
+ * seconds when `value` in ms would not be finite. */
+const char *ts_display_unit(const char *unit, double value, double *scale);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,8 +19,8 @@ import contextlib
 import importlib
 import json
 import os
-import secrets
 import sys
+import tempfile
 from typing import Any
 
 import torch
@@ -85,29 +85,58 @@ class _Failed(Exception):
         self.code = code
 
 
+def _json_path(text: str) -> str:
+    """argparse type of --json: a non-empty path."""
+    if not text:
+        raise argparse.ArgumentTypeError("needs a file path")
+    return text
+
+
 def _check_output_path(path: str | None) -> None:
     """Refuses, before any model runs, a --json path that cannot be written."""
     if path is None:
         return
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
+    real = os.path.realpath(path)  # through symbolic links
+    parent = os.path.dirname(real)
+    if os.path.isdir(real):
         raise _Failed(f"--json {path} is a directory", EXIT_USAGE)
-    if not os.path.isdir(parent):
+    if os.path.exists(real):
+        if not os.access(real, os.W_OK):
+            raise _Failed(f"--json {path}: the file is not writable", EXIT_USAGE)
+    elif not os.path.isdir(parent):
         raise _Failed(f"--json {path}: no directory {parent}", EXIT_USAGE)
-    if not os.access(parent, os.W_OK | os.X_OK):
+    elif not os.access(parent, os.W_OK | os.X_OK):
         raise _Failed(f"--json {path}: cannot write in {parent}", EXIT_USAGE)
 
 
+def _dump(value: Any, handle: Any) -> None:
+    json.dump(value, handle, indent=2, allow_nan=False)
+
+
 def _write_json(path: str, value: Any) -> None:
-    """Writes ``value`` whole or not at all: a temporary file in the same
-    directory replaces ``path`` only once it is complete."""
-    directory, name = os.path.split(os.path.abspath(path))
-    # opened like open(path, "w") would (permissions from the umask), but new
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    """Writes ``value`` to ``path`` (through symbolic links). A regular file
+    is replaced whole or not at all, keeping its permissions: the text goes
+    to a temporary file beside it first. Anything else (a device, a pipe) is
+    written to directly."""
+    real = os.path.realpath(path)
     try:
-        with open(tmp, "x", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=2, allow_nan=False)
-        os.replace(tmp, path)
+        if os.path.exists(real) and not os.path.isfile(real):
+            with open(real, "w", encoding="utf-8") as handle:
+                _dump(value, handle)
+            return
+        mode = os.stat(real).st_mode & 0o7777 if os.path.exists(real) else None
+        if mode is None:
+            umask = os.umask(0)  # the command line is single-threaded
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        fd, tmp = tempfile.mkstemp(prefix=".ts-", suffix=".tmp", dir=os.path.dirname(real))
+    except OSError as error:
+        raise _Failed(f"cannot write {path}: {error.strerror or error}", EXIT_ERROR) from error
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            _dump(value, handle)
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -194,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchscan", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="analyse the built-in example models")
-    demo.add_argument("--json", default="report.json", help="where to write the reports (default report.json)")
+    demo.add_argument(
+        "--json", default="report.json", type=_json_path, help="where to write the reports (default report.json)"
+    )
     summ = sub.add_parser("summary", help="analyse a model from PACKAGE.MODULE:FACTORY")
     summ.add_argument("model", help="import path of a factory returning an nn.Module")
     summ.add_argument(
@@ -204,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         type=_input_shape,
         help="e.g. 3,224,224 (repeat for several inputs)",
     )
-    summ.add_argument("--json", help="write the report to this file")
+    summ.add_argument("--json", type=_json_path, help="write the report to this file")
     summ.add_argument("--strict", action="store_true", help=f"exit {EXIT_INCOMPLETE} when any metric is incomplete")
     summ.add_argument("--max-depth", type=_max_depth, default=None, help="print rows up to this depth")
     summ.add_argument("--mode", choices=("full", "structure"), default="full")

@@ -12,7 +12,6 @@ import numbers
 import platform
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -20,10 +19,10 @@ import torch
 
 from . import _engine
 from .crawler import _package_version
-from .process.memory import _device
+from .process.memory import _device, _Exclusive
 
 # One timing at a time: concurrent timings in one process disturb each other.
-_TIMING_LOCK = threading.Lock()
+_TIMING = _Exclusive("measure_latency or measure_workload")
 
 
 class _Target(NamedTuple):

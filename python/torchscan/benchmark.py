@@ -9,7 +9,7 @@ import torch
 
 from . import _engine
 from ._timing import (
-    _TIMING_LOCK,
+    _TIMING,
     _benchmark_context,
     _describe,
     _Target,
@@ -57,7 +57,7 @@ def _timed_report(
         target, inputs, work_units, work_unit, warmup, min_run_time, min_repeats, torch.get_num_threads()
     )
     described = _describe(inputs)
-    with _TIMING_LOCK:
+    with _TIMING.hold("measure_latency"):
         timing = _engine.time_workload(
             workload, target.synchronize, warmup, min_run_time, min_repeats, float(work_units), work_unit
         )
@@ -123,8 +123,10 @@ def measure_latency(
             (bools and overflowing ints rejected), ``warmup`` not an int >= 0,
             ``min_repeats`` not an int >= 2, blank ``work_unit``.
         NotImplementedError: a device type other than cpu/cuda/mps.
-        RuntimeError: CUDA/MPS unavailable or a bad device index; after the
-            run, a non-positive duration or throughput.
+        RuntimeError: CUDA/MPS unavailable or a bad device index; a call
+            from inside the workload of measure_latency or measure_workload
+            (timings run one at a time); after the run, a non-positive
+            duration or throughput.
     """
     units, run_time = _validate_timing_settings(workload, work_units, work_unit, warmup, min_run_time, min_repeats)
     target = _timing_target(device)

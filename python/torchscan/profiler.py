@@ -14,7 +14,7 @@ import torch
 
 from . import _engine
 from ._timing import _timing_target
-from .process.memory import _exclusive
+from .process.memory import _PEAK_MEMORY
 from .report import Diagnostic
 
 __all__ = ["ProfileReport", "profile_workload"]
@@ -123,7 +123,7 @@ def profile_workload(
     if cuda_activity:
         activities.append(ProfilerActivity.CUDA)
     sync = target.synchronize
-    with _exclusive("profile_workload", profiler=True):
+    with _PEAK_MEMORY.hold("profile_workload", profiler=True):
         _refuse_existing(path)
         if sync is not None:
             sync()

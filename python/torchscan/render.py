@@ -49,7 +49,9 @@ def render_report(
             benchmark report; ``title`` is not a str; ``metric`` is not one of
             module_flops, macs, dmas, parameters, parameter_bytes; ``before``
             is given with a benchmark report; the report is not JSON data
-            (non-str keys, NaN/infinity, cycles, invalid text), has a
+            (non-str keys, NaN/infinity, cycles, invalid text), holds text
+            an HTML page cannot (control characters other than tab, CR and
+            LF; noncharacters such as U+FFFE), also in ``title``, has a
             ``schema_version`` other than 1, is not a valid BenchmarkReport,
             or is a comparison whose deltas, latency change or context changes
             do not match its own before and after reports.

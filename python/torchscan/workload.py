@@ -8,10 +8,10 @@ from typing import Any, Literal
 import torch
 
 from . import _engine
-from ._timing import _benchmark_context, _describe, _timing_target, _validate_timing_settings
+from ._timing import _TIMING, _benchmark_context, _describe, _timing_target, _validate_timing_settings
 from .benchmark import BenchmarkReport, _timed_report
 from .flops import measure_flops
-from .process.memory import _check_exclusive, _NoMemoryEventsError, measure_peak_memory
+from .process.memory import _PEAK_MEMORY, _NoMemoryEventsError, measure_peak_memory
 from .process.rss import _check_command, measure_peak_rss
 from .profiler import profile_workload
 from .report import Diagnostic, MetricResult, metric_result
@@ -151,9 +151,11 @@ def measure_workload(
     target = _timing_target(device)
     if command is not None:
         selected |= _engine.WORKLOAD_RSS
+    # before any workload call, not after the timing ran
+    if selected & (_engine.WORKLOAD_LATENCY | _engine.WORKLOAD_THROUGHPUT):
+        _TIMING.check("measure_workload")
     if selected & _engine.WORKLOAD_MEMORY or profile:
-        # before any workload call, not after the timing ran
-        _check_exclusive(
+        _PEAK_MEMORY.check(
             "measure_workload", profiler=profile or (bool(selected & _engine.WORKLOAD_MEMORY) and target.type == "cpu")
         )
 

@@ -161,6 +161,23 @@ ts_benchmark_validate(const json_t *report, const char *which, ts_error *err)
                         which);
         }
     }
+    /* Every workload total counts something (seconds, bytes, FLOPs): a
+     * negative one is invalid, and deltas of non-negative ones cannot
+     * overflow. */
+    json_object_foreach((json_t *)totals, key, value)
+    {
+        const json_t *v = json_object_get(value, "value");
+        const json_t *known = json_object_get(value, "known_value");
+        if ((is_number(v) && !(number_of(v) >= 0.0))
+            || (is_number(known) && !(number_of(known) >= 0.0))) {
+            return FAIL(err,
+                        TS_EINVAL,
+                        "Invalid benchmark value for totals.%s in '%s': "
+                        "negative.",
+                        key,
+                        which);
+        }
+    }
     return TS_OK;
 }
 

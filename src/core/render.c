@@ -2,6 +2,7 @@
  * 1.13, 4.3): a minimal self-contained HTML page without any script. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,91 @@ ts_html_escape(const char *text)
     return b.data;
 }
 
+/* ---- text the page may hold -------------------------------------------- */
+
+/* The first code point of valid UTF-8 `text` that an HTML page must not
+ * hold (contract: control characters other than tab, CR and LF, and
+ * noncharacters such as U+FFFE/U+FFFF), or 0 when there is none. */
+static uint32_t
+forbidden_code_point(const char *text)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p) {
+        uint32_t cp;
+        int extra;
+        if (*p < 0x80) {
+            cp = *p;
+            extra = 0;
+        }
+        else if (*p >= 0xF0) {
+            cp = *p & 0x07u;
+            extra = 3;
+        }
+        else if (*p >= 0xE0) {
+            cp = *p & 0x0Fu;
+            extra = 2;
+        }
+        else {
+            cp = *p & 0x1Fu;
+            extra = 1;
+        }
+        p++;
+        for (int i = 0; i < extra && (*p & 0xC0) == 0x80; i++, p++) {
+            cp = (cp << 6) | (*p & 0x3Fu);
+        }
+        if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r')
+            || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0xFDD0 && cp <= 0xFDEF)
+            || (cp & 0xFFFEu) == 0xFFFEu) {
+            return cp;
+        }
+    }
+    return 0;
+}
+
+/* Checks every string and key of a JSON value (depth-bounded by the
+ * validators that run after). */
+static int
+check_texts(const json_t *value, const char *what, int depth, ts_error *err)
+{
+    uint32_t cp = 0;
+    if (depth > 256) {
+        return FAIL(err, TS_EINVAL, "%s is nested too deeply", what);
+    }
+    if (json_is_string(value)) {
+        cp = forbidden_code_point(json_string_value(value));
+    }
+    else if (json_is_object(value)) {
+        const char *key;
+        json_t *item;
+        json_object_foreach((json_t *)value, key, item)
+        {
+            int rc;
+            if ((cp = forbidden_code_point(key)) != 0) {
+                break;
+            }
+            if ((rc = check_texts(item, what, depth + 1, err)) != TS_OK) {
+                return rc;
+            }
+        }
+    }
+    else if (json_is_array(value)) {
+        for (size_t i = 0; i < json_array_size(value); i++) {
+            int rc =
+                check_texts(json_array_get(value, i), what, depth + 1, err);
+            if (rc != TS_OK) {
+                return rc;
+            }
+        }
+    }
+    return cp == 0 ? TS_OK
+                   : FAIL(err,
+                          TS_EINVAL,
+                          "%s holds text with U+%04X, which an HTML page "
+                          "cannot hold",
+                          what,
+                          (unsigned)cp);
+}
+
 /* ---- value formatting --------------------------------------------------- */
 
 static bool
@@ -132,18 +218,120 @@ number_of(const json_t *v)
                               : json_real_value(v);
 }
 
-/* The exact JSON text of a value (numbers as json.dumps would show them,
- * objects in their stored order). */
+void
+ts_format_json_real(double value, char out[TS_JSON_REAL_SIZE])
+{
+    char buf[40], digits[24] = {0};
+    size_t n = 0, k = 0;
+    int exponent, point;
+    const char *c;
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(buf, sizeof buf, "%.*e", precision - 1, value);
+        if (strtod(buf, NULL) == value) {
+            break;
+        }
+    }
+    c = buf; /* "-d.ddde+XX" */
+    if (*c == '-') {
+        out[k++] = *c++;
+    }
+    for (; *c != '\0' && *c != 'e' && n < sizeof digits; c++) {
+        if (*c != '.') {
+            digits[n++] = *c;
+        }
+    }
+    exponent = *c == 'e' ? atoi(c + 1) : 0;
+    point = exponent + 1; /* digits before the decimal point */
+    if (point > -4 && point <= 16) {
+        if (point <= 0) {
+            out[k++] = '0';
+            out[k++] = '.';
+            for (int i = 0; i < -point; i++) {
+                out[k++] = '0';
+            }
+            memcpy(out + k, digits, n);
+            k += n;
+        }
+        else {
+            for (size_t i = 0; i < (size_t)point; i++) {
+                out[k++] = i < n ? digits[i] : '0';
+            }
+            out[k++] = '.';
+            if ((size_t)point >= n) {
+                out[k++] = '0';
+            }
+            else {
+                memcpy(out + k, digits + point, n - (size_t)point);
+                k += n - (size_t)point;
+            }
+        }
+        out[k] = '\0';
+    }
+    else {
+        out[k++] = digits[0];
+        if (n > 1) {
+            out[k++] = '.';
+            memcpy(out + k, digits + 1, n - 1);
+            k += n - 1;
+        }
+        snprintf(out + k,
+                 TS_JSON_REAL_SIZE - k,
+                 "e%c%02d",
+                 exponent < 0 ? '-' : '+',
+                 exponent < 0 ? -exponent : exponent);
+    }
+}
+
+/* The exact JSON text of a value, numbers as json.dumps shows them, objects
+ * in their stored order (compact separators). */
 static void
 json_text(html_buf *b, const json_t *value)
 {
     char *text;
-    if (value == NULL) {
-        raw(b, "null");
-        return;
+    switch (value == NULL ? JSON_NULL : json_typeof(value)) {
+        case JSON_OBJECT: {
+            const char *key;
+            json_t *item;
+            bool first = true;
+            raw(b, "{");
+            json_object_foreach((json_t *)value, key, item)
+            {
+                json_t *k = json_string(key);
+                if (k == NULL) {
+                    b->failed = true;
+                    return;
+                }
+                raw(b, first ? "" : ",");
+                first = false;
+                json_text(b, k);
+                json_decref(k);
+                raw(b, ":");
+                json_text(b, item);
+            }
+            raw(b, "}");
+            return;
+        }
+        case JSON_ARRAY:
+            raw(b, "[");
+            for (size_t i = 0; i < json_array_size(value); i++) {
+                raw(b, i ? "," : "");
+                json_text(b, json_array_get(value, i));
+            }
+            raw(b, "]");
+            return;
+        case JSON_REAL: {
+            char out[TS_JSON_REAL_SIZE];
+            ts_format_json_real(json_real_value(value), out);
+            raw(b, out);
+            return;
+        }
+        case JSON_NULL:
+            raw(b, "null");
+            return;
+        default:
+            break;
     }
-    text = json_dumps(
-        value, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
     if (text == NULL) {
         b->failed = true;
         return;
@@ -162,25 +350,6 @@ grouped(html_buf *b, double value)
         return;
     }
     raw(b, digits);
-}
-
-/* The display scale of a unit: seconds as ms, bytes as MiB. */
-static const char *
-scaled_unit(const char *unit, double *scale)
-{
-    *scale = 1.0;
-    if (unit == NULL) {
-        return "";
-    }
-    if (strcmp(unit, "seconds") == 0) {
-        *scale = 1000.0;
-        return "ms";
-    }
-    if (strcmp(unit, "bytes") == 0) {
-        *scale = 1.0 / (1024.0 * 1024.0);
-        return "MiB";
-    }
-    return unit;
 }
 
 static const char *
@@ -580,7 +749,8 @@ measured_changes(html_buf *b, const json_t *report)
         const json_t *delta = json_object_get(diff, "delta");
         const char *unit = string_of(json_object_get(diff, "before"), "unit");
         double scale;
-        const char *shown = scaled_unit(unit, &scale);
+        const char *shown = ts_display_unit(
+            unit, is_number(delta) ? number_of(delta) : 0.0, &scale);
         raw(b, "<tr>");
         element(b, "td", metric_label(name));
         raw(b, "<td class=\"num\">");
@@ -631,7 +801,13 @@ seconds_cell(html_buf *b, const json_t *seconds)
 {
     raw(b, "<td class=\"num\">");
     if (is_number(seconds)) {
-        grouped(b, number_of(seconds) * 1000.0);
+        double scale;
+        const char *shown =
+            ts_display_unit("seconds", number_of(seconds), &scale);
+        grouped(b, number_of(seconds) * scale);
+        if (strcmp(shown, "ms") != 0) {
+            raw(b, " s"); /* beyond what ms can show */
+        }
     }
     else {
         raw(b, "Unavailable");
@@ -759,6 +935,15 @@ ts_render_benchmark_html(const json_t *report,
     }
     rc = comparison ? validate_comparison(report, err)
                     : validate_report(report, "report", err);
+    if (rc == TS_OK) {
+        uint32_t cp = forbidden_code_point(title);
+        rc = cp == 0 ? check_texts(report, "report", 0, err)
+                     : FAIL(err,
+                            TS_EINVAL,
+                            "title holds text with U+%04X, which an HTML page "
+                            "cannot hold",
+                            (unsigned)cp);
+    }
     if (rc != TS_OK) {
         return NULL;
     }

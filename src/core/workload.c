@@ -215,21 +215,31 @@ number_of(const json_t *v)
                               : json_real_value(v);
 }
 
+const char *
+ts_display_unit(const char *unit, double value, double *scale)
+{
+    *scale = 1.0;
+    if (unit == NULL) {
+        return "";
+    }
+    if (strcmp(unit, "seconds") == 0 && isfinite(value * 1000.0)) {
+        *scale = 1000.0;
+        return "ms";
+    }
+    if (strcmp(unit, "bytes") == 0) {
+        *scale = 1.0 / (1024.0 * 1024.0);
+        return "MiB";
+    }
+    return unit;
+}
+
 /* "0.449 ms", "0.094 MiB", "1,048,576.000 FLOPs" */
 static void
 put_quantity(text_buf *t, const json_t *number, const char *unit)
 {
     char digits[512];
-    double scale = 1.0;
-    const char *shown = unit != NULL ? unit : "";
-    if (strcmp(shown, "seconds") == 0) {
-        scale = 1000.0;
-        shown = "ms";
-    }
-    else if (strcmp(shown, "bytes") == 0) {
-        scale = 1.0 / (1024.0 * 1024.0);
-        shown = "MiB";
-    }
+    double scale;
+    const char *shown = ts_display_unit(unit, number_of(number), &scale);
     if (!ts_format_grouped(number_of(number) * scale, digits, sizeof digits)) {
         t->failed = true;
         return;

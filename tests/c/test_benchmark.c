@@ -1,5 +1,6 @@
 /* compare_benchmarks in C: validation messages, context matching, withheld
  * deltas, latency_change and context_changes. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -114,6 +115,25 @@ test_validation(void)
     expect_prepare_error(good, bad, "invalid MetricResult: totals.latency");
     json_object_set_new(m, "value", json_real(0.01));
     json_object_set_new(m, "known_value", json_real(0.01));
+
+    /* a negative non-timing total (its delta could overflow) */
+    json_object_set_new(json_object_get(bad, "totals"),
+                        "peak_memory",
+                        json_pack("{s:s,s:I,s:I,s:s,s:s,s:s}",
+                                  "status",
+                                  "complete",
+                                  "value",
+                                  (json_int_t)INT64_MIN,
+                                  "known_value",
+                                  (json_int_t)INT64_MIN,
+                                  "unit",
+                                  "bytes",
+                                  "scope",
+                                  "pytorch_tensor_bytes",
+                                  "method",
+                                  "torch.profiler.allocation_events"));
+    expect_prepare_error(good, bad, "totals.peak_memory in 'after': negative");
+    json_object_del(json_object_get(bad, "totals"), "peak_memory");
 
     json_object_set_new(bad, "schema_version", json_true());
     expect_prepare_error(good, bad, "schema_version");

@@ -1,6 +1,9 @@
 /* render_report's benchmark page in C: escaping, the verdict lines, the
  * page's sections and the consistency checks on saved comparisons. */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "torchscan/benchmark.h"
@@ -283,9 +286,60 @@ test_comparison_page(void)
     json_decref(after);
 }
 
+/* Python's repr() of each value (the text json.dumps writes). */
+static void
+test_real_text(void)
+{
+    static const struct {
+        double value;
+        const char *text;
+    } cases[] = {
+        {0.1, "0.1"},
+        {0.30000000000000004, "0.30000000000000004"},
+        {2.5, "2.5"},
+        {100.0, "100.0"},
+        {-0.0, "-0.0"},
+        {0.0, "0.0"},
+        {1e-4, "0.0001"},
+        {1e-5, "1e-05"},
+        {1.5e-7, "1.5e-07"},
+        {5.4904179408766573e-8, "5.4904179408766573e-08"},
+        {781905.30835792806, "781905.3083579281"},
+        {1e15, "1000000000000000.0"},
+        {1e16, "1e+16"},
+        {123456789012345678.0, "1.2345678901234568e+17"},
+        {1e100, "1e+100"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {-2.5e-300, "-2.5e-300"},
+    };
+    char out[TS_JSON_REAL_SIZE];
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    int misses = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ts_format_json_real(cases[i].value, out);
+        CHECK_EQ_STR(out, cases[i].text);
+    }
+    /* any finite double reads back exactly */
+    for (int i = 0; i < 200000; i++) {
+        double value;
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        memcpy(&value, &state, sizeof value);
+        if (!isfinite(value)) {
+            continue;
+        }
+        ts_format_json_real(value, out);
+        misses += strtod(out, NULL) != value;
+    }
+    CHECK_EQ_INT(misses, 0);
+}
+
 int
 main(void)
 {
+    test_real_text();
     test_escape();
     test_verdicts();
     test_single_page();

@@ -611,3 +611,65 @@ def test_repeated_calls_do_not_leak():
         round_trip()
     gc.collect()
     assert len(gc.get_objects()) - objects < 100
+
+
+def test_non_timing_totals_must_not_be_negative():
+    # a negative byte count is invalid, and its delta could leave the 64-bit range
+    bad = synthetic(0.01, 0.001)
+    bad["totals"]["peak_memory"] = _metric(-(2**63), unit="bytes", scope="pytorch_tensor_bytes", method="m")
+    good = synthetic(0.01, 0.001)
+    good["totals"]["peak_memory"] = _metric(2**63 - 1, unit="bytes", scope="pytorch_tensor_bytes", method="m")
+    for before, after in ((good, bad), (bad, good)):
+        with pytest.raises(ValueError, match="totals.peak_memory .* negative"):
+            compare_benchmarks(before, after, check=lambda: None)
+
+
+def test_a_timing_inside_a_timed_workload_raises_instead_of_waiting_forever():
+    import threading
+
+    seen = []
+
+    def outer():
+        try:
+            measure_latency(lambda: None, device="cpu", min_run_time=0.001)
+        except RuntimeError as error:
+            seen.append(str(error))
+
+    done = threading.Event()
+    thread = threading.Thread(
+        target=lambda: (measure_latency(outer, device="cpu", warmup=0, min_run_time=0.001, min_repeats=2), done.set()),
+        daemon=True,
+    )
+    thread.start()
+    thread.join(timeout=60)
+    assert done.is_set(), "the nested timing waited for itself"
+    assert seen and all("cannot run inside the workload of measure_latency" in s for s in seen)
+    with pytest.raises(RuntimeError, match="cannot run inside"):
+        # measure_workload checks before its first call: the outer timing has not run the workload yet
+        measure_latency(
+            lambda: torchscan.measure_workload(lambda: None, device="cpu", print_summary=False),
+            device="cpu",
+            warmup=0,
+            min_run_time=0.001,
+        )
+
+
+def test_an_interrupt_during_a_long_warmup_is_not_held_back():
+    import itertools
+    import signal
+
+    calls = itertools.count()  # a C callable: no bytecode runs that would check for signals
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    warmup = 10**9
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            measure_latency(calls.__next__, device="cpu", warmup=warmup, min_run_time=0.001)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert next(calls) < warmup  # stopped during the warmup, not after it

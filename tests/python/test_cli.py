@@ -143,6 +143,32 @@ def test_a_failed_write_keeps_the_previous_file_whole(cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cli_models.py", "marker", "r.json"]
 
 
+def test_json_goes_through_links_keeps_permissions_and_feeds_pipes(cli, tmp_path):
+    target = tmp_path / "target.json"
+    target.write_text("{}")
+    target.chmod(0o600)
+    (tmp_path / "link.json").symlink_to("target.json")
+    assert cli("summary", "cli_models:conv", "--input-shape", "3,8,8", "--json", "link.json").returncode == 0
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads(target.read_text())["layers"][0]["type"] == "Sequential"
+    assert target.stat().st_mode & 0o777 == 0o600
+    long_name = "r" * 240 + ".json"  # a valid name; a temporary name built from it would not be
+    assert cli("summary", "cli_models:conv", "--input-shape", "3,8,8", "--json", long_name).returncode == 0
+    os.mkfifo(tmp_path / "pipe")
+    reader = subprocess.Popen(["cat", str(tmp_path / "pipe")], stdout=subprocess.PIPE)
+    assert cli("summary", "cli_models:conv", "--input-shape", "3,8,8", "--json", "pipe").returncode == 0
+    assert json.loads(reader.communicate(timeout=60)[0])["layers"][0]["type"] == "Sequential"
+    assert (tmp_path / "pipe").is_fifo()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("command", [("demo",), ("summary", "cli_models:conv", "--input-shape", "3,8,8")])
+def test_an_empty_json_path_is_bad_usage(cli, command):
+    result = cli(*command, "--json", "")
+    assert result.returncode == 2 and "--json" in result.stderr
+    assert not cli.ran_model()
+
+
 # ---- the C tool -------------------------------------------------------------------------------------------------
 
 

@@ -158,3 +158,25 @@ def test_a_measurement_inside_another_raises_instead_of_waiting_forever(outer, i
     assert len(seen) == 1 and "cannot run inside the workload" in seen[0]
     # and the lock is free again
     assert measure_peak_memory(lambda: torch.ones(1000), device="cpu")["peak_bytes"] == 4000
+
+
+def test_a_profiler_running_in_another_thread_is_refused_too():
+    import threading
+
+    started, stop = threading.Event(), threading.Event()
+
+    def profile_in_background():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            started.set()
+            stop.wait(60)
+
+    thread = threading.Thread(target=profile_in_background, daemon=True)
+    thread.start()
+    try:
+        assert started.wait(60)
+        with pytest.raises(RuntimeError, match="already running"):
+            measure_peak_memory(lambda: torch.ones(1000), device="cpu")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert measure_peak_memory(lambda: torch.ones(1000), device="cpu")["peak_bytes"] == 4000

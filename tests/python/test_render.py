@@ -281,3 +281,30 @@ def test_not_a_report():
         render_report([1, 2])
     with pytest.raises(ValueError):
         render_report({"schema_version": 1})
+
+
+@pytest.mark.parametrize("text", ["a\x01b", "a\x0bb", "a\x7fb", "a\x85b", "a\ufffeb", "a\uffffb", "a\ufdd0b"])
+def test_text_an_html_page_cannot_hold_is_a_value_error(text):
+    report = synthetic(0.01, 0.001)
+    with pytest.raises(ValueError, match="HTML page cannot hold"):
+        render_report(report, title=text)
+    report["context"]["processor"] = text
+    with pytest.raises(ValueError, match="HTML page cannot hold"):
+        render_report(report)
+    # tab, newline and carriage return are text
+    report["context"]["processor"] = "a\tb\nc\rd"
+    assert "a\tb\nc\rd" in render_report(report)
+
+
+def test_exact_values_are_written_as_json_dumps_writes_them():
+    report = synthetic(0.1, 0.001)
+    html = render_report(report)
+    for value in (report["totals"]["latency"]["value"], report["totals"]["throughput"]["value"]):
+        assert json.dumps(value) in html
+    assert "0.10000000000000001" not in html
+
+
+def test_huge_durations_are_not_shown_as_infinity():
+    before, after = synthetic(1e306, 0.001), synthetic(1e-3, 0.001)
+    for page in (render_report(before), render_report(compare_benchmarks(before, after, check=lambda: None))):
+        assert "inf" not in page.replace("info", "")

@@ -13,36 +13,46 @@ from .. import _engine
 
 __all__ = ["measure_peak_memory"]
 
-# One measurement at a time: allocator peaks and the profiler are
-# process-wide.
-_PEAK_MEMORY_LOCK = threading.Lock()
-_holder: int | None = None  # the thread inside a measurement
+class _Exclusive:
+    """A process-wide lock for measurements that must run alone.
+
+    A call from the workload of the measurement that holds it, in the same
+    thread, raises instead of waiting for itself forever. (A thread that the
+    workload starts and waits for would wait forever, as with any lock.)
+    """
+
+    def __init__(self, holders: str) -> None:
+        self._lock = threading.Lock()
+        self._holder: int | None = None
+        self._holders = holders
+
+    def check(self, name: str, *, profiler: bool = False) -> None:
+        """Raises when ``name`` cannot start now: from inside the holder's
+        workload, or (``profiler``) needing the PyTorch profiler while the
+        caller has one running (starting ours would end theirs and drop what
+        it recorded)."""
+        if self._holder == threading.get_ident():
+            raise RuntimeError(f"{name} cannot run inside the workload of {self._holders}.")
+        # the C flag is per thread; the Python one is set by any thread's
+        # torch.profiler.profile
+        if profiler and (torch.autograd._profiler_enabled() or torch.autograd.profiler._is_profiler_enabled):
+            raise RuntimeError(f"{name} uses the PyTorch profiler, and one is already running.")
+
+    @contextlib.contextmanager
+    def hold(self, name: str, *, profiler: bool = False) -> Iterator[None]:
+        self.check(name)
+        with self._lock:
+            # now that none of these measurements runs, a profiler is the caller's
+            self.check(name, profiler=profiler)
+            self._holder = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._holder = None
 
 
-def _check_exclusive(name: str, *, profiler: bool) -> None:
-    """Raises when a measurement cannot start: called from the workload of
-    another one (it would wait for itself forever), or needing the PyTorch
-    profiler while the caller has one running (starting ours would end theirs
-    and drop what it recorded)."""
-    if _holder == threading.get_ident():
-        raise RuntimeError(f"{name} cannot run inside the workload of measure_peak_memory or profile_workload.")
-    if profiler and torch.autograd._profiler_enabled():
-        raise RuntimeError(f"{name} uses the PyTorch profiler, and one is already running.")
-
-
-@contextlib.contextmanager
-def _exclusive(name: str, *, profiler: bool) -> Iterator[None]:
-    """Runs a measurement alone (see _check_exclusive)."""
-    global _holder
-    _check_exclusive(name, profiler=False)
-    with _PEAK_MEMORY_LOCK:
-        # now that no measurement of ours runs, a profiler is the caller's
-        _check_exclusive(name, profiler=profiler)
-        _holder = threading.get_ident()
-        try:
-            yield
-        finally:
-            _holder = None
+# Allocator peaks and the profiler are process-wide.
+_PEAK_MEMORY = _Exclusive("measure_peak_memory or profile_workload")
 
 
 class _NoMemoryEventsError(RuntimeError):
@@ -167,7 +177,7 @@ def measure_peak_memory(workload: Callable[[], Any], *, device: str | torch.devi
     dev = _device(device)
     if dev.type not in ("cpu", "cuda", "mps"):
         raise NotImplementedError(f"Peak memory is not supported on device type {dev.type!r}.")
-    with _exclusive("measure_peak_memory", profiler=dev.type == "cpu"):
+    with _PEAK_MEMORY.hold("measure_peak_memory", profiler=dev.type == "cpu"):
         if dev.type == "cpu":
             return _cpu(workload)
         if dev.type == "cuda":
