@@ -63,10 +63,10 @@ def _validate_timing_settings(
         raise TypeError(f"workload must be a zero-argument callable, got {type(workload).__name__}.")
     units = _positive_real("work_units", work_units)
     run_time = float(_positive_real("min_run_time", min_run_time))
-    if type(warmup) is not int or warmup < 0:
-        raise ValueError(f"warmup must be an int >= 0, got {warmup!r}.")
-    if type(min_repeats) is not int or min_repeats < 2:
-        raise ValueError(f"min_repeats must be an int >= 2, got {min_repeats!r}.")
+    if type(warmup) is not int or not 0 <= warmup <= sys.maxsize:
+        raise ValueError(f"warmup must be an int >= 0 (at most sys.maxsize), got {warmup!r}.")
+    if type(min_repeats) is not int or not 2 <= min_repeats <= sys.maxsize:
+        raise ValueError(f"min_repeats must be an int >= 2 (at most sys.maxsize), got {min_repeats!r}.")
     if not isinstance(work_unit, str) or not work_unit.strip():
         raise ValueError("work_unit must be a non-blank str such as 'samples'.")
     return units, run_time

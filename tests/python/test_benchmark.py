@@ -60,6 +60,8 @@ BAD_SETTINGS = [
     ({"min_repeats": 1}, ValueError),
     ({"min_repeats": 5.0}, ValueError),
     ({"min_repeats": True}, ValueError),
+    ({"min_repeats": 2**63}, ValueError),
+    ({"warmup": 2**63}, ValueError),
     ({"work_unit": ""}, ValueError),
     ({"work_unit": "   "}, ValueError),
     ({"work_unit": None}, ValueError),
