@@ -13,6 +13,7 @@ from .. import _engine
 
 __all__ = ["measure_peak_memory"]
 
+
 class _Exclusive:
     """A process-wide lock for measurements that must run alone.
 
