@@ -22,12 +22,16 @@ import time
 import warnings
 from collections.abc import Callable
 
-import torch
-from torch import nn
+# PyTorch 2.13's Kineto logs two "USDT: ... profiler_start/stop" lines on stderr for every profiling
+# session (hundreds here). Level 6 silences them; Kineto reads it once, before its first session.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
-import torchscan
-from torchscan import measure_latency
-from torchscan.process import measure_peak_memory
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import torchscan  # noqa: E402
+from torchscan import measure_latency  # noqa: E402
+from torchscan.process import measure_peak_memory  # noqa: E402
 
 
 def noop() -> None:
