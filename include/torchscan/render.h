@@ -14,14 +14,6 @@ extern "C" {
  * malloc'd string (caller frees) or NULL when out of memory. */
 char *ts_html_escape(const char *text);
 
-/* Room for any text of ts_format_json_real, NUL included. */
-#define TS_JSON_REAL_SIZE 48
-
-/* A finite double as Python's repr() and json.dumps() write it: the
- * shortest digits that read back to the same value, positional from 1e-4
- * up to 1e16 ("0.1", "1000000000000000.0", "-0.0"), else with an exponent
- * of at least two digits ("1e+16", "5.5e-08"). */
-void ts_format_json_real(double value, char out[TS_JSON_REAL_SIZE]);
 
 /* The header verdict of a benchmark page: "Single workload measurement",
  * "Output check passed" or "Output check failed — gains withheld", plus

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "torchscan/diff.h"
+#include "torchscan/json_text.h"
 #include "torchscan/table.h"
 
 static int
@@ -240,9 +241,17 @@ cmd_compare(int argc, char **argv)
     if (after != NULL) {
         diff = compare(before, after);
     }
-    if (diff != NULL && json_dumpf(diff, stdout, JSON_INDENT(2)) == 0) {
-        putchar('\n');
-        rc = 0;
+    if (diff != NULL) {
+        /* the text json.dumps(diff, indent=2) gives */
+        char *text = ts_json_text(diff, 2);
+        if (text != NULL) {
+            puts(text);
+            free(text);
+            rc = 0;
+        }
+        else {
+            fputs("torchscan: out of memory\n", stderr);
+        }
     }
     json_decref(before);
     json_decref(after);

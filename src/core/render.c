@@ -9,6 +9,7 @@
 
 #include "torchscan/benchmark.h"
 #include "torchscan/diff.h"
+#include "torchscan/json_text.h"
 #include "torchscan/render.h"
 #include "torchscan/workload.h"
 
@@ -218,120 +219,12 @@ number_of(const json_t *v)
                               : json_real_value(v);
 }
 
-void
-ts_format_json_real(double value, char out[TS_JSON_REAL_SIZE])
-{
-    char buf[40], digits[24] = {0};
-    size_t n = 0, k = 0;
-    int exponent, point;
-    const char *c;
-    for (int precision = 1; precision <= 17; precision++) {
-        snprintf(buf, sizeof buf, "%.*e", precision - 1, value);
-        if (strtod(buf, NULL) == value) {
-            break;
-        }
-    }
-    c = buf; /* "-d.ddde+XX" */
-    if (*c == '-') {
-        out[k++] = *c++;
-    }
-    for (; *c != '\0' && *c != 'e' && n < sizeof digits; c++) {
-        if (*c != '.') {
-            digits[n++] = *c;
-        }
-    }
-    exponent = *c == 'e' ? atoi(c + 1) : 0;
-    point = exponent + 1; /* digits before the decimal point */
-    if (point > -4 && point <= 16) {
-        if (point <= 0) {
-            out[k++] = '0';
-            out[k++] = '.';
-            for (int i = 0; i < -point; i++) {
-                out[k++] = '0';
-            }
-            memcpy(out + k, digits, n);
-            k += n;
-        }
-        else {
-            for (size_t i = 0; i < (size_t)point; i++) {
-                out[k++] = i < n ? digits[i] : '0';
-            }
-            out[k++] = '.';
-            if ((size_t)point >= n) {
-                out[k++] = '0';
-            }
-            else {
-                memcpy(out + k, digits + point, n - (size_t)point);
-                k += n - (size_t)point;
-            }
-        }
-        out[k] = '\0';
-    }
-    else {
-        out[k++] = digits[0];
-        if (n > 1) {
-            out[k++] = '.';
-            memcpy(out + k, digits + 1, n - 1);
-            k += n - 1;
-        }
-        snprintf(out + k,
-                 TS_JSON_REAL_SIZE - k,
-                 "e%c%02d",
-                 exponent < 0 ? '-' : '+',
-                 exponent < 0 ? -exponent : exponent);
-    }
-}
-
 /* The exact JSON text of a value, numbers as json.dumps shows them, objects
  * in their stored order (compact separators). */
 static void
 json_text(html_buf *b, const json_t *value)
 {
-    char *text;
-    switch (value == NULL ? JSON_NULL : json_typeof(value)) {
-        case JSON_OBJECT: {
-            const char *key;
-            json_t *item;
-            bool first = true;
-            raw(b, "{");
-            json_object_foreach((json_t *)value, key, item)
-            {
-                json_t *k = json_string(key);
-                if (k == NULL) {
-                    b->failed = true;
-                    return;
-                }
-                raw(b, first ? "" : ",");
-                first = false;
-                json_text(b, k);
-                json_decref(k);
-                raw(b, ":");
-                json_text(b, item);
-            }
-            raw(b, "}");
-            return;
-        }
-        case JSON_ARRAY:
-            raw(b, "[");
-            for (size_t i = 0; i < json_array_size(value); i++) {
-                raw(b, i ? "," : "");
-                json_text(b, json_array_get(value, i));
-            }
-            raw(b, "]");
-            return;
-        case JSON_REAL: {
-            char out[TS_JSON_REAL_SIZE];
-            ts_format_json_real(json_real_value(value), out);
-            raw(b, out);
-            return;
-        }
-        case JSON_NULL:
-            raw(b, "null");
-            return;
-        default:
-            break;
-    }
-    text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *text = ts_json_text(value, -1);
     if (text == NULL) {
         b->failed = true;
         return;

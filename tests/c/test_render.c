@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "torchscan/benchmark.h"
+#include "torchscan/json_text.h"
 #include "torchscan/render.h"
 
 static json_t *
@@ -336,9 +337,45 @@ test_real_text(void)
     CHECK_EQ_INT(misses, 0);
 }
 
+/* The texts json.dumps gives for the same value (indent=2; and compact
+ * with ensure_ascii=False). */
+static void
+test_json_text(void)
+{
+    json_t *v = json_pack("{s:[i,f,{}],s:s,s:[],s:n,s:b,s:{s:f}}",
+                          "a",
+                          1,
+                          2.5,
+                          "b",
+                          "q\"\\\n\t\x01\x7f\xc3\xa9\xf0\x9f\x98\x80",
+                          "c",
+                          "d",
+                          "e",
+                          1,
+                          "f",
+                          "g",
+                          -0.0);
+    char *pretty = ts_json_text(v, 2);
+    char *compact = ts_json_text(v, -1);
+    CHECK_EQ_STR(pretty,
+                 "{\n  \"a\": [\n    1,\n    2.5,\n    {}\n  ],\n"
+                 "  \"b\": "
+                 "\"q\\\"\\\\\\n\\t\\u0001\\u007f\\u00e9\\ud83d\\ude00\",\n"
+                 "  \"c\": [],\n  \"d\": null,\n  \"e\": true,\n"
+                 "  \"f\": {\n    \"g\": -0.0\n  }\n}");
+    CHECK_EQ_STR(compact,
+                 "{\"a\":[1,2.5,{}],\"b\":\"q\\\"\\\\\\n\\t\\u0001\x7f"
+                 "\xc3\xa9\xf0\x9f\x98\x80\",\"c\":[],\"d\":null,"
+                 "\"e\":true,\"f\":{\"g\":-0.0}}");
+    free(pretty);
+    free(compact);
+    json_decref(v);
+}
+
 int
 main(void)
 {
+    test_json_text();
     test_real_text();
     test_escape();
     test_verdicts();

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 import resource
 import shutil
 import subprocess
@@ -252,3 +253,23 @@ def test_demo_report_file_reads_back_with_the_tool(cli, tmp_path):
     assert table.returncode == 0, table.stderr
     assert table.stdout.startswith("== cnn ==\n") and "\n== text_model ==\n" in table.stdout
     assert "MultiheadAttention" in table.stdout
+
+
+def test_tool_compare_writes_what_json_dumps_writes(tmp_path):
+    from torchscan import compare_reports
+
+    def model(width):
+        # a non-ASCII module path: escaped as json.dumps escapes it
+        return nn.Sequential(OrderedDict([("módulo", nn.Linear(4, width)), ("act", nn.ReLU())]))
+
+    before, after = crawl_module(model(4), (4,)), crawl_module(model(8), (4,))
+    for report, value in ((before, 0.1), (after, 0.30000000000000004)):
+        # reals: the shortest text that reads back, as Python writes them
+        report["totals"]["module_flops"].update(value=value, known_value=value)
+    (tmp_path / "before.json").write_text(json.dumps(before))
+    (tmp_path / "after.json").write_text(json.dumps(after))
+    result = _tool("compare", str(tmp_path / "before.json"), str(tmp_path / "after.json"))
+    assert result.returncode == 0, result.stderr
+    expected = json.dumps(compare_reports(before, after), indent=2)
+    assert result.stdout == expected + "\n"
+    assert "\\u00f3" in result.stdout and "0.30000000000000004" in result.stdout

@@ -1,0 +1,292 @@
+/* JSON text as Python's json module writes it (see torchscan/json_text.h). */
+#include "torchscan/json_text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct out_buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} out_buf;
+
+static void
+put_n(out_buf *b, const char *s, size_t n)
+{
+    if (b->failed) {
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->len + n + 1 > cap) {
+            cap *= 2;
+        }
+        char *data = realloc(b->data, cap);
+        if (data == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->data = data;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void
+put(out_buf *b, const char *s)
+{
+    put_n(b, s, strlen(s));
+}
+
+void
+ts_format_json_real(double value, char out[TS_JSON_REAL_SIZE])
+{
+    char buf[40], digits[24] = {0};
+    size_t n = 0, k = 0;
+    int exponent, point;
+    const char *c;
+    for (int precision = 1; precision <= 17; precision++) {
+        snprintf(buf, sizeof buf, "%.*e", precision - 1, value);
+        if (strtod(buf, NULL) == value) {
+            break;
+        }
+    }
+    c = buf; /* "-d.ddde+XX" */
+    if (*c == '-') {
+        out[k++] = *c++;
+    }
+    for (; *c != '\0' && *c != 'e' && n < sizeof digits; c++) {
+        if (*c != '.') {
+            digits[n++] = *c;
+        }
+    }
+    exponent = *c == 'e' ? (int)strtol(c + 1, NULL, 10) : 0;
+    point = exponent + 1; /* digits before the decimal point */
+    if (point > -4 && point <= 16) {
+        if (point <= 0) {
+            out[k++] = '0';
+            out[k++] = '.';
+            for (int i = 0; i < -point; i++) {
+                out[k++] = '0';
+            }
+            memcpy(out + k, digits, n);
+            k += n;
+        }
+        else {
+            for (size_t i = 0; i < (size_t)point; i++) {
+                out[k++] = i < n ? digits[i] : '0';
+            }
+            out[k++] = '.';
+            if ((size_t)point >= n) {
+                out[k++] = '0';
+            }
+            else {
+                memcpy(out + k, digits + point, n - (size_t)point);
+                k += n - (size_t)point;
+            }
+        }
+        out[k] = '\0';
+    }
+    else {
+        out[k++] = digits[0];
+        if (n > 1) {
+            out[k++] = '.';
+            memcpy(out + k, digits + 1, n - 1);
+            k += n - 1;
+        }
+        snprintf(out + k,
+                 TS_JSON_REAL_SIZE - k,
+                 "e%c%02d",
+                 exponent < 0 ? '-' : '+',
+                 exponent < 0 ? -exponent : exponent);
+    }
+}
+
+/* A JSON string literal of valid UTF-8 `s` (`len` bytes), escaped as
+ * Python's json module escapes it. */
+static void
+put_string(out_buf *b, const char *s, size_t len, bool ascii)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *end = p + len;
+    const unsigned char *run = p;
+    char esc[16];
+    put(b, "\"");
+    while (p < end) {
+        unsigned char ch = *p;
+        const char *short_esc = NULL;
+        size_t width = 1;
+        uint32_t cp;
+        switch (ch) {
+            case '"':
+                short_esc = "\\\"";
+                break;
+            case '\\':
+                short_esc = "\\\\";
+                break;
+            case '\n':
+                short_esc = "\\n";
+                break;
+            case '\r':
+                short_esc = "\\r";
+                break;
+            case '\t':
+                short_esc = "\\t";
+                break;
+            case '\b':
+                short_esc = "\\b";
+                break;
+            case '\f':
+                short_esc = "\\f";
+                break;
+            default:
+                break;
+        }
+        if (short_esc == NULL && ch >= 0x20 && (ch < 0x7F || !ascii)) {
+            p++;
+            continue;
+        }
+        put_n(b, (const char *)run, (size_t)(p - run));
+        if (short_esc != NULL) {
+            put(b, short_esc);
+        }
+        else if (ch < 0x80) {
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+            put(b, esc);
+        }
+        else {
+            width = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
+            cp = ch & (width == 4 ? 0x07u : width == 3 ? 0x0Fu : 0x1Fu);
+            for (size_t i = 1; i < width && p + i < end; i++) {
+                cp = (cp << 6) | (p[i] & 0x3Fu);
+            }
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                snprintf(esc,
+                         sizeof esc,
+                         "\\u%04x\\u%04x",
+                         (unsigned)(0xD800 + (cp >> 10)),
+                         (unsigned)(0xDC00 + (cp & 0x3FF)));
+            }
+            else {
+                snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+            }
+            put(b, esc);
+        }
+        p += width;
+        run = p;
+    }
+    put_n(b, (const char *)run, (size_t)(p - run));
+    put(b, "\"");
+}
+
+static void
+put_newline(out_buf *b, int indent, int level)
+{
+    put(b, "\n");
+    for (int i = 0; i < indent * level && !b->failed; i++) {
+        put(b, " ");
+    }
+}
+
+static void
+put_value(out_buf *b, const json_t *value, int indent, int level)
+{
+    char text[TS_JSON_REAL_SIZE];
+    bool pretty = indent >= 0;
+    switch (json_typeof(value)) {
+        case JSON_OBJECT: {
+            const char *key;
+            size_t key_len;
+            json_t *item;
+            bool first = true;
+            if (json_object_size(value) == 0) {
+                put(b, "{}");
+                return;
+            }
+            put(b, "{");
+            json_object_keylen_foreach((json_t *)value, key, key_len, item)
+            {
+                put(b, first ? "" : ",");
+                first = false;
+                if (pretty) {
+                    put_newline(b, indent, level + 1);
+                }
+                put_string(b, key, key_len, pretty);
+                put(b, pretty ? ": " : ":");
+                put_value(b, item, indent, level + 1);
+            }
+            if (pretty) {
+                put_newline(b, indent, level);
+            }
+            put(b, "}");
+            return;
+        }
+        case JSON_ARRAY:
+            if (json_array_size(value) == 0) {
+                put(b, "[]");
+                return;
+            }
+            put(b, "[");
+            for (size_t i = 0; i < json_array_size(value); i++) {
+                put(b, i ? "," : "");
+                if (pretty) {
+                    put_newline(b, indent, level + 1);
+                }
+                put_value(b, json_array_get(value, i), indent, level + 1);
+            }
+            if (pretty) {
+                put_newline(b, indent, level);
+            }
+            put(b, "]");
+            return;
+        case JSON_STRING:
+            put_string(b,
+                       json_string_value(value),
+                       json_string_length(value),
+                       pretty);
+            return;
+        case JSON_INTEGER:
+            snprintf(text,
+                     sizeof text,
+                     "%" JSON_INTEGER_FORMAT,
+                     json_integer_value(value));
+            put(b, text);
+            return;
+        case JSON_REAL:
+            ts_format_json_real(json_real_value(value), text);
+            put(b, text);
+            return;
+        case JSON_TRUE:
+            put(b, "true");
+            return;
+        case JSON_FALSE:
+            put(b, "false");
+            return;
+        case JSON_NULL:
+        default:
+            put(b, "null");
+            return;
+    }
+}
+
+char *
+ts_json_text(const json_t *value, int indent)
+{
+    out_buf b = {NULL, 0, 0, false};
+    if (value == NULL) {
+        put(&b, "null");
+    }
+    else {
+        put_value(&b, value, indent, 0);
+    }
+    if (b.failed) {
+        free(b.data);
+        return NULL;
+    }
+    return b.data;
+}
