@@ -135,6 +135,7 @@ typedef struct open_call {
     PyObject *handled; /* the exception being handled when the call began */
     ts_shape input;    /* first input tensor, for the formulas */
     int layer;         /* the layer record of this call */
+    int module;        /* the module called */
     bool has_input;
 } open_call;
 
@@ -388,6 +389,8 @@ call_begin(
 {
     module_entry *e = &c->modules[index];
     ts_attribution a;
+    ts_shape first_input;
+    bool has_input = false;
     json_t *input;
     open_call *oc;
     int layer;
@@ -417,27 +420,30 @@ call_begin(
             }
         }
     }
+    /* The first tensor of the call (positional arguments, then keyword
+     * arguments) is captured here for the formulas of the post-hook.
+     * Describing runs Python code (a tensor subclass's __torch_function__,
+     * a mapping's items()) that may call modules of this crawl, which use
+     * and may move the open-call array: it is only touched afterwards. */
+    memset(&first_input, 0, sizeof first_input);
+    input = tsx_describe_call(c->st,
+                              args,
+                              kwargs,
+                              c->full ? &first_input : NULL,
+                              c->full ? &has_input : NULL);
+    if (input == NULL) {
+        return -1;
+    }
     if (c->open == c->opened_cap) {
         size_t cap = c->opened_cap ? c->opened_cap * 2 : 32;
         open_call *p = PyMem_Realloc(c->opened, cap * sizeof(open_call));
         if (p == NULL) {
+            json_decref(input);
             PyErr_NoMemory();
             return -1;
         }
         c->opened = p;
         c->opened_cap = cap;
-    }
-    oc = &c->opened[c->open];
-    oc->has_input = false;
-    /* The first tensor of the call (positional arguments, then keyword
-     * arguments) is captured here for the formulas of the post-hook. */
-    input = tsx_describe_call(c->st,
-                              args,
-                              kwargs,
-                              c->full ? &oc->input : NULL,
-                              c->full ? &oc->has_input : NULL);
-    if (input == NULL) {
-        return -1;
     }
     layer = ts_session_begin_owned_call(
         c->session, index, input, &a, e->owns | e->builtin_owns);
@@ -445,7 +451,11 @@ call_begin(
         PyErr_NoMemory();
         return -1;
     }
+    oc = &c->opened[c->open];
+    oc->input = first_input;
+    oc->has_input = has_input;
     oc->layer = layer;
+    oc->module = index;
     /* Remember which exception (if any) was being handled when the call
      * began: a post-hook that sees a different one runs in PyTorch's
      * always_call path, after the forward raised. */
@@ -490,12 +500,33 @@ call_end(tsx_crawl *c,
          int failed_or_infer)
 {
     tsx_state *st = c->st;
-    open_call *oc = c->open ? &c->opened[c->open - 1] : NULL;
+    open_call *oc = NULL;
     bool failed = failed_or_infer > 0;
     const ts_module_desc *desc;
     ts_module_call call;
     json_t *out_meta = NULL;
     int rc;
+
+    /* This module's own call is closed, never another one: a post-hook
+     * whose pre-hook never ran (a user pre-hook raised first) finds none.
+     * Calls still open above it are closed as failed: their post-hooks
+     * never ran (PyTorch skips always_call hooks for a BaseException). */
+    for (size_t i = c->open; i-- > 0;) {
+        if (c->opened[i].module == index) {
+            while (c->open > i + 1) {
+                open_call *orphan = &c->opened[--c->open];
+                Py_CLEAR(orphan->handled);
+                if (ts_session_end_call(
+                        c->session, orphan->module, NULL, true, NULL)
+                    == TS_ENOMEM) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+            }
+            oc = &c->opened[i];
+            break;
+        }
+    }
 
     if (failed_or_infer < 0) {
         /* PyTorch calls always_call hooks with output None after the

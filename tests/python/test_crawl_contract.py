@@ -1458,3 +1458,115 @@ def test_a_module_name_with_a_nul_is_refused_before_the_model_runs():
         measure_flops(lambda: model(torch.ones(1, 4)), modules=model)
     assert model.calls == 0 and model.training
     assert_nothing_left(model)
+
+
+class _Chain(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.inner = _Chain(n - 1) if n else nn.Identity()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def test_module_calls_made_while_an_input_is_described_keep_the_records_intact():
+    # describing an input runs Python (here a tensor subclass's __torch_function__) that calls 41
+    # modules of the same crawl, growing the table of open calls while the outer call was opening
+    armed = [True]
+
+    class Sneaky(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if armed[0]:
+                armed[0] = False
+                root.side(torch.zeros(1))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    class Root(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.side = _Chain(40)
+            self.head = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.head(x.as_subclass(torch.Tensor))
+
+    root = Root()
+    report = crawl_module(root, args=(torch.ones(1, 3).as_subclass(Sneaky),))
+    rows = {(row["path"], row["call_index"]): row for row in report["layers"]}
+    assert len(rows) == len(report["layers"]) == 1 + 41 + 1 + 1  # root, side chain (+ Identity), head
+    assert rows[("", 0)]["output"] == {**rows[("", 0)]["output"], "kind": "tensor", "shape": [1, 2]}
+    assert rows[("head", 0)]["metrics"]["module_flops"]["status"] == "complete"
+    assert all(row["output"]["kind"] == "tensor" for row in report["layers"])
+    assert_nothing_left(root)
+
+
+def test_a_user_pre_hook_that_raises_on_a_hooked_module_closes_nothing_else():
+    from torchscan import ModuleHandler
+
+    class Parent(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+            self.fallback = nn.Linear(8, 8)
+
+        def forward(self, x):
+            try:
+                return self.enc(x)
+            except ValueError:
+                return self.fallback(x)
+
+    class Root(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.p = Parent()
+            self.head = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.head(self.p(x))
+
+    def refuse(module, args):
+        raise ValueError("refused")
+
+    model = Root()
+    handle = model.p.enc.register_forward_pre_hook(refuse)
+    report = crawl_module(model, (3, 8), custom_modules={Parent: ModuleHandler(lambda call: {"module_flops": 7})})
+    handle.remove()
+    rows = {row["path"]: row for row in report["layers"]}
+    # the handler's estimate lands on its own call, not on the root's
+    assert rows["p"]["metrics"]["module_flops"]["value"] == 7
+    assert "module_flops" not in rows[""]["metrics"] or rows[""]["metrics"]["module_flops"]["value"] != 7
+    assert all(row["output"]["kind"] == "tensor" for row in report["layers"])
+    assert_nothing_left(model)
+
+
+def test_an_interrupt_caught_above_a_hooked_module_marks_its_call_failed():
+    class Stop(BaseException):
+        pass
+
+    class Root(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+            self.head = nn.Linear(8, 2)
+
+        def forward(self, x):
+            try:
+                self.enc(x)
+            except Stop:
+                pass
+            return self.head(x)
+
+    def stop(module, args):
+        raise Stop
+
+    model = Root()
+    handle = model.enc.linear1.register_forward_pre_hook(stop)
+    report = crawl_module(model, (3, 8))
+    handle.remove()
+    rows = {row["path"]: row for row in report["layers"]}
+    # PyTorch skips always_call hooks for a BaseException: the call is closed as failed when its parent ends
+    assert rows["enc"]["output"] == {"kind": "failed"}
+    assert any(d["code"] == "module_forward_error" and d.get("path") == "enc" for d in report["diagnostics"])
+    assert all(row["output"]["kind"] != "pending" for row in report["layers"])
+    assert_nothing_left(model)
