@@ -91,8 +91,9 @@ void ts_session_set_module_handler(ts_session *session,
                                    int module,
                                    bool handler);
 
-/* Replaces a module's type name (copied) and description: a lazy module
- * becomes its concrete class, with its real sizes, in its first call.
+/* Replaces a module's type name (copied; NULL keeps it) and description: a
+ * lazy module becomes its concrete class, with its real sizes, in its first
+ * call; a module switched to training gets the training formulas.
  * Returns TS_OK or TS_ENOMEM/TS_EINVAL. */
 int ts_session_update_module(ts_session *session,
                              int module,

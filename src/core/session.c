@@ -631,7 +631,7 @@ ts_session_update_module(ts_session *session,
         return TS_EINVAL;
     }
     m = &session->modules[module];
-    name = strcmp(m->type_name, type_name) == 0
+    name = type_name == NULL || strcmp(m->type_name, type_name) == 0
                ? m->type_name
                : session_text(session, type_name);
     if (name == NULL) {

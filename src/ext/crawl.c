@@ -605,6 +605,27 @@ call_end(tsx_crawl *c,
             }
             desc = ts_session_module_desc(c->session, index);
         }
+        /* The formulas follow the module's mode: the crawl runs in eval,
+         * but a forward may switch a submodule to training (MC dropout). */
+        PyObject *mode =
+            PyObject_GetAttr(c->modules[index].module, st->s_training);
+        int training = mode != NULL ? PyObject_IsTrue(mode) : -1;
+        Py_XDECREF(mode);
+        if (training < 0) {
+            json_decref(out_meta);
+            return -1;
+        }
+        if ((bool)training != desc->training) {
+            ts_module_desc now = *desc;
+            now.training = training;
+            if (ts_session_update_module(c->session, index, NULL, &now)
+                != TS_OK) {
+                json_decref(out_meta);
+                PyErr_NoMemory();
+                return -1;
+            }
+            desc = ts_session_module_desc(c->session, index);
+        }
         if (call.has_input
             && tsx_fill_call(st, desc, args, kwargs, output, &call) < 0) {
             json_decref(out_meta);

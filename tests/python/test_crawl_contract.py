@@ -1570,3 +1570,24 @@ def test_an_interrupt_caught_above_a_hooked_module_marks_its_call_failed():
     assert any(d["code"] == "module_forward_error" and d.get("path") == "enc" for d in report["diagnostics"])
     assert all(row["output"]["kind"] != "pending" for row in report["layers"])
     assert_nothing_left(model)
+
+
+def test_formulas_follow_a_submodule_the_forward_switches_to_training():
+    # Monte-Carlo dropout: the forward turns its dropout on although the crawl runs in eval
+    class MCDropout(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            self.drop.train()
+            return self.drop(self.lin(x))
+
+    model = MCDropout().eval()
+    rows = {row["path"]: row for row in crawl_module(model, (3, 4))["layers"]}
+    # training dropout: a mask and a scale per element, 2 * 3 * 4 (contract §2.1); in eval it is 0
+    assert rows["drop"]["metrics"]["module_flops"]["value"] == 2 * 3 * 4
+    assert not model.training and not model.drop.training  # flags restored after the crawl
+    plain = {row["path"]: row for row in crawl_module(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)), (3, 4))["layers"]}
+    assert plain["1"]["metrics"]["module_flops"]["value"] == 0
