@@ -1346,6 +1346,18 @@ install_public(tsx_crawl *c)
     return rc;
 }
 
+/* Whether `module.forward` reads the instance dict first, as a wrapper
+ * stored there needs: not when the class makes `forward` a data descriptor
+ * (a property) or overrides __getattribute__. Those modules get hooks. */
+static bool
+instance_forward_wins(tsx_state *st, PyTypeObject *tp)
+{
+    PyObject *attr = _PyType_Lookup(tp, st->s_forward);
+    PyObject *getattribute = _PyType_Lookup(tp, st->s_getattribute);
+    return (attr == NULL || Py_TYPE(attr)->tp_descr_set == NULL)
+           && getattribute == st->object_getattribute;
+}
+
 /* Wraps the forward of every module that can be observed that way (see
  * "hooks and forward wrappers" above); the others get hooks after. */
 static int
@@ -1357,7 +1369,8 @@ install_wrappers(tsx_crawl *c)
         PyTypeObject *tp = Py_TYPE(e->module);
         PyObject *forward;
         if (PyType_IsSubtype(tp, (PyTypeObject *)st->encoder_layer)
-            || PyType_IsSubtype(tp, (PyTypeObject *)st->script_module)) {
+            || PyType_IsSubtype(tp, (PyTypeObject *)st->script_module)
+            || !instance_forward_wins(st, tp)) {
             continue;
         }
         e->dict = PyObject_GenericGetDict(e->module, NULL);

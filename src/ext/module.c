@@ -446,6 +446,10 @@ engine_exec(PyObject *module)
     INTERN(s_cpu, "cpu");
     INTERN(s_is_meta, "is_meta");
     INTERN(s_call_outside_dynamo, "_call_outside_dynamo");
+    INTERN(s_getattribute, "__getattribute__");
+    /* lives as long as the object type */
+    st->object_getattribute =
+        _PyType_Lookup(&PyBaseObject_Type, st->s_getattribute);
     st->j_tensor = json_string("tensor");
     st->j_cpu = json_string("cpu");
     if (st->j_tensor == NULL || st->j_cpu == NULL) {
@@ -528,6 +532,7 @@ engine_clear(PyObject *module)
         &st->s_cpu,
         &st->s_is_meta,
         &st->s_call_outside_dynamo,
+        &st->s_getattribute,
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         Py_CLEAR(*strings[i]);

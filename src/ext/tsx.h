@@ -42,7 +42,8 @@ typedef struct tsx_state {
         *s_arguments, *s_name, *s_decompose, *s_enter, *s_eval, *s_remove,
         *s_register_pre, *s_register_post, *s_always_call,
         *s_is_floating_point, *s_is_complex, *s_itemsize, *s_forward,
-        *s_is_cpu, *s_cpu, *s_is_meta, *s_call_outside_dynamo;
+        *s_is_cpu, *s_cpu, *s_is_meta, *s_call_outside_dynamo, *s_getattribute;
+    PyObject *object_getattribute; /* object.__getattribute__ (borrowed) */
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
     struct tsx_op_cache *op_cache;       /* resolved operators (dispatch.c) */

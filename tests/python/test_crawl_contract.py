@@ -1591,3 +1591,39 @@ def test_formulas_follow_a_submodule_the_forward_switches_to_training():
     assert not model.training and not model.drop.training  # flags restored after the crawl
     plain = {row["path"]: row for row in crawl_module(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)), (3, 4))["layers"]}
     assert plain["1"]["metrics"]["module_flops"]["value"] == 0
+
+
+def test_modules_whose_class_controls_forward_lookup_still_get_rows():
+    # a property forward, or an overridden __getattribute__, bypasses an instance attribute
+    class PropertyForward(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        @property
+        def forward(self):
+            return self.lin
+
+    class OwnLookup(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x)
+
+        def __getattribute__(self, name):
+            if name == "forward":
+                return type(self).forward.__get__(self)
+            return super().__getattribute__(name)
+
+    model = nn.Sequential(PropertyForward(), OwnLookup())
+    report = crawl_module(model, (4,))
+    assert [(row["path"], row["type"]) for row in report["layers"]] == [
+        ("", "Sequential"),
+        ("0", "PropertyForward"),
+        ("0.lin", "Linear"),
+        ("1", "OwnLookup"),
+        ("1.lin", "Linear"),
+    ]
+    assert_nothing_left(model)
