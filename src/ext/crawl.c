@@ -332,18 +332,17 @@ attribute_tensors(tsx_crawl *c,
     return each_tensor(tensors, attribute_one, &w);
 }
 
-/* Adds the parameters (pass 0) or buffers (pass 1) of a module and of all
- * its descendants, as module.parameters() / buffers() list them (each
- * module and each tensor once), read from the modules' own dicts: the
- * Python generators cost tens of microseconds per call. */
+/* Calls fn(ctx, t) for the parameters (pass 0) or buffers (pass 1) of a
+ * module and of all its descendants, in the order module.parameters() /
+ * buffers() list them (each module once), read from the modules' own
+ * dicts: the Python generators cost tens of microseconds per call. */
 static int
-attribute_subtree(tsx_crawl *c,
-                  PyObject *module,
-                  int pass,
-                  ptrset *modules,
-                  ptrset *tensors,
-                  ts_attribution *a,
-                  int depth)
+each_subtree_tensor(PyObject *module,
+                    int pass,
+                    ptrset *modules,
+                    int depth,
+                    int (*fn)(void *, PyObject *),
+                    void *ctx)
 {
     PyObject *own, *children, *key, *value;
     Py_ssize_t pos = 0;
@@ -359,7 +358,7 @@ attribute_subtree(tsx_crawl *c,
         < 0) {
         return -1;
     }
-    rc = own != NULL ? attribute_tensors(c, own, pass == 0, a, tensors) : 0;
+    rc = own != NULL ? each_tensor(own, fn, ctx) : 0;
     Py_XDECREF(own);
     children = rc == 0 ? tsx_child_dict(module) : NULL;
     if (children == NULL) {
@@ -369,13 +368,26 @@ attribute_subtree(tsx_crawl *c,
         if (value != Py_None) {
             /* reading a tensor may run Python code that edits the dict */
             Py_INCREF(value);
-            rc = attribute_subtree(
-                c, value, pass, modules, tensors, a, depth + 1);
+            rc = each_subtree_tensor(value, pass, modules, depth + 1, fn, ctx);
             Py_DECREF(value);
         }
     }
     Py_DECREF(children);
     return rc < 0 ? -1 : 0;
+}
+
+/* Adds the parameters (pass 0) or buffers (pass 1) of a module's subtree,
+ * each tensor once, to an attribution. */
+static int
+attribute_subtree(tsx_crawl *c,
+                  PyObject *module,
+                  int pass,
+                  ptrset *modules,
+                  ptrset *tensors,
+                  ts_attribution *a)
+{
+    attribution_walk w = {c, pass == 0, a, tensors};
+    return each_subtree_tensor(module, pass, modules, 0, attribute_one, &w);
 }
 
 static int refresh_module(tsx_crawl *c, int index);
@@ -411,8 +423,8 @@ call_begin(
     else {
         for (int pass = 0; pass < 2; pass++) {
             ptrset modules = {NULL, 0, 0}, tensors = {NULL, 0, 0};
-            int rc = attribute_subtree(
-                c, e->module, pass, &modules, &tensors, &a, 0);
+            int rc =
+                attribute_subtree(c, e->module, pass, &modules, &tensors, &a);
             ptrset_clear(&modules);
             ptrset_clear(&tensors);
             if (rc < 0) {
@@ -1566,18 +1578,13 @@ model_totals(tsx_crawl *c,
     totals_walk w = {c->st, t, devices, dtypes, {NULL, 0, 0}, true};
     int rc = 0;
     memset(t, 0, sizeof *t);
+    /* the tree as it is now: a forward may have added or removed
+     * submodules since the crawl listed them */
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
-        const char *attr = pass == 0 ? "_parameters" : "_buffers";
+        ptrset modules = {NULL, 0, 0};
         w.params = pass == 0;
-        for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(c->all); i++) {
-            PyObject *own = tsx_getattr(module_at(c, i), attr);
-            if (own == NULL) {
-                PyErr_Clear(); /* not a module with tensors of its own */
-                continue;
-            }
-            rc = each_tensor(own, total_one, &w);
-            Py_DECREF(own);
-        }
+        rc = each_subtree_tensor(c->root, pass, &modules, 0, total_one, &w);
+        ptrset_clear(&modules);
     }
     ptrset_clear(&w.seen);
     return rc;

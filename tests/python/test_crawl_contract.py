@@ -1627,3 +1627,32 @@ def test_modules_whose_class_controls_forward_lookup_still_get_rows():
         ("1.lin", "Linear"),
     ]
     assert_nothing_left(model)
+
+
+def test_totals_follow_the_module_tree_as_the_forward_left_it():
+    class Grows(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+
+        def forward(self, x):
+            if not hasattr(self, "b"):
+                self.b = nn.Linear(4, 8)  # 40 parameters, created during the call
+            return self.b(self.a(x))
+
+    class Shrinks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+            self.tmp = nn.Linear(4, 100)
+
+        def forward(self, x):
+            if hasattr(self, "tmp"):
+                del self.tmp
+            return self.a(x)
+
+    for model in (Grows(), Shrinks()):
+        report = crawl_module(model, (4,))
+        expected = sum(p.numel() for p in model.parameters())  # as parameters() shows it after the call
+        assert report["totals"]["parameters"]["value"] == expected
+    assert expected == 20
