@@ -1566,6 +1566,39 @@ total_one(void *ctx, PyObject *x)
     return rc;
 }
 
+/* Appends the modules of a tree to `list`, each once, in the order of
+ * named_modules(). */
+static int
+collect_modules(PyObject *module, ptrset *seen, PyObject *list, int depth)
+{
+    PyObject *children, *key, *value;
+    Py_ssize_t pos = 0;
+    int rc = ptrset_add(seen, module);
+    if (rc <= 0) {
+        return rc; /* met before (0), or an error */
+    }
+    if (depth > 10000) {
+        PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
+        return -1;
+    }
+    children =
+        PyList_Append(list, module) == 0 ? tsx_child_dict(module) : NULL;
+    if (children == NULL) {
+        return -1;
+    }
+    rc = 0;
+    while (rc == 0 && PyDict_Next(children, &pos, &key, &value)) {
+        if (value != Py_None) {
+            /* reading _modules may run Python code that edits the dict */
+            Py_INCREF(value);
+            rc = collect_modules(value, seen, list, depth + 1);
+            Py_DECREF(value);
+        }
+    }
+    Py_DECREF(children);
+    return rc < 0 ? -1 : 0;
+}
+
 /* Model totals over unique parameters and buffers (every module's own
  * _parameters, then every module's own _buffers, in module order: what
  * parameters()/buffers() yield), and the devices and dtypes they live on. */
@@ -1580,12 +1613,24 @@ model_totals(tsx_crawl *c,
     memset(t, 0, sizeof *t);
     /* the tree as it is now: a forward may have added or removed
      * submodules since the crawl listed them */
+    ptrset seen = {NULL, 0, 0};
+    PyObject *modules = PyList_New(0);
+    rc = modules != NULL ? collect_modules(c->root, &seen, modules, 0) : -1;
+    ptrset_clear(&seen);
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
-        ptrset modules = {NULL, 0, 0};
+        const char *attr = pass == 0 ? "_parameters" : "_buffers";
         w.params = pass == 0;
-        rc = each_subtree_tensor(c->root, pass, &modules, 0, total_one, &w);
-        ptrset_clear(&modules);
+        for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(modules); i++) {
+            PyObject *own = tsx_getattr(PyList_GET_ITEM(modules, i), attr);
+            if (own == NULL) {
+                PyErr_Clear(); /* not a module with tensors of its own */
+                continue;
+            }
+            rc = each_tensor(own, total_one, &w);
+            Py_DECREF(own);
+        }
     }
+    Py_XDECREF(modules);
     ptrset_clear(&w.seen);
     return rc;
 }
