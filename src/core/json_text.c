@@ -1,45 +1,25 @@
 /* JSON text as Python's json module writes it (see torchscan/json_text.h). */
 #include "torchscan/json_text.h"
 
+#include "text_buf.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct out_buf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} out_buf;
+typedef ts_text_buf out_buf;
 
 static void
 put_n(out_buf *b, const char *s, size_t n)
 {
-    if (b->failed) {
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 1 > cap) {
-            cap *= 2;
-        }
-        char *data = realloc(b->data, cap);
-        if (data == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->data = data;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    ts_text_put_n(b, s, n);
 }
 
 static void
 put(out_buf *b, const char *s)
 {
-    put_n(b, s, strlen(s));
+    ts_text_put(b, s);
 }
 
 void

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "op_formulas_internal.h"
+#include "text_buf.h"
 
 /* ==== the table ==========================================================
  * Sorted by strcmp (byte order) for ts_op_lookup's binary search; the tests
@@ -1348,41 +1349,18 @@ ts_op_table(const ts_op_entry **entries)
  * it; test_op_formulas checks the checked-in file against it), so the docs
  * cannot drift from the formulas. */
 
-typedef struct md_buf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} md_buf;
+typedef ts_text_buf md_buf;
 
 static void
 md_put(md_buf *b, const char *s, size_t n)
 {
-    if (b->failed) {
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *data;
-        while (b->len + n + 1 > cap) {
-            cap *= 2;
-        }
-        data = realloc(b->data, cap);
-        if (data == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->data = data;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    ts_text_put_n(b, s, n);
 }
 
 static void
 md_puts(md_buf *b, const char *s)
 {
-    md_put(b, s, strlen(s));
+    ts_text_put(b, s);
 }
 
 /* Table-cell text: characters that Markdown would read as emphasis, table

@@ -12,48 +12,25 @@
 #include "torchscan/json_text.h"
 #include "torchscan/render.h"
 #include "torchscan/workload.h"
+#include "text_buf.h"
 
 #define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
 
 /* ---- output buffer ------------------------------------------------------ */
 
-typedef struct html_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool failed;
-} html_buf;
+typedef ts_text_buf html_buf;
 
 /* Appends `len` raw bytes; a failed allocation sticks. */
 static void
 raw_n(html_buf *b, const char *text, size_t len)
 {
-    if (b->failed) {
-        return;
-    }
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *grown;
-        while (cap < b->len + len + 1) {
-            cap *= 2;
-        }
-        grown = realloc(b->data, cap);
-        if (grown == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, text, len);
-    b->len += len;
-    b->data[b->len] = '\0';
+    ts_text_put_n(b, text, len);
 }
 
 static void
 raw(html_buf *b, const char *text)
 {
-    raw_n(b, text, strlen(text));
+    ts_text_put(b, text);
 }
 
 /* Appends caller text with & < > " ' escaped. */

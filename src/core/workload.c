@@ -6,6 +6,8 @@
 
 #include "torchscan/workload.h"
 
+#include "text_buf.h"
+
 #define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
 
 typedef struct total_spec {
@@ -163,43 +165,18 @@ ts_format_grouped(double value, char *buf, size_t size)
     return true;
 }
 
-typedef struct text_buf {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool failed;
-} text_buf;
+typedef ts_text_buf text_buf;
 
-/* Appends `len` bytes of `text`; a failed allocation sticks. */
 static void
 put_n(text_buf *t, const char *text, size_t len)
 {
-    if (t->failed) {
-        return;
-    }
-    if (t->len + len + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        char *grown;
-        while (cap < t->len + len + 1) {
-            cap *= 2;
-        }
-        grown = realloc(t->data, cap);
-        if (grown == NULL) {
-            t->failed = true;
-            return;
-        }
-        t->data = grown;
-        t->cap = cap;
-    }
-    memcpy(t->data + t->len, text, len);
-    t->len += len;
-    t->data[t->len] = '\0';
+    ts_text_put_n(t, text, len);
 }
 
 static void
 put(text_buf *t, const char *text)
 {
-    put_n(t, text, strlen(text));
+    ts_text_put(t, text);
 }
 
 static bool

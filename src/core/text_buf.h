@@ -1,0 +1,23 @@
+/* Private to src/core: a growable NUL-terminated text buffer, shared by the
+ * writers of text (JSON, HTML, summaries, operator docs). A failed
+ * allocation sticks: later appends do nothing and the writer reports
+ * out-of-memory once at the end. */
+#ifndef TORCHSCAN_TEXT_BUF_H
+#define TORCHSCAN_TEXT_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct ts_text_buf {
+    char *data; /* malloc'd, NUL-terminated once anything was appended */
+    size_t len, cap;
+    bool failed;
+} ts_text_buf;
+
+/* Appends `len` bytes of `text`. */
+void ts_text_put_n(ts_text_buf *b, const char *text, size_t len);
+
+/* Appends a NUL-terminated string. */
+void ts_text_put(ts_text_buf *b, const char *text);
+
+#endif
