@@ -81,8 +81,9 @@ ptrset_add(ptrset *set, PyObject *obj)
  * forward pre-hook and an always-called forward hook observe instead the
  * modules whose behaviour depends on having hooks (nn.TransformerEncoderLayer
  * leaves its fused fast path when any hook is attached, so its sub-layers
- * run and get rows, as under per-module hooks), ScriptModules and modules
- * without an instance dict. */
+ * run and get rows, as under per-module hooks), ScriptModules, modules
+ * without an instance dict, and modules with forward hooks (see
+ * install_wrappers). */
 enum hook_kind {
     HOOK_PRE,
     HOOK_POST,
@@ -1370,16 +1371,34 @@ instance_forward_wins(tsx_state *st, PyTypeObject *tp)
            && getattribute == st->object_getattribute;
 }
 
+/* Whether a hook table (NULL: none) holds anything: 1, 0, or -1. */
+static int
+has_hooks(PyObject *table)
+{
+    return table != NULL ? PyObject_IsTrue(table) : 0;
+}
+
 /* Wraps the forward of every module that can be observed that way (see
- * "hooks and forward wrappers" above); the others get hooks after. */
+ * "hooks and forward wrappers" above); the others get hooks after. A
+ * wrapper sees what forward returned, before forward hooks replace it, so a
+ * module with forward hooks of its own, or any module while global forward
+ * hooks exist, gets hooks too: ours run last and see the call's result. */
 static int
 install_wrappers(tsx_crawl *c)
 {
     tsx_state *st = c->st;
+    PyObject *global =
+        PyObject_GetAttr(st->nn_module_mod, st->s_global_forward_hooks);
+    int any_global = global != NULL ? has_hooks(global) : -1;
+    Py_XDECREF(global);
+    if (any_global != 0) {
+        return any_global < 0 ? -1 : 0;
+    }
     for (size_t i = 0; i < c->nmodules; i++) {
         module_entry *e = &c->modules[i];
         PyTypeObject *tp = Py_TYPE(e->module);
-        PyObject *forward;
+        PyObject *forward, *own_hooks;
+        int rc;
         if (PyType_IsSubtype(tp, (PyTypeObject *)st->encoder_layer)
             || PyType_IsSubtype(tp, (PyTypeObject *)st->script_module)
             || !instance_forward_wins(st, tp)) {
@@ -1393,6 +1412,18 @@ install_wrappers(tsx_crawl *c)
             }
             PyErr_Clear(); /* no instance dict: hooks */
             Py_CLEAR(e->dict);
+            continue;
+        }
+        own_hooks =
+            Py_XNewRef(PyDict_GetItemWithError(e->dict, st->s_forward_hooks));
+        rc =
+            own_hooks != NULL || !PyErr_Occurred() ? has_hooks(own_hooks) : -1;
+        Py_XDECREF(own_hooks);
+        if (rc != 0) {
+            Py_CLEAR(e->dict);
+            if (rc < 0) {
+                return -1;
+            }
             continue;
         }
         e->prev_forward =

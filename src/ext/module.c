@@ -409,6 +409,8 @@ engine_exec(PyObject *module)
         || (st->encoder_layer =
                 import_attr("torch.nn", "TransformerEncoderLayer"))
                == NULL
+        || (st->nn_module_mod = import_attr("torch.nn.modules", "module"))
+               == NULL
         || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
                == NULL
         || (st->hop_type = import_attr("torch._ops", "HigherOrderOperator"))
@@ -447,6 +449,8 @@ engine_exec(PyObject *module)
     INTERN(s_is_meta, "is_meta");
     INTERN(s_call_outside_dynamo, "_call_outside_dynamo");
     INTERN(s_getattribute, "__getattribute__");
+    INTERN(s_forward_hooks, "_forward_hooks");
+    INTERN(s_global_forward_hooks, "_global_forward_hooks");
     /* lives as long as the object type */
     st->object_getattribute =
         _PyType_Lookup(&PyBaseObject_Type, st->s_getattribute);
@@ -486,6 +490,7 @@ engine_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->removable_handle);
     Py_VISIT(st->script_module);
     Py_VISIT(st->encoder_layer);
+    Py_VISIT(st->nn_module_mod);
     Py_VISIT(st->mapping_abc);
     Py_VISIT(st->hop_type);
     Py_VISIT(st->has_kernel);
@@ -533,6 +538,8 @@ engine_clear(PyObject *module)
         &st->s_is_meta,
         &st->s_call_outside_dynamo,
         &st->s_getattribute,
+        &st->s_forward_hooks,
+        &st->s_global_forward_hooks,
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         Py_CLEAR(*strings[i]);
@@ -544,6 +551,7 @@ engine_clear(PyObject *module)
     Py_CLEAR(st->removable_handle);
     Py_CLEAR(st->script_module);
     Py_CLEAR(st->encoder_layer);
+    Py_CLEAR(st->nn_module_mod);
     Py_CLEAR(st->mapping_abc);
     Py_CLEAR(st->hop_type);
     Py_CLEAR(st->has_kernel);

@@ -32,6 +32,7 @@ typedef struct tsx_state {
     PyObject *removable_handle; /* torch.utils.hooks.RemovableHandle */
     PyObject *script_module;    /* torch.jit.ScriptModule */
     PyObject *encoder_layer;    /* torch.nn.TransformerEncoderLayer */
+    PyObject *nn_module_mod;    /* the module torch.nn.modules.module */
     PyObject *hop_type;         /* torch._ops.HigherOrderOperator */
     PyTypeObject *crawl_type;
     PyTypeObject *hook_type;
@@ -42,7 +43,8 @@ typedef struct tsx_state {
         *s_arguments, *s_name, *s_decompose, *s_enter, *s_eval, *s_remove,
         *s_register_pre, *s_register_post, *s_always_call,
         *s_is_floating_point, *s_is_complex, *s_itemsize, *s_forward,
-        *s_is_cpu, *s_cpu, *s_is_meta, *s_call_outside_dynamo, *s_getattribute;
+        *s_is_cpu, *s_cpu, *s_is_meta, *s_call_outside_dynamo, *s_getattribute,
+        *s_forward_hooks, *s_global_forward_hooks;
     PyObject *object_getattribute; /* object.__getattribute__ (borrowed) */
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;

@@ -312,6 +312,37 @@ def test_preexisting_user_hooks_survive():
     assert_nothing_left(model)
 
 
+def test_a_result_replaced_by_a_user_forward_hook_is_what_the_row_records():
+    # module(x) returns what the forward hooks return; the row and its formulas describe that value, as
+    # under per-module hooks registered after the user's (the reference's way of observing)
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU())
+    handle = model[0].register_forward_hook(lambda m, i, o: o[:, :3])
+    try:
+        report = crawl_module(model, (4,))
+    finally:
+        handle.remove()
+    linear, relu = report["layers"][1], report["layers"][2]
+    assert linear["output"]["shape"] == [1, 3] and relu["input"]["args"][0]["shape"] == [1, 3]
+    assert linear["metrics"]["module_flops"]["value"] == 2 * 4 * 3  # Linear formula: 2 * in * out elements
+    assert relu["output"]["shape"] == [1, 3]
+    assert_nothing_left(model)
+
+
+def test_global_forward_hooks_replacing_results_are_seen_on_every_row():
+    model = nn.Sequential(nn.Linear(4, 6), nn.Sequential(nn.ReLU()))
+
+    def first_two(module, args, output):
+        return output[:, :2] if isinstance(module, nn.Linear) else None
+
+    handle = torch.nn.modules.module.register_module_forward_hook(first_two)
+    try:
+        report = crawl_module(model, (4,), mode="structure")
+    finally:
+        handle.remove()
+    assert [row["output"]["shape"] for row in report["layers"]] == [[1, 2]] * 4
+    assert_nothing_left(model)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A child whose exception the parent catches
 # ---------------------------------------------------------------------------------------------------------------
