@@ -673,6 +673,9 @@ hook_vectorcall(PyObject *self,
                         "torchscan hook called with unexpected arguments");
         return NULL;
     }
+    if (h->crawl == NULL || !h->crawl->installed) {
+        Py_RETURN_NONE; /* a deep copy's, or left behind by a caller */
+    }
     PyObject *hargs = PyTuple_Check(args[1]) ? args[1] : NULL;
     PyObject *hkwargs = PyDict_Check(args[2]) ? args[2] : NULL;
     rc = post ? call_end(h->crawl, h->module, hargs, hkwargs, args[3], -1)
@@ -787,6 +790,48 @@ hook_dealloc(tsx_hook *self)
     Py_DECREF(tp);
 }
 
+/* copy.deepcopy of a module during its crawl (a forward may copy a layer)
+ * copies its instance dict and hook tables. The copy is not in the module
+ * tree, so it is not observed: a wrapper copies as the forward it wraps
+ * would (a bound method of the copy), a hook as a hook that does nothing. */
+static PyObject *
+hook_deepcopy(PyObject *self, PyObject *memo)
+{
+    tsx_hook *h = (tsx_hook *)self, *inert;
+    if (h->kind == HOOK_FORWARD) {
+        PyObject *copy, *result = NULL;
+        if (h->forward == NULL) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "torchscan wrapper was cleared");
+            return NULL;
+        }
+        copy = PyImport_ImportModule("copy");
+        if (copy != NULL) {
+            result =
+                PyObject_CallMethod(copy, "deepcopy", "OO", h->forward, memo);
+            Py_DECREF(copy);
+        }
+        return result;
+    }
+    inert = PyObject_GC_New(tsx_hook, Py_TYPE(self));
+    if (inert == NULL) {
+        return NULL;
+    }
+    inert->vectorcall = hook_vectorcall;
+    inert->crawl = NULL;
+    inert->forward = NULL;
+    inert->module = -1;
+    inert->kind = h->kind;
+    inert->patched = false;
+    PyObject_GC_Track(inert);
+    return (PyObject *)inert;
+}
+
+static PyMethodDef hook_methods[] = {
+    {"__deepcopy__", hook_deepcopy, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMemberDef hook_members[] = {
     {"__vectorcalloffset__",
      T_PYSSIZET,
@@ -807,6 +852,7 @@ static PyType_Slot hook_slots[] = {
     {Py_tp_clear, hook_clear},
     {Py_tp_call, PyVectorcall_Call},
     {Py_tp_members, hook_members},
+    {Py_tp_methods, hook_methods},
     {Py_tp_getattro, hook_getattro},
     {Py_tp_doc,
      "A forward hook or forward wrapper of one module in a crawl "

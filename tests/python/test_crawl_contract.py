@@ -328,6 +328,41 @@ def test_a_result_replaced_by_a_user_forward_hook_is_what_the_row_records():
     assert_nothing_left(model)
 
 
+def test_a_layer_deep_copied_inside_forward_is_a_working_unobserved_copy():
+    # copy.deepcopy copies the instance dict (our forward wrapper) and the hook tables (our hooks); the copy is
+    # not in the model, so it gets no row and its work is its caller's own operator FLOPs
+    class Copying(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)  # observed through a forward wrapper
+            self.hooked = nn.Linear(4, 4)  # observed through hooks (it has a user forward hook)
+            self.handle = self.hooked.register_forward_hook(lambda m, i, o: o * 2)
+            self.copies: list[nn.Module] = []
+
+        def forward(self, x):
+            twin, twin2 = copy.deepcopy(self.lin), copy.deepcopy(self.hooked)
+            self.copies = [twin, twin2]
+            with torch.no_grad():
+                twin.weight.zero_()
+            return self.lin(x) + twin(x) + twin2(x) + self.hooked(x)
+
+    model, x = Copying(), torch.randn(1, 4)
+    report = crawl_module(model, args=(x,))
+    assert [(row["name"], row["call_index"]) for row in report["layers"]] == [
+        ("copying", 0),
+        ("lin", 0),
+        ("hooked", 0),
+    ]
+    own = {row["name"]: row["metrics"]["operator_flops"]["value"] for row in report["layers"]}
+    # Linear(4, 4) on one row: 2*4*4 = 32; the hook's doubling 4; the three sums 3*4
+    assert own == {"copying": 32 + (32 + 4) + 3 * 4, "lin": 32, "hooked": 32 + 4}
+    twin, twin2 = model.copies
+    assert torch.equal(twin(x), twin.bias.expand(1, 4))  # the copy's own (zeroed) weight, not lin's
+    assert torch.equal(twin2(x), model.hooked(x))
+    model.handle.remove()
+    assert_nothing_left(model)
+
+
 def test_global_forward_hooks_replacing_results_are_seen_on_every_row():
     model = nn.Sequential(nn.Linear(4, 6), nn.Sequential(nn.ReLU()))
 
