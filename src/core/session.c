@@ -425,7 +425,8 @@ typedef struct module_record {
 
 /* The six module estimates, in report order. */
 enum {
-    N_ESTIMATES = 6
+    N_ESTIMATES = 6,
+    N_SUMMED = 3 /* the first three have model totals */
 };
 static const char *const estimate_names[N_ESTIMATES] = {"module_flops",
                                                         "macs",
@@ -1274,25 +1275,31 @@ emit_layer(const ts_emitter *e,
     return e->end_object(e->ctx);
 }
 
-/* Sums one estimate over the rows that have it (contract 1.2): complete
- * when every row is, partial when any lower bound is known. */
+/* One estimate summed over the rows that have it (contract 1.2): complete
+ * when every row is, partial when any lower bound is known. Integer rows
+ * add exactly; a real row (a caller handler's 0.5) makes the sum real. An
+ * int64 overflow makes it unavailable, with its own diagnostic. */
 #define METHOD_TEXT 512
 
-/* `method` (METHOD_TEXT bytes) receives the aggregate's method name; it
- * must outlive the emission, like all emitted text. */
-static int
-emit_aggregate(const ts_emitter *e,
-               const ts_session *session,
-               int which,
-               char *method)
+typedef struct aggregate {
+    ts_status status;
+    ts_number value;
+    bool overflow;
+    char method[METHOD_TEXT];
+} aggregate;
+
+static void
+aggregate_estimate(const ts_session *session, int which, aggregate *out)
 {
     int64_t known = 0;
+    double real = 0.0;
     size_t rows = 0, known_rows = 0;
-    bool all_complete = true, overflow = false;
+    bool all_complete = true, any_real = false;
     const char *methods[8];
     size_t nmethods = 0;
     const size_t size = METHOD_TEXT;
-    ts_status status;
+    char *method = out->method;
+    out->overflow = false;
     for (size_t i = 0; i < session->nlayers; i++) {
         const layer_record *l = &session->layers[i];
         const metric_slot *slot;
@@ -1303,9 +1310,15 @@ emit_aggregate(const ts_emitter *e,
         slot = &l->estimates[which];
         rows++;
         all_complete &= slot->status == TS_COMPLETE;
-        if (slot->status != TS_UNAVAILABLE && !slot->value.is_real) {
+        if (slot->status != TS_UNAVAILABLE) {
             known_rows++;
-            overflow |= !ts_add(known, slot->value.i, &known);
+            if (slot->value.is_real) {
+                any_real = true;
+                real += slot->value.r;
+            }
+            else {
+                out->overflow |= !ts_add(known, slot->value.i, &known);
+            }
         }
         for (j = 0; j < nmethods && strcmp(methods[j], slot->method) != 0;
              j++) {
@@ -1337,17 +1350,37 @@ emit_aggregate(const ts_emitter *e,
             snprintf(method + len, size - len, "]");
         }
     }
-    if (rows == 0 || overflow) {
-        status = TS_UNAVAILABLE;
+    if (rows == 0 || out->overflow) {
+        out->status = TS_UNAVAILABLE;
     }
     else if (all_complete) {
-        status = TS_COMPLETE;
+        out->status = TS_COMPLETE;
     }
     else {
-        status = known_rows ? TS_PARTIAL : TS_UNAVAILABLE;
+        out->status = known_rows ? TS_PARTIAL : TS_UNAVAILABLE;
     }
-    return emit_metric(
-        e, status, ts_int(known), estimate_units[which], "forward", method);
+    out->value = any_real ? ts_real((double)known + real) : ts_int(known);
+}
+
+/* The diagnostic of a total whose sum left the int64 range. */
+static int
+emit_overflow_diagnostic(const ts_emitter *e, int which)
+{
+    static const char *const messages[N_SUMMED] = {
+        "OverflowError: the module_flops total exceeds the int64 range",
+        "OverflowError: the macs total exceeds the int64 range",
+        "OverflowError: the dmas total exceeds the int64 range",
+    };
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "code"));
+    TRY_EMIT(e->string(e->ctx, "module_metric_error"));
+    TRY_EMIT(e->key(e->ctx, "severity"));
+    TRY_EMIT(e->string(e->ctx, "warning"));
+    TRY_EMIT(e->key(e->ctx, "metric"));
+    TRY_EMIT(e->string(e->ctx, estimate_names[which]));
+    TRY_EMIT(e->key(e->ctx, "message"));
+    TRY_EMIT(e->string(e->ctx, messages[which]));
+    return e->end_object(e->ctx);
 }
 
 static int
@@ -1370,7 +1403,7 @@ ts_session_emit_report(const ts_session *session,
                        const json_t *flop_report)
 {
     const json_t *flop_diags = json_object_get(flop_report, "diagnostics");
-    char methods[3][METHOD_TEXT]; /* the aggregates' method names */
+    aggregate sums[N_SUMMED] = {0}; /* outlive the emission (text) */
     TRY_EMIT(e->begin_object(e->ctx));
     TRY_EMIT(emit_int_member(e, "schema_version", 1));
     TRY_EMIT(e->key(e->ctx, "context"));
@@ -1413,10 +1446,16 @@ ts_session_emit_report(const ts_session *session,
         e, "buffer_elements", totals->buffer_elements, "elements"));
     TRY_EMIT(
         emit_model_metric(e, "buffer_bytes", totals->buffer_bytes, "bytes"));
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_SUMMED; i++) {
         TRY_EMIT(e->key(e->ctx, estimate_names[i]));
         if (session->full) {
-            TRY_EMIT(emit_aggregate(e, session, i, methods[i]));
+            aggregate_estimate(session, i, &sums[i]);
+            TRY_EMIT(emit_metric(e,
+                                 sums[i].status,
+                                 sums[i].value,
+                                 estimate_units[i],
+                                 "forward",
+                                 sums[i].method));
         }
         else {
             TRY_EMIT(emit_metric(e,
@@ -1436,6 +1475,11 @@ ts_session_emit_report(const ts_session *session,
     TRY_EMIT(e->begin_array(e->ctx));
     for (size_t i = 0; i < json_array_size(session->diagnostics); i++) {
         TRY_EMIT(e->tree(e->ctx, json_array_get(session->diagnostics, i)));
+    }
+    for (int i = 0; session->full && i < N_SUMMED; i++) {
+        if (sums[i].overflow) {
+            TRY_EMIT(emit_overflow_diagnostic(e, i));
+        }
     }
     for (size_t i = 0; i < json_array_size(flop_diags); i++) {
         TRY_EMIT(e->tree(e->ctx, json_array_get(flop_diags, i)));

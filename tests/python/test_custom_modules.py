@@ -109,6 +109,22 @@ def test_numbers_are_complete_and_omitted_fields_fall_back_to_formulas_on_leaves
     assert report["diagnostics"] == []
 
 
+def test_a_real_handler_value_is_summed_into_the_total():
+    # Linear(4, 4) on (2, 4): 8 * (2*4 - 1) + 8 = 64 FLOPs; the handler's 1000.5 is added, not dropped
+    class Double(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    model = nn.Sequential(nn.Linear(4, 4), Double())
+    handler = ModuleHandler(lambda c: {"module_flops": 1000.5, "macs": 0.25, "dmas": 3})
+    report = crawl_module(model, args=(torch.rand(2, 4),), custom_modules={Double: handler})
+    totals = report["totals"]
+    assert totals["module_flops"]["status"] == "complete"
+    assert totals["module_flops"]["value"] == 64 + 1000.5
+    assert totals["macs"]["value"] == 32 + 0.25  # Linear MACs: 8 outputs * 4 inputs
+    assert totals["dmas"]["value"] == (8 + 20 + 8) + 3 and isinstance(totals["dmas"]["value"], int)
+
+
 def test_an_explicit_none_never_falls_back():
     report = crawl_module(
         nn.Linear(4, 4), (4,), custom_modules={nn.Linear: ModuleHandler(lambda c: {"module_flops": None})}

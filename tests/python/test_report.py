@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import torch
 from torch import nn
 
 import torchscan
@@ -117,3 +118,24 @@ def test_strict_names_operator_metrics():
     # known: addmm 2*1*4*4 = 32 plus the add of 4 elements
     assert total["status"] == "partial" and total["known_value"] == 36
     assert info.value.report["totals"]["module_flops"]["status"] == "complete"
+
+
+def test_a_total_past_the_int64_range_is_unavailable_with_a_diagnostic():
+    # each Linear(1024, 1024) on (2**40, 1024): 2**50 outputs * (2*1024 - 1) + 2**50 = 2**61 FLOPs;
+    # four rows sum to 2**63, one past int64; the MACs (4 * 2**60) still fit
+    model = nn.Sequential(*[nn.Linear(2**10, 2**10, device="meta") for _ in range(4)])
+    report = crawl_module(model, args=(torch.empty(2**40, 2**10, device="meta"),))
+    assert [row["metrics"]["module_flops"]["value"] for row in report["layers"][1:]] == [2**61] * 4
+    assert report["totals"]["module_flops"]["status"] == "unavailable"
+    assert report["totals"]["macs"] == metric_result(
+        status="complete", value=2**62, unit="MACs", scope="forward", method="torchscan_module_formula"
+    )
+    overflow = [d for d in report["diagnostics"] if d["metric"] == "module_flops"]
+    assert overflow == [
+        {
+            "code": "module_metric_error",
+            "severity": "warning",
+            "metric": "module_flops",
+            "message": "OverflowError: the module_flops total exceeds the int64 range",
+        }
+    ]
