@@ -110,14 +110,18 @@ ts_mf_macs_conv(fctx *x, ts_estimate *e)
     return PROD(x, x->o, x->d->in_channels / groups, ts_mf_kernel_volume(x));
 }
 
-/* Every output reads its Cin*prod(k)/groups window (the division comes last,
- * as in the reference), plus parameters once and the output write. */
+/* Every output reads its floor(Cin*prod(k)*O/groups) window (the division
+ * comes last, as in the reference), plus parameters once and the output
+ * write. Cin is split as q*groups + r so that a depthwise window whose
+ * undivided product passes int64 still counts: q*K*O + floor(r*K*O/g). */
 int64_t
 ts_mf_dmas_conv(fctx *x, ts_estimate *e)
 {
     int64_t groups = groups_or_fail(x, e);
-    int64_t window = PROD(x, x->d->in_channels, ts_mf_kernel_volume(x), x->o);
-    return SUM(x, window / groups, params(x), x->o);
+    int64_t cin = x->d->in_channels, volume = ts_mf_kernel_volume(x);
+    int64_t whole = PROD(x, cin / groups, volume, x->o);
+    int64_t rest = cin % groups ? PROD(x, cin % groups, volume, x->o) : 0;
+    return SUM(x, whole, rest / groups, params(x), x->o);
 }
 
 /* Convolutions always carry a dilation. */

@@ -298,6 +298,28 @@ test_conv(void)
     est = estimate(&d, &c);
     CHECK_COUNTS(est, 0, 0, 224);
 
+    /* Depthwise Conv2d(4096, 4096, 3, padding=1, groups=4096) on
+     * (2^19,4096,512,512): O = 2^19*2^12*2^18 = 2^49, Cin*K*O = 9*2^61
+     * passes int64 but the DMAs do not: (4096/4096)*9*2^49 + P + O with
+     * P = 4096*9 + 4096 = 40,960 gives 10*2^49 + 40,960. */
+    d = conv_desc(TS_MOD_CONV, 2, 4096, 4096, 4096, DIMS_(3, 3));
+    d.padding[0] = d.padding[1] = 1;
+    d.param_numel = 40960;
+    c = call_of("Conv2d",
+                SHAPE(INT64_C(1) << 19, 4096, 512, 512),
+                SHAPE(INT64_C(1) << 19, 4096, 512, 512));
+    est = estimate(&d, &c);
+    CHECK_COUNT(est.dmas, 10 * (INT64_C(1) << 49) + 40960);
+
+    /* Channels that groups do not divide (a mutated module) keep the
+     * reference's floor of the whole product: Cin = 5, groups = 2, K = 3,
+     * O = 2*4*4 = 32: floor(5*3*32/2) = 240 = 2*3*32 + floor(1*3*32/2). */
+    d = conv_desc(TS_MOD_CONV, 1, 5, 4, 2, DIMS_(3));
+    d.param_numel = 0;
+    c = call_of("Conv1d", SHAPE(2, 5, 6), SHAPE(2, 4, 4));
+    est = estimate(&d, &c);
+    CHECK_COUNT(est.dmas, 240 + 0 + 32);
+
     /* groups = 0 cannot come from PyTorch; it must not divide by zero. */
     d.groups = 0;
     c = call_of("Conv2d", SHAPE(1, 3, 32, 32), SHAPE(1, 8, 30, 30));
