@@ -135,6 +135,7 @@ typedef struct ts_attention_desc {
     bool has_in_proj_bias, has_out_proj_bias;
     bool add_bias_kv, add_zero_attn, batch_first;
     double dropout;
+    bool training; /* the attention module's mode: its dropout applies */
     int64_t param_numel;
 } ts_attention_desc;
 
@@ -170,9 +171,10 @@ typedef struct ts_transformer_layer_desc {
     ts_attention_desc self_attn, cross_attn;
     ts_linear_desc linear1, linear2;
     ts_norm_desc norm[3];
-    /* p of dropout (feed-forward), dropout1, dropout2, dropout3; used only
-     * in training */
+    /* p of dropout (feed-forward), dropout1, dropout2, dropout3, and
+     * whether each is in training mode (then it applies) */
     double dropout[4];
+    bool dropout_training[4];
 } ts_transformer_layer_desc;
 
 typedef struct ts_transformer_desc {

@@ -543,6 +543,10 @@ run_rf(rf_fn fn, fctx *x, const ts_estimate *verdict, ts_module_estimates *out)
     if (fn == NULL) {
         set_unsupported(&status, x->c);
     }
+    else if (fn == ts_mf_rf_not_applicable) {
+        /* no spatial window whatever the call: never an error */
+        fn(x, trio, &status);
+    }
     else if (verdict->kind != TS_EST_COMPLETE) {
         status = *verdict;
     }

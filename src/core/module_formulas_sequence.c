@@ -88,7 +88,8 @@ mha_projection(fctx *x, const ts_shape *t)
  * rsqrt: contract), QK^T, one op per score per mask, softmax at the
  * operator convention 5S-2 per row (contract; v0.2 used 3S-1), training
  * dropout as nn.Dropout counts it, weights times V, the output projection,
- * and the head average when averaged weights are returned. */
+ * and the head average when averaged weights are returned. An empty source
+ * (S = 0) leaves empty rows: their softmax and sums cost 0, never less. */
 int64_t
 ts_mf_flops_mha(fctx *x, ts_estimate *e)
 {
@@ -116,11 +117,11 @@ ts_mf_flops_mha(fctx *x, ts_estimate *e)
                mha_projection(x, &c->key),
                mha_projection(x, &c->value),
                mul(x, rows, g.d),
-               mul(x, scores, sub(x, mul(x, 2, g.d), 1)),
+               mul(x, scores, max0(sub(x, mul(x, 2, g.d), 1))),
                mul(x, masks, scores),
-               mul(x, rows, sub(x, mul(x, 5, g.s), 2)),
+               mul(x, rows, max0(sub(x, mul(x, 5, g.s), 2))),
                dropout,
-               PROD(x, rows, g.d, sub(x, mul(x, 2, g.s), 1)),
+               PROD(x, rows, g.d, max0(sub(x, mul(x, 2, g.s), 1))),
                out_proj,
                averaged);
 }
@@ -442,7 +443,7 @@ tf_attention(fctx *x,
     memset(&d, 0, sizeof d);
     memset(&call, 0, sizeof call);
     d.kind = TS_MOD_MHA;
-    d.training = x->d->training;
+    d.training = a->training;
     d.embed_dim = a->embed_dim;
     d.num_heads = a->num_heads;
     d.kdim = a->kdim;
@@ -534,11 +535,12 @@ tf_norm(fctx *x,
     return ts_mf_sub_count(x, norm_fns[metric], &d, &call, e);
 }
 
-/* Training dropout over `elements`, counted as nn.Dropout counts it. */
+/* A dropout in training mode over `elements`, counted as nn.Dropout counts
+ * it. Each sub-layer's own mode decides (MC dropout switches only them). */
 static int64_t
-tf_dropout(fctx *x, double p, int64_t elements)
+tf_dropout(fctx *x, double p, bool training, int64_t elements)
 {
-    if (!x->d->training || p <= 0.0) {
+    if (!training || p <= 0.0) {
         return 0;
     }
     return p >= 1.0 ? elements : mul(x, 2, elements);
@@ -593,9 +595,15 @@ tf_layer(fctx *x,
         total = add(x, total, tf_norm(x, e, metric, &l->norm[i], seq));
     }
     if (metric == M_FLOPS) {
-        total = add(x, total, tf_dropout(x, l->dropout[0], hidden_n));
+        total = add(
+            x,
+            total,
+            tf_dropout(x, l->dropout[0], l->dropout_training[0], hidden_n));
         for (int i = 1; i <= blocks; i++) {
-            total = add(x, total, tf_dropout(x, l->dropout[i], n));
+            total =
+                add(x,
+                    total,
+                    tf_dropout(x, l->dropout[i], l->dropout_training[i], n));
         }
     }
     return total;
@@ -639,9 +647,21 @@ tf_sequences(const fctx *x)
     return s;
 }
 
+/* Whether any sub-layer of a stack is in training mode. */
+static bool
+tf_layer_training(const ts_transformer_layer_desc *l)
+{
+    bool training = l->count > 0 && l->self_attn.training;
+    training |= l->count > 0 && l->decoder && l->cross_attn.training;
+    for (int i = 0; l->count > 0 && i < (l->decoder ? 4 : 3); i++) {
+        training |= l->dropout_training[i];
+    }
+    return training;
+}
+
 /* What the MAC and DMA estimates assume beyond the FLOP formula (contract
- * 2.1 notes): eval mode, explicit masks behind causal hints, and no nested
- * tensors for encoder padding masks. */
+ * 2.1 notes): eval mode (the sub-layers too), explicit masks behind causal
+ * hints, and no nested tensors for encoder padding masks. */
 static bool
 tf_check_estimable(fctx *x, ts_estimate *e)
 {
@@ -651,7 +671,8 @@ tf_check_estimable(fctx *x, ts_estimate *e)
         [TS_TF_TGT] = TS_TF_TGT_MASK,
         [TS_TF_MEMORY] = TS_TF_MEMORY_MASK,
     };
-    if (x->d->training) {
+    if (x->d->training || tf_layer_training(&x->d->transformer.encoder)
+        || tf_layer_training(&x->d->transformer.decoder)) {
         fail(e,
              "NotImplementedError: Transformer MACs and DMAs are defined in "
              "eval mode");

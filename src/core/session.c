@@ -602,7 +602,7 @@ ts_session_add_module(ts_session *session,
         return TS_ENOMEM;
     }
     if (desc != NULL) {
-        m->desc = *desc;
+        memcpy(&m->desc, desc, sizeof m->desc);
     }
     m->metric_leaf = metric_leaf;
     return (int)session->nmodules++;
@@ -644,7 +644,8 @@ ts_session_update_module(ts_session *session,
             return TS_ENOMEM;
         }
     }
-    m->desc = *desc;
+    /* bytewise: the binding compares descriptions with memcmp */
+    memcpy(&m->desc, desc, sizeof m->desc);
     return TS_OK;
 }
 

@@ -619,18 +619,24 @@ call_end(tsx_crawl *c,
             desc = ts_session_module_desc(c->session, index);
         }
         /* The formulas follow the module's mode: the crawl runs in eval,
-         * but a forward may switch a submodule to training (MC dropout). */
+         * but a forward may switch a submodule to training (MC dropout),
+         * also the sub-layers of a native Transformer. */
         PyObject *mode =
             PyObject_GetAttr(c->modules[index].module, st->s_training);
         int training = mode != NULL ? PyObject_IsTrue(mode) : -1;
+        ts_module_desc now;
         Py_XDECREF(mode);
-        if (training < 0) {
+        memcpy(&now, desc, sizeof now);
+        now.training = training == 1;
+        if (training < 0
+            || (desc->kind >= TS_MOD_TRANSFORMER_ENCODER_LAYER
+                && desc->kind <= TS_MOD_TRANSFORMER
+                && tsx_transformer_modes(c->modules[index].module, &now)
+                       < 0)) {
             json_decref(out_meta);
             return -1;
         }
-        if ((bool)training != desc->training) {
-            ts_module_desc now = *desc;
-            now.training = training;
+        if (memcmp(&now, desc, sizeof now) != 0) {
             if (ts_session_update_module(c->session, index, NULL, &now)
                 != TS_OK) {
                 json_decref(out_meta);

@@ -852,9 +852,46 @@ done:
     return rc;
 }
 
+/* module.<name>.training: a sub-layer's mode during the call (a forward
+ * pre-hook may switch dropouts to training for MC dropout). */
+static int
+child_training(PyObject *module, const char *name)
+{
+    PyObject *child = module_attr(module, name);
+    int t;
+    if (child == NULL) {
+        return -1;
+    }
+    t = attr_true(child, "training");
+    Py_DECREF(child);
+    return t;
+}
+
+/* The modes of a layer's attention blocks and dropouts. */
+static int
+read_layer_modes(PyObject *layer, ts_transformer_layer_desc *l)
+{
+    static const char *const attn[2] = {"self_attn", "multihead_attn"};
+    static const char *const drops[4] = {
+        "dropout", "dropout1", "dropout2", "dropout3"};
+    int t;
+    for (int i = 0; i < (l->decoder ? 2 : 1); i++) {
+        TRY(t = child_training(layer, attn[i]));
+        (i ? &l->cross_attn : &l->self_attn)->training = t;
+    }
+    for (int i = 0; i <= (l->decoder ? 3 : 2); i++) {
+        TRY(t = child_training(layer, drops[i]));
+        l->dropout_training[i] = t;
+    }
+    return 0;
+error:
+    return -1;
+}
+
 /* One TransformerEncoderLayer (decoder = false) or TransformerDecoderLayer:
  * the attention blocks, the feed-forward Linear pair, the norms, the
- * dropouts' p (used in training only) and the activation. */
+ * dropouts' p and the activation. Their modes are read at each call
+ * (tsx_transformer_modes). */
 static int
 read_transformer_layer(tsx_state *st,
                        PyObject *module,
@@ -896,6 +933,24 @@ error:
     return -1;
 }
 
+/* A stack's layers as a new list (NULL with an exception set). */
+static PyObject *
+stack_layers(PyObject *stack)
+{
+    PyObject *layers = module_attr(stack, "layers"), *seq = NULL;
+    if (layers != NULL && tsx_is_native_named(layers, "ModuleList")) {
+        /* a ModuleList iterates its _modules values: no Python calls */
+        PyObject *children = tsx_child_dict(layers);
+        seq = children ? PyDict_Values(children) : NULL;
+        Py_XDECREF(children);
+    }
+    else if (layers != NULL) {
+        seq = PySequence_List(layers);
+    }
+    Py_XDECREF(layers);
+    return seq;
+}
+
 /* A TransformerEncoder/Decoder: its layers, which must all read alike
  * (they are clones unless the caller replaced one), and its final norm
  * (LayerNorm, Identity or None). Layer descriptions are compared bytewise:
@@ -910,21 +965,10 @@ read_transformer_stack(tsx_state *st,
 {
     ts_module_kind want = decoder ? TS_MOD_TRANSFORMER_DECODER_LAYER
                                   : TS_MOD_TRANSFORMER_ENCODER_LAYER;
-    PyObject *layers = module_attr(module, "layers");
-    PyObject *final = NULL, *seq = NULL;
-    Py_ssize_t n = -1;
+    PyObject *final = NULL, *seq = stack_layers(module);
+    Py_ssize_t n = seq ? PyList_GET_SIZE(seq) : -1;
     ts_module_desc sub;
     int rc = -1;
-    if (layers != NULL && tsx_is_native_named(layers, "ModuleList")) {
-        /* a ModuleList iterates its _modules values: no Python calls */
-        PyObject *children = tsx_child_dict(layers);
-        seq = children ? PyDict_Values(children) : NULL;
-        Py_XDECREF(children);
-    }
-    else if (layers != NULL) {
-        seq = PySequence_List(layers);
-    }
-    n = seq ? PyList_GET_SIZE(seq) : -1;
     if (n < 0) {
         goto done;
     }
@@ -970,7 +1014,6 @@ read_transformer_stack(tsx_state *st,
     }
     rc = 0;
 done:
-    Py_XDECREF(layers);
     Py_XDECREF(seq);
     Py_XDECREF(final);
     return rc;
@@ -1016,6 +1059,77 @@ read_transformer(tsx_state *st, PyObject *module, ts_module_desc *d)
             memcpy(&t->decoder, &sub.transformer.decoder, sizeof t->decoder);
             t->decoder_norm = sub.transformer.decoder_norm;
             return 0;
+        default:
+            return 0;
+    }
+}
+
+static const char *const REFUSE_MODES =
+    "Transformer estimates need stacked layers whose sub-layers are in the "
+    "same modes";
+
+/* The modes of every layer of a stack, which must agree (one layer
+ * description serves them all). */
+static int
+read_stack_modes(PyObject *stack,
+                 ts_module_desc *d,
+                 ts_transformer_layer_desc *l)
+{
+    PyObject *seq = stack_layers(stack);
+    ts_transformer_layer_desc one;
+    int rc = -1;
+    if (seq == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq); i++) {
+        memcpy(&one, l, sizeof one);
+        if (read_layer_modes(PyList_GET_ITEM(seq, i), &one) < 0) {
+            goto done;
+        }
+        if (i == 0) {
+            memcpy(l, &one, sizeof one);
+        }
+        else if (memcmp(l, &one, sizeof one) != 0) {
+            refuse(d, REFUSE_MODES);
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(seq);
+    return rc;
+}
+
+int
+tsx_transformer_modes(PyObject *module, ts_module_desc *d)
+{
+    ts_transformer_desc *t = &d->transformer;
+    PyObject *part = NULL;
+    int rc = -1;
+    if (d->refusal == REFUSE_MODES) {
+        d->refusal = NULL; /* the modes are read afresh */
+    }
+    if (d->refusal != NULL) {
+        return 0; /* refused for its structure: no formula runs */
+    }
+    switch (d->kind) {
+        case TS_MOD_TRANSFORMER_ENCODER_LAYER:
+            return read_layer_modes(module, &t->encoder);
+        case TS_MOD_TRANSFORMER_DECODER_LAYER:
+            return read_layer_modes(module, &t->decoder);
+        case TS_MOD_TRANSFORMER_ENCODER:
+            return read_stack_modes(module, d, &t->encoder);
+        case TS_MOD_TRANSFORMER_DECODER:
+            return read_stack_modes(module, d, &t->decoder);
+        case TS_MOD_TRANSFORMER:
+            if ((part = module_attr(module, "encoder")) != NULL
+                && read_stack_modes(part, d, &t->encoder) == 0) {
+                Py_DECREF(part);
+                if ((part = module_attr(module, "decoder")) != NULL) {
+                    rc = read_stack_modes(part, d, &t->decoder);
+                }
+            }
+            Py_XDECREF(part);
+            return rc;
         default:
             return 0;
     }

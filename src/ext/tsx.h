@@ -148,6 +148,10 @@ typedef struct native_class {
 const native_class *tsx_native_of(PyObject *module, PyObject **native_type);
 /* Reads the hyperparameters of a native module (never fails on odd
  * attributes: the module becomes TS_MOD_UNKNOWN); -1 on memory errors. */
+/* Reads the modes of a native Transformer's attention blocks and dropouts
+ * into `d` (they decide which dropouts count); a stack whose layers'
+ * modes differ is refused. 0, or -1 with an exception set. */
+int tsx_transformer_modes(PyObject *module, ts_module_desc *d);
 int tsx_module_desc(tsx_state *st,
                     PyObject *module,
                     const native_class *native,

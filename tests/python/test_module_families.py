@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import test_coverage_zoo as zoo
-from torchscan import IncompleteAnalysisError, crawl_module
+from torchscan import IncompleteAnalysisError, crawl_module, metric_result
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE_METRICS = {"module_flops", "macs", "dmas", "receptive_field", "effective_stride", "effective_padding"}
@@ -468,6 +468,53 @@ def test_transformer_root_matches_the_documented_formula(gelu, norm_first, bias)
     expected = add(encoder, encoder, layernorm_oracle(80, 10, 8, bias), decoder, decoder,
                    layernorm_oracle(48, 6, 8, bias))
     assert counts(report) == expected
+
+
+def _mc_dropout(module, args):
+    """A forward pre-hook that switches every Dropout and attention block below `module` to training."""
+    for sub in module.modules():
+        if isinstance(sub, (nn.Dropout, nn.MultiheadAttention)):
+            sub.train()
+
+
+def test_transformer_counts_the_dropouts_a_pre_hook_switches_to_training():
+    # MC dropout: the model stays in eval, its dropouts run. The pinned 2694 plus 2 FLOPs per element of each
+    # dropout that runs: encoder F-dropout on 24 hidden elements and dropout1/2 on 12, decoder F-dropout on 16
+    # and dropout1/2/3 on 8, attention dropout on the scores B*H*T*S: 18 (encoder), 8 (self), 12 (cross).
+    model = nn.Transformer(4, 2, 1, 1, 8, dropout=0.5)
+    model.register_forward_pre_hook(_mc_dropout)
+    dropouts = 2 * (24 + 2 * 12) + 2 * (16 + 3 * 8) + 2 * (18 + 8 + 12)
+    assert dropouts == 252
+    report = crawl_module(model, args=(rand(3, 1, 4), rand(2, 1, 4)))
+    metrics = report["layers"][0]["metrics"]
+    assert metrics["module_flops"] == metric_result(
+        status="complete", value=2694 + 252, unit="FLOPs", scope="subtree", method="torchscan_module_formula"
+    )
+    # MACs and DMAs are defined in eval mode: refused, not silently the eval numbers
+    assert metrics["macs"]["status"] == metrics["dmas"]["status"] == "unavailable"
+    assert {(d["metric"], d["code"]) for d in module_diagnostics(report)} == {
+        ("macs", "module_metric_error"),
+        ("dmas", "module_metric_error"),
+    }
+    # without the hook the same model counts no dropout
+    plain = nn.Transformer(4, 2, 1, 1, 8, dropout=0.5)
+    assert counts(crawl_module(plain, args=(rand(3, 1, 4), rand(2, 1, 4)))) == (2694, 1088, 2144)
+
+
+def test_a_stack_whose_layers_run_in_different_modes_is_refused_for_that_call():
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 2, enable_nested_tensor=False)
+
+    def first_layer_only(module, args):
+        module.layers[0].dropout1.train()
+
+    hook = encoder.register_forward_pre_hook(first_layer_only)
+    report = crawl_module(encoder, args=(rand(3, 1, 4),))
+    diagnostics = module_diagnostics(report)
+    assert {d["code"] for d in diagnostics} == {"module_metric_error"}
+    assert all("same modes" in d["message"] for d in diagnostics)
+    hook.remove()
+    # 2 * 1224, as test_stacks_count_their_subtree pins it without the final norm
+    assert counts(crawl_module(encoder, args=(rand(3, 1, 4),)), 0) == (2448, 1008, 1824)
 
 
 def test_transformer_refusals():
