@@ -99,7 +99,9 @@ def measure_flops(
             modules. Training flags are left as they are.
         custom_mapping: ``{torch.ops.aten.<op>: formula}`` overriding our formula
             for that operator packet during this call only. A formula receives
-            shapes like FlopCounterMode's (``*arg_shapes, out_shape=...``).
+            shapes like FlopCounterMode's (``*arg_shapes, out_shape=...``) and
+            returns a whole number of FLOPs (an int, or a float such as 12.0);
+            a fraction is an ``unsupported_operator_formula`` diagnostic.
 
     Raises:
         TypeError: non-callable workload, or overload keys in custom_mapping

@@ -7,6 +7,8 @@
  * life of the module, so every new counter starts warm. */
 #include "tsx.h"
 
+#include <math.h>
+
 /* One resolved operator overload (process-wide cache in the module
  * state). */
 typedef struct op_slot {
@@ -19,6 +21,7 @@ typedef struct op_slot {
     const ts_op_entry *entry;
     int index;         /* dense index, stable across cache growth */
     bool skip;         /* size/stride queries: NotImplemented */
+    bool silent;       /* metadata queries run unrecorded */
     bool decomposable; /* has a CompositeImplicitAutograd kernel */
     bool hop;          /* a HigherOrderOperator ("higher_order.cond") */
 } op_slot;
@@ -41,7 +44,8 @@ typedef struct tsx_counter {
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
- * (they reach a mode only for tensors with Python-level sizes). */
+ * (they reach a mode only for tensors with Python-level sizes, fake tensors
+ * or forward-mode AD's dual tensors). */
 static const char *const skipped_overloads[] = {
     "aten.dim.default",
     "aten.is_contiguous.default",
@@ -58,6 +62,15 @@ static const char *const skipped_overloads[] = {
     "aten.sym_storage_offset.default",
     "aten.sym_stride.default",
     "prim.layout.default",
+};
+
+/* Overloads that answer metadata questions but must run (fake tensors and
+ * forward-mode AD's dual tensors send them to the mode): they run
+ * unrecorded, neither counted nor listed as ignored. */
+static const char *const silent_overloads[] = {
+    "aten._has_same_storage_numel.default",
+    "aten.is_same_size.default",
+    "prim.device.default",
 };
 
 static size_t
@@ -207,8 +220,13 @@ resolve(tsx_state *st, PyObject *func)
          i++) {
         s.skip |= strcmp(full, skipped_overloads[i]) == 0;
     }
+    for (size_t i = 0;
+         i < sizeof silent_overloads / sizeof silent_overloads[0];
+         i++) {
+        s.silent |= strcmp(full, silent_overloads[i]) == 0;
+    }
     s.entry = ts_op_lookup(name);
-    if (!s.skip && strcmp(name, "prim.device") != 0) {
+    if (!s.skip && !s.silent) {
         /* As FlopCounterMode does: an operator without a formula that has a
          * CompositeImplicitAutograd kernel is decomposed and its parts are
          * counted. */
@@ -638,9 +656,20 @@ run_custom(tsx_state *st,
         else if (PyFloat_Check(result)) {
             d = PyFloat_AS_DOUBLE(result);
         }
-        if (d >= 0.0 && d < 9.2e18) {
-            *flops = (int64_t)(d + 0.5);
+        if (d >= 0.0 && d < 9.2e18 && d == floor(d)) {
+            *flops = (int64_t)d;
             rc = 0;
+            goto done;
+        }
+        if (d > 0.0 && d < 9.2e18) {
+            /* Counts are whole numbers: rounding each call would turn ten
+             * calls of 0.4 into 0 and call it complete. */
+            snprintf(message,
+                     size,
+                     "the custom formula returned %.17g, not a whole number "
+                     "of FLOPs (round it in the formula)",
+                     d);
+            rc = 1;
             goto done;
         }
         snprintf(message,
@@ -927,7 +956,7 @@ counter_dispatch(tsx_counter *c,
         out = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    if (c->paused > 0) {
+    if (c->paused > 0 || s.silent) {
         out = PyObject_Call(s.op, args, kwargs);
         goto done;
     }

@@ -502,6 +502,73 @@ def test_custom_formula_bad_result_is_a_diagnostic(bad):
     json.dumps(report, allow_nan=False)
 
 
+def test_a_custom_formula_returning_a_fraction_is_not_rounded_away():
+    # ten calls of 0.4 FLOPs: rounding each to 0 would report a complete 0 (FlopCounterMode sums 4.0)
+    x = torch.rand(3, 4)
+    sin = torch.ops.aten.sin
+    report = measure_flops(lambda: [x.sin() for _ in range(10)], custom_mapping={sin: lambda *a, **k: 0.4})
+    assert report["total"]["status"] == "partial" and report["total"]["known_value"] == 0
+    (diag,) = report["diagnostics"]
+    assert diag["code"] == "unsupported_operator_formula" and diag["operator"] == "aten.sin"
+    assert "0.40000000000000002, not a whole number" in diag["message"]
+    # a whole float is a count: ten calls of 12.0
+    report = measure_flops(lambda: [x.sin() for _ in range(10)], custom_mapping={sin: lambda *a, **k: 12.0})
+    assert report["by_operator"] == {"aten.sin": 120} and report["total"]["status"] == "complete"
+
+
+@pytest.mark.parametrize(
+    "name, workload",
+    [
+        ("aten.rand", lambda: torch.rand(3)),
+        ("aten.randn", lambda: torch.randn(3)),
+        ("aten.randn_like", lambda: torch.randn_like(torch.zeros(3))),
+        ("aten.randint", lambda: torch.randint(0, 5, (3,))),
+        ("aten.randperm", lambda: torch.randperm(4)),
+        ("aten.normal_", lambda: torch.empty(3).normal_()),
+        ("aten.uniform_", lambda: torch.empty(3).uniform_()),
+        ("aten.exponential_", lambda: torch.empty(3).exponential_()),
+        ("aten.multinomial", lambda: torch.multinomial(torch.ones(4), 2)),
+    ],
+)
+def test_random_number_generation_counts_nothing_like_bernoulli(name, workload):
+    report = measure_flops(workload)
+    assert report["total"] == {
+        "status": "complete",
+        "value": 0,
+        "known_value": 0,
+        "unit": "FLOPs",
+        "scope": "workload",
+        "method": "torchscan_dispatch_counter",
+    }
+    assert report["ignored_operators"][name]["reason"] == "Random number generation is excluded from FLOPs."
+    assert report["diagnostics"] == []
+
+
+def test_metadata_queries_of_fake_tensors_and_dual_tensors_are_not_operators():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # FakeTensorMode asks prim.device of each operand: a conv + bias on fake tensors counts as on real ones
+    with FakeTensorMode() as fake:
+        x, w, b = torch.rand(2, 3, 8, 8), torch.rand(4, 3, 3, 3), torch.rand(4)
+    with fake:
+        report = measure_flops(lambda: F.conv2d(x, w, b))
+    # FlopCounterMode: 2 * (2*4*6*6 outputs) * (3*3*3) = 15552
+    assert report["by_operator"] == {"aten.convolution": 15552}
+    assert report["total"]["status"] == "complete" and report["diagnostics"] == []
+    # forward-mode AD: is_same_size, _has_same_storage_numel and the zero tangent's _efficientzerotensor;
+    # jvp of t @ w.T with t (3,4), w (5,4): the primal mm and the two tangent terms' mm (one on w's zero
+    # tangent), 2*3*5*4 each, as FlopCounterMode counts them
+    a, w = torch.rand(3, 4), torch.rand(5, 4)
+
+    def jvp():
+        return torch.func.jvp(lambda t: t @ w.t(), (a,), (torch.ones_like(a),))
+
+    report = measure_flops(jvp)
+    assert report["total"]["status"] == "complete" and report["diagnostics"] == []
+    assert report["by_operator"]["aten.mm"] == 3 * (2 * 3 * 5 * 4) == flopcounter_counts(jvp)["aten.mm"]
+    assert not {"prim.device", "aten.is_same_size", "aten._has_same_storage_numel"} & set(report["ignored_operators"])
+
+
 def test_custom_mapping_in_crawl_module_is_scoped():
     model = nn.Linear(4, 2)
     report = crawl_module(model, (4,), custom_mapping={torch.ops.aten.addmm: lambda *a, **k: 5})
@@ -687,7 +754,7 @@ def test_crawl_per_layer_operator_flops_sum_to_total():
 def test_crawl_per_layer_operator_flops_partial_where_uncounted():
     class Noisy(nn.Module):
         def forward(self, x):
-            return torch.ops.aten.rand_like(x) + x  # rand_like has no formula
+            return torch.digamma(x) + x  # aten.digamma has no formula
 
     report = crawl_module(nn.Sequential(nn.Linear(4, 4), Noisy()), (4,))
     rows = {layer["path"]: layer["metrics"]["operator_flops"] for layer in report["layers"]}
@@ -696,7 +763,7 @@ def test_crawl_per_layer_operator_flops_partial_where_uncounted():
     assert rows[""]["status"] == "complete" and rows[""]["value"] == 0
     total = report["operator_flops"]["total"]
     assert total["status"] == "partial" and total["known_value"] == 36
-    assert [d["operator"] for d in report["operator_flops"]["diagnostics"]] == ["aten.rand_like"]
+    assert [d["operator"] for d in report["operator_flops"]["diagnostics"]] == ["aten.digamma"]
 
 
 def test_meta_device_gives_the_same_operator_counts():
