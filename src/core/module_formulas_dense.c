@@ -112,16 +112,21 @@ ts_mf_macs_conv(fctx *x, ts_estimate *e)
 
 /* Every output reads its floor(Cin*prod(k)*O/groups) window (the division
  * comes last, as in the reference), plus parameters once and the output
- * write. Cin is split as q*groups + r so that a depthwise window whose
- * undivided product passes int64 still counts: q*K*O + floor(r*K*O/g). */
+ * write. With Cin = q*g + r and a = r*prod(k) the window is
+ * q*prod(k)*O + a*(O/g) + floor(a*(O%g)/g), whose terms stay in int64
+ * whenever the result does (a depthwise window's undivided product may
+ * not). */
 int64_t
 ts_mf_dmas_conv(fctx *x, ts_estimate *e)
 {
     int64_t groups = groups_or_fail(x, e);
     int64_t cin = x->d->in_channels, volume = ts_mf_kernel_volume(x);
-    int64_t whole = PROD(x, cin / groups, volume, x->o);
-    int64_t rest = cin % groups ? PROD(x, cin % groups, volume, x->o) : 0;
-    return SUM(x, whole, rest / groups, params(x), x->o);
+    int64_t a = mul(x, cin % groups, volume);
+    int64_t window = SUM(x,
+                         PROD(x, cin / groups, volume, x->o),
+                         mul(x, a, x->o / groups),
+                         mul(x, a, x->o % groups) / groups);
+    return SUM(x, window, params(x), x->o);
 }
 
 /* Convolutions always carry a dilation. */

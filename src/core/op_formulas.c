@@ -385,6 +385,7 @@ static const ts_op_entry op_table[] = {
          ts_opf_safe_softmax,
          "5*N - 2*rows + 2*out",
          NULL),
+    IGNORED_EXT("aten._sample_dirichlet", RANDOM),
     ATTENTION(
         "aten._scaled_dot_product_cudnn_attention", ts_opf_sdpa, T_SDPA, NULL),
     ATTENTION("aten._scaled_dot_product_cudnn_attention_backward",
@@ -436,6 +437,7 @@ static const ts_op_entry op_table[] = {
         ts_opf_softmax_backward,
         "4*N - rows",
         "y*(dy - rowsum(dy*y)): multiply, row sums, subtract, multiply."),
+    IGNORED_EXT("aten._standard_gamma", RANDOM),
     IGNORED("aten._to_copy", MOVE),
     SUPP("aten._transformer_encoder_layer_fwd",
          ts_opf_encoder_layer,
@@ -574,6 +576,7 @@ static const ts_op_entry op_table[] = {
         "(1 - t)*x - log_sigmoid(x) with log_sigmoid 7; pos_weight scales the "
         "log-sigmoid term by (pos_weight - 1)*t + 1. The gradient runs as "
         "ordinary operators."),
+    IGNORED_EXT("aten.binomial", RANDOM),
     EXT("aten.bitwise_and",
         ts_opf_boolean,
         "0",
@@ -1029,6 +1032,7 @@ static const ts_op_entry op_table[] = {
          NULL),
     IGNORED_EXT("aten.normal", RANDOM),
     IGNORED_EXT("aten.normal_", RANDOM),
+    IGNORED_EXT("aten.normal_functional", RANDOM),
     IGNORED("aten.ones", CREATE),
     IGNORED("aten.ones_like", CREATE),
     IGNORED("aten.permute", VIEW),
@@ -1230,6 +1234,7 @@ static const ts_op_entry op_table[] = {
         "position test is integer work."),
     IGNORED("aten.unbind", VIEW),
     IGNORED_EXT("aten.unfold", VIEW),
+    IGNORED_EXT("aten.uniform", RANDOM),
     IGNORED_EXT("aten.uniform_", RANDOM),
     IGNORED_EXT("aten.unsafe_split", MOVE),
     IGNORED_EXT("aten.unsafe_split_with_sizes", MOVE),

@@ -1,5 +1,6 @@
 /* Crawl sessions and operator statistics: bookkeeping on flat arrays, report
  * assembly at the end. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1279,7 +1280,8 @@ emit_layer(const ts_emitter *e,
 /* One estimate summed over the rows that have it (contract 1.2): complete
  * when every row is, partial when any lower bound is known. Integer rows
  * add exactly; a real row (a caller handler's 0.5) makes the sum real. An
- * int64 overflow makes it unavailable, with its own diagnostic. */
+ * int64 overflow, or a real sum that is not finite, makes it unavailable,
+ * with its own diagnostic. */
 #define METHOD_TEXT 512
 
 typedef struct aggregate {
@@ -1361,6 +1363,10 @@ aggregate_estimate(const ts_session *session, int which, aggregate *out)
         out->status = known_rows ? TS_PARTIAL : TS_UNAVAILABLE;
     }
     out->value = any_real ? ts_real((double)known + real) : ts_int(known);
+    if (any_real && !isfinite(out->value.r)) {
+        out->overflow = true; /* no JSON number */
+        out->status = TS_UNAVAILABLE;
+    }
 }
 
 /* The diagnostic of a total whose sum left the int64 range. */
@@ -1368,9 +1374,10 @@ static int
 emit_overflow_diagnostic(const ts_emitter *e, int which)
 {
     static const char *const messages[N_SUMMED] = {
-        "OverflowError: the module_flops total exceeds the int64 range",
-        "OverflowError: the macs total exceeds the int64 range",
-        "OverflowError: the dmas total exceeds the int64 range",
+        "OverflowError: the module_flops total exceeds the int64 or float "
+        "range",
+        "OverflowError: the macs total exceeds the int64 or float range",
+        "OverflowError: the dmas total exceeds the int64 or float range",
     };
     TRY_EMIT(e->begin_object(e->ctx));
     TRY_EMIT(e->key(e->ctx, "code"));

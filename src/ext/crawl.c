@@ -138,6 +138,7 @@ typedef struct open_call {
     int layer;         /* the layer record of this call */
     int module;        /* the module called */
     bool has_input;
+    bool training; /* the module's mode when its forward began */
 } open_call;
 
 struct tsx_crawl {
@@ -393,6 +394,39 @@ attribute_subtree(tsx_crawl *c,
 
 static int refresh_module(tsx_crawl *c, int index);
 
+/* The formulas follow the modes a forward runs in: the crawl runs in eval,
+ * but a user's forward pre-hook may switch a submodule to training (MC
+ * dropout), also the sub-layers of a native Transformer, and switch them
+ * back in a post-hook. They are read when the forward begins, after the
+ * user's pre-hooks, into the module's description. */
+static int
+read_modes(tsx_crawl *c, int index, bool *training)
+{
+    PyObject *module = c->modules[index].module;
+    const ts_module_desc *desc = ts_session_module_desc(c->session, index);
+    PyObject *mode = PyObject_GetAttr(module, c->st->s_training);
+    int t = mode != NULL ? PyObject_IsTrue(mode) : -1;
+    ts_module_desc now;
+    Py_XDECREF(mode);
+    if (t < 0) {
+        return -1;
+    }
+    *training = t;
+    memcpy(&now, desc, sizeof now);
+    now.training = t;
+    if (desc->kind >= TS_MOD_TRANSFORMER_ENCODER_LAYER
+        && desc->kind <= TS_MOD_TRANSFORMER
+        && tsx_transformer_modes(module, &now) < 0) {
+        return -1;
+    }
+    if (memcmp(&now, desc, sizeof now) != 0
+        && ts_session_update_module(c->session, index, NULL, &now) != TS_OK) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
 /* A module call begins: attribution, input metadata, a layer record.
  * `hooked`: observed by a pre-hook (the post-hook then infers a failure from
  * the exception being handled). */
@@ -403,7 +437,7 @@ call_begin(
     module_entry *e = &c->modules[index];
     ts_attribution a;
     ts_shape first_input;
-    bool has_input = false;
+    bool has_input = false, training = false;
     json_t *input;
     open_call *oc;
     int layer;
@@ -438,6 +472,10 @@ call_begin(
      * Describing runs Python code (a tensor subclass's __torch_function__,
      * a mapping's items()) that may call modules of this crawl, which use
      * and may move the open-call array: it is only touched afterwards. */
+    if (c->full && ts_session_module_is_leaf(c->session, index)
+        && read_modes(c, index, &training) < 0) {
+        return -1;
+    }
     memset(&first_input, 0, sizeof first_input);
     input = tsx_describe_call(c->st,
                               args,
@@ -469,6 +507,7 @@ call_begin(
     oc->has_input = has_input;
     oc->layer = layer;
     oc->module = index;
+    oc->training = training;
     /* Remember which exception (if any) was being handled when the call
      * began: a post-hook that sees a different one runs in PyTorch's
      * always_call path, after the forward raised. */
@@ -551,11 +590,13 @@ call_end(tsx_crawl *c,
         Py_XDECREF(handled);
     }
     int layer = -1;
+    bool began_training = false;
     memset(&call, 0, sizeof call);
     if (oc != NULL) {
         Py_XDECREF(oc->handled);
         call.input = oc->input;
         call.has_input = oc->has_input;
+        began_training = oc->training;
         layer = oc->layer;
         c->open--;
     }
@@ -618,25 +659,11 @@ call_end(tsx_crawl *c,
             }
             desc = ts_session_module_desc(c->session, index);
         }
-        /* The formulas follow the module's mode: the crawl runs in eval,
-         * but a forward may switch a submodule to training (MC dropout),
-         * also the sub-layers of a native Transformer. */
-        PyObject *mode =
-            PyObject_GetAttr(c->modules[index].module, st->s_training);
-        int training = mode != NULL ? PyObject_IsTrue(mode) : -1;
-        ts_module_desc now;
-        Py_XDECREF(mode);
-        memcpy(&now, desc, sizeof now);
-        now.training = training == 1;
-        if (training < 0
-            || (desc->kind >= TS_MOD_TRANSFORMER_ENCODER_LAYER
-                && desc->kind <= TS_MOD_TRANSFORMER
-                && tsx_transformer_modes(c->modules[index].module, &now)
-                       < 0)) {
-            json_decref(out_meta);
-            return -1;
-        }
-        if (memcmp(&now, desc, sizeof now) != 0) {
+        if (desc->training != began_training) {
+            /* the lazy module was read again: its mode at the call's start */
+            ts_module_desc now;
+            memcpy(&now, desc, sizeof now);
+            now.training = began_training;
             if (ts_session_update_module(c->session, index, NULL, &now)
                 != TS_OK) {
                 json_decref(out_meta);

@@ -65,8 +65,9 @@ static const char *const skipped_overloads[] = {
 };
 
 /* Overloads that answer metadata questions but must run (fake tensors and
- * forward-mode AD's dual tensors send them to the mode): they run
- * unrecorded, neither counted nor listed as ignored. */
+ * forward-mode AD's dual tensors send them to the mode): unless the caller
+ * maps their packet, they run unrecorded, neither counted nor listed as
+ * ignored. */
 static const char *const silent_overloads[] = {
     "aten._has_same_storage_numel.default",
     "aten.is_same_size.default",
@@ -653,22 +654,47 @@ run_custom(tsx_state *st,
                 goto done;
             }
         }
-        else if (PyFloat_Check(result)) {
-            d = PyFloat_AS_DOUBLE(result);
+        else if (!PyBool_Check(result) && Py_TYPE(result)->tp_as_number != NULL
+                 && Py_TYPE(result)->tp_as_number->nb_float != NULL) {
+            /* floats, numpy floats, one-element tensors */
+            PyObject *f = PyNumber_Float(result);
+            if (f != NULL) {
+                d = PyFloat_AS_DOUBLE(f);
+                Py_DECREF(f);
+            }
+            else if (PyErr_ExceptionMatches(PyExc_Exception)) {
+                PyErr_Clear(); /* not a number after all: reported below */
+            }
+            else {
+                goto done; /* interrupts and exits go on */
+            }
         }
-        if (d >= 0.0 && d < 9.2e18 && d == floor(d)) {
+        if (d >= 0.0 && d < 0x1p63 && d == floor(d)) {
             *flops = (int64_t)d;
             rc = 0;
             goto done;
         }
-        if (d > 0.0 && d < 9.2e18) {
-            /* Counts are whole numbers: rounding each call would turn ten
-             * calls of 0.4 into 0 and call it complete. */
+        if (d >= 0x1p63 && isfinite(d)) {
             snprintf(message,
                      size,
-                     "the custom formula returned %.17g, not a whole number "
-                     "of FLOPs (round it in the formula)",
-                     d);
+                     "the custom formula returned a count that does not "
+                     "fit in a signed 64-bit integer");
+            rc = 1;
+            goto done;
+        }
+        if (d > 0.0 && d < 0x1p63) {
+            /* Counts are whole numbers: rounding each call would turn ten
+             * calls of 0.4 into 0 and call it complete. */
+            char *text = PyOS_double_to_string(d, 'r', 0, 0, NULL);
+            snprintf(message,
+                     size,
+                     "the custom formula returned %s, not a whole number of "
+                     "FLOPs (round it in the formula)",
+                     text != NULL ? text : "a fraction");
+            if (text == NULL) {
+                PyErr_Clear(); /* the message does without the digits */
+            }
+            PyMem_Free(text);
             rc = 1;
             goto done;
         }
@@ -956,7 +982,7 @@ counter_dispatch(tsx_counter *c,
         out = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    if (c->paused > 0 || s.silent) {
+    if (c->paused > 0) {
         out = PyObject_Call(s.op, args, kwargs);
         goto done;
     }
@@ -967,6 +993,11 @@ counter_dispatch(tsx_counter *c,
             goto done;
         }
         Py_XINCREF(custom);
+    }
+    if (custom == NULL && s.silent) {
+        /* a caller's formula for the packet still counts it */
+        out = PyObject_Call(s.op, args, kwargs);
+        goto done;
     }
     if (custom == NULL && s.decomposable
         && (s.entry == NULL

@@ -331,6 +331,17 @@ test_conv(void)
     est = estimate(&d, &c);
     CHECK_COUNT(est.dmas, 240 + 0 + 32);
 
+    /* A mutated Conv2d (in_channels 1, groups 4, kernel 3x3) on an output
+     * of O = 2^60 elements: 9*2^60 passes int64, the window
+     * floor(1*9*2^60/4) = 9*2^58 does not; P = 0: 9*2^58 + 2^60. */
+    d = conv_desc(TS_MOD_CONV, 2, 1, 4, 4, DIMS_(3, 3));
+    d.param_numel = 0;
+    c = call_of("Conv2d",
+                SHAPE(INT64_C(1) << 40, 1, 4, 4),
+                SHAPE(INT64_C(1) << 40, 4, 1 << 9, 1 << 9));
+    est = estimate(&d, &c);
+    CHECK_COUNT(est.dmas, 9 * (INT64_C(1) << 58) + (INT64_C(1) << 60));
+
     /* groups = 0 cannot come from PyTorch; it must not divide by zero. */
     d.groups = 0;
     c = call_of("Conv2d", SHAPE(1, 3, 32, 32), SHAPE(1, 8, 30, 30));

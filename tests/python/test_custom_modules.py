@@ -125,6 +125,16 @@ def test_a_real_handler_value_is_summed_into_the_total():
     assert totals["dmas"]["value"] == (8 + 20 + 8) + 3 and isinstance(totals["dmas"]["value"], int)
 
 
+def test_a_real_total_past_the_float_range_is_unavailable_with_a_diagnostic():
+    # two rows of 1.7e308 sum to inf: no JSON number, so the total is unavailable and says why
+    model = nn.Sequential(nn.Identity(), nn.Identity())
+    handler = ModuleHandler(lambda c: {"module_flops": 1.7e308})
+    report = crawl_module(model, (4,), custom_modules={nn.Identity: handler})
+    assert report["totals"]["module_flops"]["status"] == "unavailable"
+    assert [(d["code"], d["metric"]) for d in report["diagnostics"]] == [("module_metric_error", "module_flops")]
+    json.dumps(report, allow_nan=False)
+
+
 def test_an_explicit_none_never_falls_back():
     report = crawl_module(
         nn.Linear(4, 4), (4,), custom_modules={nn.Linear: ModuleHandler(lambda c: {"module_flops": None})}

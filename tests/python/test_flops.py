@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from torchscan import crawl_module, measure_flops
 
@@ -510,10 +511,38 @@ def test_a_custom_formula_returning_a_fraction_is_not_rounded_away():
     assert report["total"]["status"] == "partial" and report["total"]["known_value"] == 0
     (diag,) = report["diagnostics"]
     assert diag["code"] == "unsupported_operator_formula" and diag["operator"] == "aten.sin"
-    assert "0.40000000000000002, not a whole number" in diag["message"]
+    assert "returned 0.4, not a whole number" in diag["message"]
     # a whole float is a count: ten calls of 12.0
     report = measure_flops(lambda: [x.sin() for _ in range(10)], custom_mapping={sin: lambda *a, **k: 12.0})
     assert report["by_operator"] == {"aten.sin": 120} and report["total"]["status"] == "complete"
+
+
+def test_custom_formula_results_that_are_whole_numbers_count_whatever_their_type():
+    np = pytest.importorskip("numpy")
+    x = torch.rand(3)
+    sin = torch.ops.aten.sin
+    for result, expected in ((np.float32(12.0), 12), (torch.tensor(3.0), 3), (9.21e18, 9210000000000000000)):
+        report = measure_flops(lambda: x.sin(), custom_mapping={sin: lambda *a, result=result, **k: result})
+        assert report["by_operator"] == {"aten.sin": expected}, result
+    # 2**63 does not fit: a diagnostic, as for an int of that size
+    report = measure_flops(lambda: x.sin(), custom_mapping={sin: lambda *a, **k: 2.0**63})
+    (diag,) = report["diagnostics"]
+    assert "64-bit" in diag["message"]
+
+
+def test_a_caller_formula_counts_a_metadata_query_it_names():
+    # is_same_size normally runs unrecorded; a caller's mapping of its packet wins, as in FlopCounterMode
+    a = torch.rand(2)
+    mapping = {torch.ops.aten.is_same_size: lambda *args, **kwargs: 7}
+
+    def workload():
+        return torch.ops.aten.is_same_size(a, a)
+
+    assert measure_flops(workload)["by_operator"] == {}
+    assert measure_flops(workload, custom_mapping=mapping)["by_operator"] == {"aten.is_same_size": 7}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as counter:
+        workload()
+    assert counter.get_total_flops() == 7
 
 
 @pytest.mark.parametrize(
@@ -528,6 +557,8 @@ def test_a_custom_formula_returning_a_fraction_is_not_rounded_away():
         ("aten.uniform_", lambda: torch.empty(3).uniform_()),
         ("aten.exponential_", lambda: torch.empty(3).exponential_()),
         ("aten.multinomial", lambda: torch.multinomial(torch.ones(4), 2)),
+        ("aten.binomial", lambda: torch.binomial(torch.full((3,), 4.0), torch.full((3,), 0.5))),
+        ("aten._standard_gamma", lambda: torch._standard_gamma(torch.ones(3))),
     ],
 )
 def test_random_number_generation_counts_nothing_like_bernoulli(name, workload):

@@ -501,6 +501,36 @@ def test_transformer_counts_the_dropouts_a_pre_hook_switches_to_training():
     assert counts(crawl_module(plain, args=(rand(3, 1, 4), rand(2, 1, 4)))) == (2694, 1088, 2144)
 
 
+def test_dropouts_switched_on_by_a_pre_hook_and_off_by_a_post_hook_are_counted():
+    # the usual MC-dropout pair: the dropouts run in training during the forward and are back in eval when the
+    # forward returns; the layer row counts what ran: 1224 eval FLOPs + 132 (attention 2*18, F-dropout 2*24,
+    # dropout1/2 2*12 each), as the C tests pin it
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.5)
+    layer.register_forward_pre_hook(_mc_dropout)
+
+    def back_to_eval(module, args, output):
+        for sub in module.modules():
+            if isinstance(sub, (nn.Dropout, nn.MultiheadAttention)):
+                sub.eval()
+
+    layer.register_forward_hook(back_to_eval)
+    report = crawl_module(layer, args=(rand(3, 1, 4),))
+    assert report["layers"][0]["metrics"]["module_flops"]["value"] == 1224 + 132
+    # a lone Dropout switched on by its own pre-hook and off by its post-hook: 2 FLOPs per element (2*3*4)
+    drop = nn.Dropout(0.5)
+
+    def switch_on(module, args):
+        module.train()
+
+    def switch_off(module, args, output):
+        module.eval()
+
+    drop.register_forward_pre_hook(switch_on)
+    drop.register_forward_hook(switch_off)
+    report = crawl_module(drop, args=(rand(2, 3, 4),))
+    assert report["layers"][0]["metrics"]["module_flops"]["value"] == 2 * 24
+
+
 def test_a_stack_whose_layers_run_in_different_modes_is_refused_for_that_call():
     encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 2, enable_nested_tensor=False)
 

@@ -136,6 +136,6 @@ def test_a_total_past_the_int64_range_is_unavailable_with_a_diagnostic():
             "code": "module_metric_error",
             "severity": "warning",
             "metric": "module_flops",
-            "message": "OverflowError: the module_flops total exceeds the int64 range",
+            "message": "OverflowError: the module_flops total exceeds the int64 or float range",
         }
     ]
