@@ -208,78 +208,140 @@ engine_incomplete(PyObject *module, PyObject *report)
     return result;
 }
 
-/* Peak of the CPU memory events of a profiler run: (events, cpu_type) ->
- * peak bytes, or None when there was no memory event. */
+/* Appends the CPU allocation events below `node` of a profiler event tree
+ * (node.tag == Allocation: node.extra_fields.{ptr, alloc_size, device}),
+ * in the order they were recorded. */
+static int
+collect_allocations(PyObject *roots,
+                    PyObject *alloc_tag,
+                    ts_mem_event **buf,
+                    size_t *n,
+                    size_t *cap)
+{
+    PyObject *stack = PySequence_List(roots);
+    int rc = -1;
+    if (stack == NULL) {
+        return -1;
+    }
+    /* depth first, in order: children are pushed last to first */
+    if (PyList_Reverse(stack) < 0) {
+        goto done;
+    }
+    while (PyList_GET_SIZE(stack) > 0) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        PyObject *node = Py_NewRef(PyList_GET_ITEM(stack, top));
+        PyObject *tag = NULL, *fields = NULL, *dev = NULL, *type = NULL;
+        PyObject *ptr = NULL, *size = NULL, *t = NULL, *kids = NULL;
+        int is_alloc, ok = -1;
+        if (PyList_SetSlice(stack, top, top + 1, NULL) < 0
+            || (tag = PyObject_GetAttrString(node, "tag")) == NULL
+            || (is_alloc = PyObject_RichCompareBool(tag, alloc_tag, Py_EQ))
+                   < 0) {
+            goto next;
+        }
+        if (is_alloc) {
+            if ((fields = PyObject_GetAttrString(node, "extra_fields")) == NULL
+                || (dev = PyObject_GetAttrString(fields, "device")) == NULL
+                || (type = PyObject_GetAttrString(dev, "type")) == NULL
+                || (ptr = PyObject_GetAttrString(fields, "ptr")) == NULL
+                || (size = PyObject_GetAttrString(fields, "alloc_size"))
+                       == NULL
+                || (t = PyObject_GetAttrString(node, "start_time_ns"))
+                       == NULL) {
+                goto next;
+            }
+            if (PyUnicode_Check(type)
+                && PyUnicode_CompareWithASCIIString(type, "cpu") == 0) {
+                ts_mem_event ev = {0, 0, 0, 0};
+                if (*n == *cap) {
+                    size_t grown = *cap ? *cap * 2 : 256;
+                    ts_mem_event *p =
+                        PyMem_Realloc(*buf, grown * sizeof **buf);
+                    if (p == NULL) {
+                        PyErr_NoMemory();
+                        goto next;
+                    }
+                    *buf = p;
+                    *cap = grown;
+                }
+                ev.ptr = PyLong_AsUnsignedLongLongMask(ptr);
+                ev.bytes = PyLong_AsLongLong(size);
+                ev.time_ns = PyLong_AsLongLong(t);
+                if (PyErr_Occurred()) {
+                    goto next;
+                }
+                (*buf)[(*n)++] = ev;
+            }
+        }
+        else {
+            Py_ssize_t k;
+            PyObject *children = PyObject_GetAttrString(node, "children");
+            kids = children ? PySequence_Fast(children, "children") : NULL;
+            Py_XDECREF(children);
+            if (kids == NULL) {
+                goto next;
+            }
+            for (k = PySequence_Fast_GET_SIZE(kids) - 1; k >= 0; k--) {
+                if (PyList_Append(stack, PySequence_Fast_GET_ITEM(kids, k))
+                    < 0) {
+                    goto next;
+                }
+            }
+        }
+        ok = 0;
+    next:
+        Py_DECREF(node);
+        Py_XDECREF(tag);
+        Py_XDECREF(fields);
+        Py_XDECREF(dev);
+        Py_XDECREF(type);
+        Py_XDECREF(ptr);
+        Py_XDECREF(size);
+        Py_XDECREF(t);
+        Py_XDECREF(kids);
+        if (ok < 0) {
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(stack);
+    return rc;
+}
+
+/* Peak of the CPU allocations of a profiler run: (event-tree roots,
+ * Allocation tag) -> peak bytes, or None when there was no CPU allocation
+ * event. */
 static PyObject *
 engine_memory_peak(PyObject *module, PyObject *args)
 {
-    PyObject *events, *cpu_type, *seq = NULL, *result = NULL;
+    PyObject *roots, *alloc_tag, *result = NULL;
     ts_mem_event *buf = NULL;
-    size_t n = 0;
+    size_t n = 0, cap = 0;
     int64_t peak = 0;
-    if (!PyArg_ParseTuple(args, "OO:memory_peak", &events, &cpu_type)) {
+    int rc;
+    if (!PyArg_ParseTuple(args, "OO:memory_peak", &roots, &alloc_tag)) {
         return NULL;
     }
-    seq = PySequence_Fast(events, "events must be a sequence");
-    if (seq == NULL) {
-        return NULL;
-    }
-    buf = PyMem_Calloc((size_t)PySequence_Fast_GET_SIZE(seq) + 1,
-                       sizeof(ts_mem_event));
-    if (buf == NULL) {
-        PyErr_NoMemory();
+    if (collect_allocations(roots, alloc_tag, &buf, &n, &cap) < 0) {
         goto done;
-    }
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *ev = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *name = PyObject_CallMethod(ev, "name", NULL);
-        PyObject *dev = NULL, *nb = NULL, *t = NULL;
-        int is_mem, same_dev;
-        if (name == NULL) {
-            goto done;
-        }
-        is_mem = PyUnicode_Check(name)
-                 && PyUnicode_CompareWithASCIIString(name, "[memory]") == 0;
-        Py_DECREF(name);
-        if (!is_mem) {
-            continue;
-        }
-        dev = PyObject_CallMethod(ev, "device_type", NULL);
-        same_dev = dev ? PyObject_RichCompareBool(dev, cpu_type, Py_EQ) : -1;
-        Py_XDECREF(dev);
-        if (same_dev <= 0) {
-            if (same_dev < 0) {
-                goto done;
-            }
-            continue;
-        }
-        nb = PyObject_CallMethod(ev, "nbytes", NULL);
-        t = nb ? PyObject_CallMethod(ev, "start_ns", NULL) : NULL;
-        if (t == NULL) {
-            Py_XDECREF(nb);
-            goto done;
-        }
-        buf[n].bytes = PyLong_AsLongLong(nb);
-        buf[n].time_ns = PyLong_AsLongLong(t);
-        Py_DECREF(nb);
-        Py_DECREF(t);
-        if (PyErr_Occurred()) {
-            goto done;
-        }
-        n++;
     }
     if (n == 0) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (ts_memory_peak(buf, n, &peak) != TS_OK) {
+    rc = ts_memory_peak(buf, n, &peak);
+    if (rc == TS_EOVERFLOW) {
         PyErr_SetString(PyExc_OverflowError, "memory peak overflows");
-        goto done;
     }
-    result = PyLong_FromLongLong(peak);
+    else if (rc != TS_OK) {
+        PyErr_NoMemory();
+    }
+    else {
+        result = PyLong_FromLongLong(peak);
+    }
 done:
     PyMem_Free(buf);
-    Py_XDECREF(seq);
     return result;
 }
 
@@ -366,7 +428,7 @@ static PyMethodDef engine_methods[] = {
     {"memory_peak",
      engine_memory_peak,
      METH_VARARGS,
-     "memory_peak(profiler_events, cpu_device_type) -> int | None"},
+     "memory_peak(event_tree_roots, allocation_tag) -> int | None"},
     {"render_benchmark_html",
      engine_render_benchmark_html,
      METH_VARARGS,

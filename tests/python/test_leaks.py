@@ -244,3 +244,19 @@ def test_reference_counts_of_caller_objects_are_unchanged():
     gc.collect()
     after = [sys.getrefcount(obj) for obj in watched]
     assert after == before
+
+
+def test_the_peak_memory_reduction_does_not_leak():
+    # the C walk over the profiler's event tree, repeated on one recorded run
+    from torch.profiler import ProfilerActivity, profile
+
+    from torchscan import _engine
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        a = torch.ones(1000)
+        b = torch.ones(500)
+        del a, b
+    roots = prof.profiler.kineto_results.experimental_event_tree()
+    tag = torch._C._profiler._EventType.Allocation
+    assert _engine.memory_peak(roots, tag) == 6000  # both alive together
+    _check_no_growth(lambda: _engine.memory_peak(roots, tag), iterations=1000)

@@ -180,3 +180,35 @@ def test_a_profiler_running_in_another_thread_is_refused_too():
         stop.set()
         thread.join(60)
     assert measure_peak_memory(lambda: torch.ones(1000), device="cpu")["peak_bytes"] == 4000
+
+
+def test_freeing_a_tensor_made_in_an_earlier_measurement_does_not_hide_new_ones():
+    # The profiler records the release of a tensor made during an earlier profiling session. It must not be
+    # subtracted from this call's own allocations: 40 MB made in one measurement, freed in the next, which keeps
+    # a 20 MB tensor alive (a running sum would report 0).
+    keep = [torch.empty(10_000_000)]
+    assert measure_peak_memory(lambda: keep.append(torch.empty(10_000_000)), device="cpu")["peak_bytes"] == 40_000_000
+
+    def swap():
+        keep.pop()
+        return torch.empty(5_000_000)
+
+    assert measure_peak_memory(swap, device="cpu")["peak_bytes"] == 20_000_000
+
+
+def test_repeated_measurements_of_a_training_step_agree():
+    # The seeds' training-step pattern (zero_grad(set_to_none=True), backward, step) measured twice: the second
+    # call frees the gradients the first one made; the peak is the same both times.
+    model = torch.nn.Linear(64, 16)
+    inputs, targets = torch.randn(32, 64), torch.randn(32, 16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(model(inputs), targets).backward()
+        opt.step()
+
+    step()
+    first = measure_peak_memory(step, device="cpu")["peak_bytes"]
+    second = measure_peak_memory(step, device="cpu")["peak_bytes"]
+    assert first == second > 0

@@ -81,8 +81,10 @@ def _cpu(workload: Callable[[], Any]) -> dict[str, str | int]:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         workload()
-    events = prof.profiler.kineto_results.events() if prof.profiler is not None else []
-    peak = _engine.memory_peak(events, torch._C._autograd.DeviceType.CPU)
+    # The event tree carries each allocation's address: a release of a tensor made before this call (in an
+    # earlier profiling session) is matched to nothing and not subtracted.
+    roots = prof.profiler.kineto_results.experimental_event_tree() if prof.profiler is not None else []
+    peak = _engine.memory_peak(roots, torch._C._profiler._EventType.Allocation)
     if peak is None:
         raise _NoMemoryEventsError("The PyTorch profiler recorded no CPU tensor allocation during the workload.")
     return {"device": "cpu", "metric": "pytorch_tensor_bytes", "baseline_bytes": 0, "peak_bytes": peak, "delta_bytes": peak}
