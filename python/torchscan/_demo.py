@@ -164,7 +164,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _input_shape(text: str) -> tuple[int, ...]:
     """argparse type of --input-shape: comma-separated positive integers."""
     parts = text.split(",")
-    if not text or any(not part.strip().isdigit() for part in parts):
+    if not text or any(not (part.strip().isascii() and part.strip().isdigit()) for part in parts):
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of positive integers")
     shape = tuple(int(part) for part in parts)
     numel = 1
@@ -177,14 +177,14 @@ def _input_shape(text: str) -> tuple[int, ...]:
 
 def _max_depth(text: str) -> int:
     """argparse type of --max-depth: a non-negative integer."""
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
     return int(text)
 
 
 def _load_factory(spec: str) -> Any:
     module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
+    if not sep or not module_name or module_name.startswith(".") or not attr:
         raise _Failed(f"MODEL must look like package.module:factory, got {spec!r}", EXIT_USAGE)
     try:
         factory = getattr(importlib.import_module(module_name), attr)

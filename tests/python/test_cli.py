@@ -85,7 +85,9 @@ def test_summary_prints_the_table_and_writes_the_report(cli, tmp_path):
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
-@pytest.mark.parametrize("shape", ["3,x,8", "-3,8,8", "", "3,,8", "0,8,8", "99999999999,99999999999,99999999999"])
+@pytest.mark.parametrize(
+    "shape", ["3,x,8", "-3,8,8", "", "3,,8", "0,8,8", "99999999999,99999999999,99999999999", "3,\u00b2,8"]
+)
 def test_bad_input_shapes_are_refused_before_the_model_is_built(cli, shape):
     result = cli("summary", "cli_models:conv", f"--input-shape={shape}")
     assert result.returncode == 2
@@ -103,9 +105,10 @@ def test_factories_that_cannot_be_loaded_are_reported(cli, spec, message):
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_malformed_model_spec_is_bad_usage(cli):
-    result = cli("summary", "cli_models.conv", "--input-shape", "3,8,8")
-    assert result.returncode == 2 and "package.module:factory" in result.stderr
+@pytest.mark.parametrize("spec", ["cli_models.conv", ".cli_models:conv"])
+def test_a_malformed_model_spec_is_bad_usage(cli, spec):
+    result = cli("summary", spec, "--input-shape", "3,8,8")
+    assert result.returncode == 2 and "package.module:factory" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("target", ["missing_dir/out.json", "."])
