@@ -403,11 +403,21 @@ const family ts_mf_families[TS_MOD_KIND_COUNT] = {
 /* ---- dispatch ---------------------------------------------------------- */
 
 static void
-set_unsupported(ts_estimate *e, const ts_module_call *call)
+set_unsupported(ts_estimate *e, const fctx *x)
 {
-    const char *name = call->type_name != NULL ? call->type_name : "?";
+    const char *name = x->c->type_name != NULL ? x->c->type_name : "?";
     e->kind = TS_EST_UNSUPPORTED;
     e->value = ts_int(0);
+    if (x->d->refusal != NULL) {
+        /* a native class whose forward is not the one its formula
+         * describes: the reference's message, and why */
+        snprintf(e->message,
+                 sizeof e->message,
+                 "Module type not supported: %s (%s)",
+                 name,
+                 x->d->refusal);
+        return;
+    }
     snprintf(
         e->message, sizeof e->message, "Module type not supported: %s", name);
 }
@@ -509,7 +519,7 @@ run_count(count_fn fn,
           ts_estimate *e)
 {
     if (fn == NULL) {
-        set_unsupported(e, x->c);
+        set_unsupported(e, x);
         return;
     }
     if (verdict->kind != TS_EST_COMPLETE) {
@@ -541,7 +551,7 @@ run_rf(rf_fn fn, fctx *x, const ts_estimate *verdict, ts_module_estimates *out)
     ts_estimate status = {TS_EST_COMPLETE, {false, 0, 0.0}, ""};
     ts_number trio[3] = {ts_int(0), ts_int(0), ts_int(0)};
     if (fn == NULL) {
-        set_unsupported(&status, x->c);
+        set_unsupported(&status, x);
     }
     else if (fn == ts_mf_rf_not_applicable) {
         /* no spatial window whatever the call: never an error */

@@ -1144,8 +1144,15 @@ tsx_module_desc(tsx_state *st,
 {
     int t;
     memset(d, 0, sizeof *d);
-    if (native == NULL || !forward_unchanged(st, module, native_type)) {
+    if (native == NULL) {
         d->kind = TS_MOD_UNKNOWN;
+        return 0;
+    }
+    if (!forward_unchanged(st, module, native_type)) {
+        d->kind = TS_MOD_UNKNOWN;
+        d->refusal =
+            "its forward is not the native class's, which the "
+            "formula describes";
         return 0;
     }
     d->kind = native->kind;

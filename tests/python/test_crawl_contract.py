@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 
@@ -857,6 +858,15 @@ def test_native_subclass_detection():
     metric = overridden["layers"][0]["metrics"]["module_flops"]
     assert metric["status"] == "partial" and metric["known_value"] == 0
     assert "unsupported_module_metric" in {d["code"] for d in overridden["diagnostics"]}
+    # the message says why a Linear is "not supported": its forward is not Linear's
+    why = "Module type not supported: OverridesForward (its forward is not the native class's"
+    assert all(d["message"].startswith(why) for d in overridden["diagnostics"])
+    # a forward replaced on the instance (accelerate's hooks, functools.partial) likewise
+    patched = nn.Linear(4, 4)
+    patched.forward = functools.partial(patched.forward)
+    report = crawl_module(patched, (4,))
+    assert report["layers"][0]["metrics"]["module_flops"]["status"] == "partial"
+    assert report["diagnostics"][0]["message"].startswith("Module type not supported: Linear (its forward is not")
 
 
 def test_strict_passes_on_fully_supported_model():
