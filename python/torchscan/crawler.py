@@ -153,8 +153,9 @@ def crawl_module(
     session = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
     counter = _OperatorCounter(mapping) if full else None
     training_before = module.training
-    session.install(counter, True)
     try:
+        # inside the try: a Ctrl-C that lands as install returns still uninstalls
+        session.install(counter, True)
         with torch.no_grad():
             if counter is not None:
                 with counter:

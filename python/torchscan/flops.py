@@ -121,9 +121,10 @@ def measure_flops(
         root = mods[0] if len(mods) == 1 else torch.nn.ModuleList(mods)
         session = _engine.Crawl(root, False)
     counter = _OperatorCounter(mapping)
-    if session is not None:
-        session.install(counter, False)  # observe only: no eval(), no flag change
     try:
+        # inside the try: a Ctrl-C that lands as install returns still uninstalls
+        if session is not None:
+            session.install(counter, False)  # observe only: no eval(), no flag change
         with counter:
             workload()
     finally:

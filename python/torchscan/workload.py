@@ -12,7 +12,7 @@ from ._timing import _TIMING, _benchmark_context, _describe, _timing_target, _va
 from .benchmark import BenchmarkReport, _timed_report
 from .flops import measure_flops
 from .process.memory import _PEAK_MEMORY, _NoMemoryEventsError, measure_peak_memory
-from .process.rss import _check_command, measure_peak_rss
+from .process.rss import _check_command, _check_startable, measure_peak_rss
 from .profiler import profile_workload
 from .report import Diagnostic, MetricResult, metric_result
 
@@ -148,6 +148,8 @@ def measure_workload(
     command = None if rss_command is None else _check_command(rss_command)
     if type(profile) is not bool or type(print_summary) is not bool:
         raise ValueError("profile and print_summary must be bools.")
+    if command is not None:
+        _check_startable(command)  # a missing program fails now, not after the timing ran
     target = _timing_target(device)
     if command is not None:
         selected |= _engine.WORKLOAD_RSS

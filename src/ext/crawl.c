@@ -1285,15 +1285,18 @@ uninstall(tsx_crawl *c)
         PyErr_Clear();
     }
     if (c->flags != NULL) {
-        /* Restore only what changed: nn.Module.__setattr__ is slow, and an
-         * unchanged flag needs nothing. */
+        /* Restore only what changed, through the generic setter: no
+         * Python code (nn.Module.__setattr__) runs, so a Ctrl-C cannot land
+         * between two modules and leave one in eval. A flag install did
+         * not save (it failed while saving them) is left alone. */
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->flags); i++) {
             PyObject *m = module_at(c, i);
             PyObject *saved = PyList_GET_ITEM(c->flags, i);
-            PyObject *now = PyObject_GetAttr(m, c->st->s_training);
-            if (now != saved) {
+            PyObject *now =
+                saved ? PyObject_GetAttr(m, c->st->s_training) : NULL;
+            if (saved != NULL && now != saved) {
                 PyErr_Clear();
-                if (PyObject_SetAttr(m, c->st->s_training, saved) < 0) {
+                if (PyObject_GenericSetAttr(m, c->st->s_training, saved) < 0) {
                     KEEP_FIRST();
                 }
             }

@@ -290,6 +290,60 @@ def test_keyboard_interrupt_restores_everything():
     assert_nothing_left(model)
 
 
+class _InterruptedInstall:
+    """A crawl session whose install is followed by a Ctrl-C: CPython delivers a pending SIGINT as a call
+    returns, so the real install has run when KeyboardInterrupt is raised."""
+
+    def __init__(self, *args):
+        self.real = torchscan._engine.Crawl(*args)
+
+    def install(self, *args):
+        self.real.install(*args)
+        raise KeyboardInterrupt
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize("entry", ["crawl_module", "measure_flops"])
+def test_an_interrupt_as_install_returns_restores_everything(monkeypatch, entry):
+    import types
+
+    import torchscan.crawler
+    import torchscan.flops
+
+    engine = types.SimpleNamespace(**{k: getattr(torchscan._engine, k) for k in dir(torchscan._engine)})
+    engine.Crawl = _InterruptedInstall
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = torch.rand(1, 4)
+    with monkeypatch.context() as patch:
+        patch.setattr(torchscan.crawler, "_engine", engine)
+        patch.setattr(torchscan.flops, "_engine", engine)
+        with pytest.raises(KeyboardInterrupt):
+            if entry == "crawl_module":
+                crawl_module(model, args=(x,))
+            else:
+                measure_flops(lambda: model(x), modules=model)
+    assert training_flags(model) == {"": True, "0": True, "1": True}
+    assert_nothing_left(model)
+
+
+def test_uninstall_restores_flags_without_running_module_setattr():
+    # nn.Module.__setattr__ is Python code, where a Ctrl-C could land between two modules; the flags are
+    # written with the generic setter, so a class's __setattr__ does not run for them
+    class Watching(nn.Linear):
+        seen: list = []
+
+        def __setattr__(self, name, value):
+            Watching.seen.append(name)
+            super().__setattr__(name, value)
+
+    model = nn.Sequential(Watching(4, 4))
+    Watching.seen.clear()
+    crawl_module(model, (4,))
+    assert model[0].training and Watching.seen.count("training") == 1  # eval() sets it; the restore does not
+
+
 def test_strict_failure_restores_everything():
     model = nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf())
     model[0].eval()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import numbers
 import os
@@ -46,6 +47,19 @@ def _check_command(command: object) -> list[str]:
     if any("\0" in item for item in items):
         raise ValueError("Command elements must not contain NUL characters.")
     return items
+
+
+def _check_startable(items: list[str]) -> None:
+    """Raise FileNotFoundError when the command's program cannot be found or run, as starting it would, so
+    that measure_workload refuses before its workload runs rather than after."""
+    program = items[0]
+    if os.sep in program or (os.altsep is not None and os.altsep in program):
+        found = os.path.isfile(program) and os.access(program, os.X_OK)
+    else:
+        found = shutil.which(program) is not None
+    if not found:
+        raise FileNotFoundError(errno.ENOENT, "no executable program of that name", program)
+    _supervisor()
 
 
 def _check_timeout(timeout: object) -> float | None:
