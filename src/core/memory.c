@@ -1,4 +1,5 @@
 /* Peak of a memory timeline, reduced from allocation events. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "torchscan/memory.h"
@@ -15,47 +16,81 @@ compare_events(const void *a, const void *b)
     return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Blocks alive that were allocated in the window, by address: open
- * addressing; a freed slot is never reused, so each allocation takes one
- * slot and a table of twice the event count never fills. */
+/* Blocks alive that were allocated in the window, by address: linear
+ * probing on the high bits of a multiplicative hash, with backward-shift
+ * deletion (no tombstones), so a reused address costs no more than a new
+ * one. At most one slot per live block; the table has at least twice as
+ * many slots as there are allocations. */
 typedef struct block {
     uint64_t ptr;
     int64_t bytes;
-    uint8_t state; /* 0 empty, 1 alive, 2 freed */
+    bool used;
 } block;
 
+typedef struct blocks {
+    block *slot;
+    size_t mask;
+    int shift; /* 64 - log2(slots) */
+} blocks;
+
 static size_t
-home(uint64_t ptr, size_t mask)
+home(const blocks *t, uint64_t ptr)
 {
-    return (size_t)((ptr >> 4) * 0x9E3779B97F4A7C15u) & mask;
+    return (size_t)((ptr * 0x9E3779B97F4A7C15u) >> t->shift);
 }
 
-/* The slot of the live block at `ptr`, or SIZE_MAX. */
+/* The slot holding `ptr`, or the empty slot where it would go. */
 static size_t
-find(const block *table, size_t mask, uint64_t ptr)
+probe(const blocks *t, uint64_t ptr)
 {
-    for (size_t i = home(ptr, mask);; i = (i + 1) & mask) {
-        if (table[i].state == 0) {
-            return SIZE_MAX;
+    size_t i = home(t, ptr);
+    while (t->slot[i].used && t->slot[i].ptr != ptr) {
+        i = (i + 1) & t->mask;
+    }
+    return i;
+}
+
+/* Empties slot i, moving back later entries of its run that would no
+ * longer be found. */
+static void
+remove_at(blocks *t, size_t i)
+{
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & t->mask;
+        if (!t->slot[j].used) {
+            break;
         }
-        if (table[i].state == 1 && table[i].ptr == ptr) {
-            return i;
+        size_t k = home(t, t->slot[j].ptr);
+        /* move j back to i unless its home lies cyclically in (i, j] */
+        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            t->slot[i] = t->slot[j];
+            i = j;
         }
     }
+    t->slot[i].used = false;
 }
 
 int
 ts_memory_peak(ts_mem_event *events, size_t n, int64_t *peak)
 {
     int64_t live = 0, best = 0;
-    size_t cap = 16;
-    block *table;
+    size_t allocs = 0, cap = 16;
+    int bits = 4;
+    blocks t;
     int rc = TS_OK;
-    while (cap < 2 * n) {
-        cap *= 2;
+    for (size_t i = 0; i < n; i++) {
+        allocs += events[i].bytes > 0;
     }
-    table = calloc(cap, sizeof *table);
-    if (table == NULL) {
+    while (cap < 2 * allocs) {
+        cap *= 2;
+        bits++;
+    }
+    t.slot = calloc(cap, sizeof *t.slot);
+    t.mask = cap - 1;
+    t.shift = 64 - bits;
+    if (t.slot == NULL) {
         return TS_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -66,35 +101,26 @@ ts_memory_peak(ts_mem_event *events, size_t n, int64_t *peak)
     }
     for (size_t i = 0; i < n && rc == TS_OK; i++) {
         const ts_mem_event *ev = &events[i];
-        size_t at = find(table, cap - 1, ev->ptr);
+        size_t at = probe(&t, ev->ptr);
         if (ev->bytes > 0) {
-            if (at == SIZE_MAX) {
-                /* the first empty slot on the probe path */
-                at = home(ev->ptr, cap - 1);
-                while (table[at].state != 0) {
-                    at = (at + 1) & (cap - 1);
-                }
+            if (t.slot[at].used) {
+                live -= t.slot[at].bytes; /* its free was not recorded */
             }
-            else {
-                live -= table[at].bytes; /* its free was not recorded */
-            }
-            table[at].ptr = ev->ptr;
-            table[at].bytes = ev->bytes;
-            table[at].state = 1;
+            t.slot[at] = (block){ev->ptr, ev->bytes, true};
             if (!ts_add(live, ev->bytes, &live)) {
                 rc = TS_EOVERFLOW;
             }
         }
-        else if (ev->bytes < 0 && at != SIZE_MAX) {
-            live -= table[at].bytes;
-            table[at].state = 2;
+        else if (ev->bytes < 0 && t.slot[at].used) {
+            live -= t.slot[at].bytes;
+            remove_at(&t, at);
         }
         /* a free of a block allocated before the window: not counted */
         if (live > best) {
             best = live;
         }
     }
-    free(table);
+    free(t.slot);
     if (rc == TS_OK) {
         *peak = best;
     }

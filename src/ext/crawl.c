@@ -1217,6 +1217,26 @@ module_at(tsx_crawl *c, Py_ssize_t i)
     return PyTuple_GET_ITEM(PyList_GET_ITEM(c->all, i), 1);
 }
 
+/* Whether `module.training` is a plain entry of the instance dict (no
+ * data descriptor on the class shadows it). */
+static bool
+flag_in_dict(tsx_state *st, PyObject *module)
+{
+    PyObject *descr = _PyType_Lookup(Py_TYPE(module), st->s_training);
+    PyObject *dict;
+    int found = 0;
+    if (descr != NULL && Py_TYPE(descr)->tp_descr_set != NULL) {
+        return false;
+    }
+    dict = PyObject_GenericGetDict(module, NULL);
+    if (dict != NULL) {
+        found = PyDict_Contains(dict, st->s_training);
+        Py_DECREF(dict);
+    }
+    PyErr_Clear();
+    return found == 1;
+}
+
 /* Removes hooks and restores training flags; keeps going on errors and
  * reports the first one (an exception already set wins). */
 static int
@@ -1285,10 +1305,13 @@ uninstall(tsx_crawl *c)
         PyErr_Clear();
     }
     if (c->flags != NULL) {
-        /* Restore only what changed, through the generic setter: no
-         * Python code (nn.Module.__setattr__) runs, so a Ctrl-C cannot land
-         * between two modules and leave one in eval. A flag install did
-         * not save (it failed while saving them) is left alone. */
+        /* Restore only what changed. A flag that lives in the instance
+         * dict (every plain nn.Module) is written there by the generic
+         * setter: no Python code (nn.Module.__setattr__) runs, so a Ctrl-C
+         * cannot land between two modules and leave one in eval. Elsewhere
+         * (TorchScript keeps it in the C++ module, a property may hold it)
+         * the module's own setter writes it. A flag install did not save
+         * (it failed while saving them) is left alone. */
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->flags); i++) {
             PyObject *m = module_at(c, i);
             PyObject *saved = PyList_GET_ITEM(c->flags, i);
@@ -1296,7 +1319,10 @@ uninstall(tsx_crawl *c)
                 saved ? PyObject_GetAttr(m, c->st->s_training) : NULL;
             if (saved != NULL && now != saved) {
                 PyErr_Clear();
-                if (PyObject_GenericSetAttr(m, c->st->s_training, saved) < 0) {
+                if ((flag_in_dict(c->st, m)
+                         ? PyObject_GenericSetAttr(m, c->st->s_training, saved)
+                         : PyObject_SetAttr(m, c->st->s_training, saved))
+                    < 0) {
                     KEEP_FIRST();
                 }
             }

@@ -1,4 +1,6 @@
 /* Peak of allocation events. */
+#include <stdbool.h>
+
 #include "harness.h"
 #include "torchscan/memory.h"
 
@@ -51,6 +53,60 @@ main(void)
     }
     CHECK_EQ_INT(ts_memory_peak(many, 2000, &peak), TS_OK);
     CHECK_EQ_INT(peak, 8000);
+
+    /* 64 addresses 1 MiB apart (one hash bucket for a low-bit hash),
+     * allocated and freed in a pseudo-random interleaving, with frees of
+     * unknown blocks mixed in: the table must agree with a direct count. */
+    {
+        enum {
+            ADDRS = 64,
+            EVENTS = 4000
+        };
+        static ts_mem_event mixed[EVENTS];
+        int64_t size_of[ADDRS] = {0};
+        bool alive[ADDRS] = {false};
+        int64_t expect_live = 0, expect_peak = 0;
+        uint64_t state = 12345;
+        for (int i = 0; i < EVENTS; i++) {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            int a = (int)((state >> 33) % ADDRS);
+            uint64_t ptr = 0x7f0000000000u + ((uint64_t)a << 20);
+            if (alive[a]) {
+                mixed[i] = (ts_mem_event){i, -size_of[a], ptr, 0};
+                alive[a] = false;
+                expect_live -= size_of[a];
+            }
+            else if ((state >> 20) % 7 == 0) {
+                /* a free of a block from before the window */
+                mixed[i] = (ts_mem_event){i, -999, ptr + 8, 0};
+            }
+            else {
+                size_of[a] = 1 + (int64_t)((state >> 40) % 1000);
+                mixed[i] = (ts_mem_event){i, size_of[a], ptr, 0};
+                alive[a] = true;
+                expect_live += size_of[a];
+            }
+            if (expect_live > expect_peak) {
+                expect_peak = expect_live;
+            }
+        }
+        CHECK_EQ_INT(ts_memory_peak(mixed, EVENTS, &peak), TS_OK);
+        CHECK_EQ_INT(peak, expect_peak);
+    }
+
+    /* One address reused 200,000 times: 64 bytes at most. */
+    {
+        enum {
+            PAIRS = 200000
+        };
+        static ts_mem_event reuse[2 * PAIRS];
+        for (int i = 0; i < PAIRS; i++) {
+            reuse[2 * i] = (ts_mem_event){2 * i, 64, 0xA0, 0};
+            reuse[2 * i + 1] = (ts_mem_event){2 * i + 1, -64, 0xA0, 0};
+        }
+        CHECK_EQ_INT(ts_memory_peak(reuse, 2 * PAIRS, &peak), TS_OK);
+        CHECK_EQ_INT(peak, 64);
+    }
 
     ts_mem_event big[] = {{1, INT64_MAX, 0xA0, 0}, {2, 1, 0xB0, 0}};
     CHECK_EQ_INT(ts_memory_peak(big, 2, &peak), TS_EOVERFLOW);

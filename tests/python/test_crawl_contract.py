@@ -1450,6 +1450,18 @@ def test_script_module_is_observed_through_hooks():
     assert_nothing_left(model)
 
 
+def test_a_script_module_in_training_gets_its_mode_back():
+    # TorchScript keeps `training` in the C++ module, not the instance dict: the flag is restored through
+    # the module's own setter, so the C++ flag (what the scripted Dropout reads) is training again
+    model = torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)))
+    model.train()
+    crawl_module(model, (4,))
+    assert model.training and model._c.getattr("training")
+    assert "training" not in vars(model)
+    with torch.no_grad():
+        assert bool((model(torch.ones(1000, 4)) == 0).any())  # the dropout zeroes elements again
+
+
 @pytest.mark.parametrize("order", ["lifo", "fifo"])
 def test_two_crawls_of_one_module_end_in_any_order(order):
     # crawls of one model from two threads may end in either order: nothing of either stays behind

@@ -189,6 +189,7 @@ def test_comparison_of_copy_and_no_op():
         ({"rss_command": [sys.executable, 1]}, ValueError),
         ({"rss_command": ["/no/such/program"]}, FileNotFoundError),
         ({"rss_command": ["no-such-program-on-path-3f9a"]}, FileNotFoundError),
+        ({"rss_command": ["/"]}, PermissionError),
         ({"profile": 1}, ValueError),
         ({"print_summary": "yes"}, ValueError),
         ({"work_units": True}, ValueError),

@@ -50,11 +50,13 @@ def _check_command(command: object) -> list[str]:
 
 
 def _check_startable(items: list[str]) -> None:
-    """Raise FileNotFoundError when the command's program cannot be found or run, as starting it would, so
-    that measure_workload refuses before its workload runs rather than after."""
+    """Raise FileNotFoundError (missing) or PermissionError (not an executable file) for the command's
+    program, as starting it would, so that measure_workload refuses before its workload runs."""
     program = items[0]
     if os.sep in program or (os.altsep is not None and os.altsep in program):
-        found = os.path.isfile(program) and os.access(program, os.X_OK)
+        if os.path.exists(program) and not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise PermissionError(errno.EACCES, "not an executable file", program)
+        found = os.path.exists(program)
     else:
         found = shutil.which(program) is not None
     if not found:
