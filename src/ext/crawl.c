@@ -1573,12 +1573,14 @@ crawl_install(tsx_crawl *c, PyObject *args)
         return NULL;
     }
     c->installed = true;
-    /* Every module's flag, hooked or not, so that eval() is undone. */
-    c->flags = PyList_New(n);
+    /* Every module's flag, hooked or not, so that eval() is undone. An
+     * observing install (measure_flops(modules=...)) changes no flag and
+     * restores none: the workload's own train()/eval() stays. */
+    c->flags = PyList_New(evaluate ? n : 0);
     if (c->flags == NULL) {
         goto error;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->flags); i++) {
         PyObject *flag = PyObject_GetAttr(module_at(c, i), st->s_training);
         if (flag == NULL) {
             goto error;

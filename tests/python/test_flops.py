@@ -701,6 +701,19 @@ def test_modules_argument():
         measure_flops(lambda: model(x), modules="model")
 
 
+def test_modules_are_observed_only_so_the_workloads_own_mode_changes_stay():
+    model = nn.Sequential(nn.Linear(4, 2), nn.Dropout(0.5))
+    assert model.training
+    x = torch.rand(1, 4)
+
+    def evaluate():
+        model.eval()
+        return model(x)
+
+    measure_flops(evaluate, modules=model)
+    assert not model.training and not model[1].training  # the workload switched it to eval; that stays
+
+
 def test_nested_measurements():
     x = torch.ones(4)
     inner_reports = []
