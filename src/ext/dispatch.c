@@ -646,12 +646,7 @@ run_custom(tsx_state *st,
                 goto done;
             }
             if (overflow > 0) {
-                snprintf(message,
-                         size,
-                         "the custom formula returned a count that does not "
-                         "fit in a signed 64-bit integer");
-                rc = 1;
-                goto done;
+                d = 0x1p63; /* too large: reported below */
             }
         }
         else if (!PyBool_Check(result) && Py_TYPE(result)->tp_as_number != NULL
