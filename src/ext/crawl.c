@@ -467,15 +467,15 @@ call_begin(
             }
         }
     }
+    if (c->full && ts_session_module_is_leaf(c->session, index)
+        && read_modes(c, index, &training) < 0) {
+        return -1;
+    }
     /* The first tensor of the call (positional arguments, then keyword
      * arguments) is captured here for the formulas of the post-hook.
      * Describing runs Python code (a tensor subclass's __torch_function__,
      * a mapping's items()) that may call modules of this crawl, which use
      * and may move the open-call array: it is only touched afterwards. */
-    if (c->full && ts_session_module_is_leaf(c->session, index)
-        && read_modes(c, index, &training) < 0) {
-        return -1;
-    }
     memset(&first_input, 0, sizeof first_input);
     input = tsx_describe_call(c->st,
                               args,
@@ -660,7 +660,8 @@ call_end(tsx_crawl *c,
             desc = ts_session_module_desc(c->session, index);
         }
         if (desc->training != began_training) {
-            /* the lazy module was read again: its mode at the call's start */
+            /* this call's mode at its start (a lazy module read again, or a
+             * nested call of the same module, changed the description) */
             ts_module_desc now;
             memcpy(&now, desc, sizeof now);
             now.training = began_training;
