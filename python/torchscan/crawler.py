@@ -145,12 +145,33 @@ def crawl_module(
     Raises:
         ValueError, TypeError: bad arguments, before the model runs.
     """
+    return _crawl(module, input_shape, dtype, args, kwargs, device, strict, mode, custom_modules, custom_mapping)
+
+
+def _crawl(
+    module: nn.Module,
+    input_shape: Any,
+    dtype: Any,
+    args: Any,
+    kwargs: Any,
+    device: Any,
+    strict: bool,
+    mode: str,
+    custom_modules: Any,
+    custom_mapping: Any,
+    table_depth: int | None = None,
+) -> AnalysisReport:
+    """crawl_module's body; ``table_depth``: summary's max_depth, refused before the forward when no module
+    is that deep."""
     call_args, call_kwargs, source, mapping = _prepare(
         module, input_shape, dtype, args, kwargs, device, mode, custom_mapping
     )
     handlers = _validate_custom_modules(custom_modules)
     full = mode == "full"
     session = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
+    if table_depth is not None and table_depth > session.depth():
+        # the table's own check, made before the model runs
+        raise ValueError("The `max_depth` argument cannot be higher than module depth.")
     counter = _OperatorCounter(mapping) if full else None
     training_before = module.training
     try:
@@ -213,17 +234,8 @@ def summary(
         raise TypeError("max_depth must be an int or None.")
     if isinstance(max_depth, int) and max_depth < 0:
         raise ValueError("max_depth must be non-negative.")
-    report = crawl_module(
-        module,
-        input_shape,
-        dtype,
-        args=args,
-        kwargs=kwargs,
-        device=device,
-        strict=strict,
-        mode=mode,
-        custom_modules=custom_modules,
-        custom_mapping=custom_mapping,
+    report = _crawl(
+        module, input_shape, dtype, args, kwargs, device, strict, mode, custom_modules, custom_mapping, max_depth
     )
     print(  # noqa: T201 - printing the table is this function's job
         _engine.format_summary(

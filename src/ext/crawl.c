@@ -1943,12 +1943,41 @@ crawl_dealloc(tsx_crawl *c)
     Py_DECREF(tp);
 }
 
+/* The deepest row the forward can give: the depth of the deepest observed
+ * module (path components; the root is 0). Modules created during the
+ * forward may go deeper. */
+static PyObject *
+crawl_depth(tsx_crawl *c, PyObject *unused)
+{
+    Py_ssize_t deepest = 0;
+    for (size_t i = 0; i < c->nmodules; i++) {
+        PyObject *path = PyTuple_GET_ITEM(PyList_GET_ITEM(c->all, i), 0);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(path), depth = n > 0;
+        Py_ssize_t from = 0, dot;
+        while (n > 0
+               && (dot = PyUnicode_FindChar(path, '.', from, n, 1)) >= 0) {
+            depth++;
+            from = dot + 1;
+        }
+        if (n > 0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        deepest = depth > deepest ? depth : deepest;
+    }
+    return PyLong_FromSsize_t(deepest);
+}
+
 static PyMethodDef crawl_methods[] = {
     {"install",
      (PyCFunction)crawl_install,
      METH_VARARGS,
      "install(counter, evaluate=True): save training flags, switch to eval "
      "(unless evaluate is false), add hooks."},
+    {"depth",
+     (PyCFunction)crawl_depth,
+     METH_NOARGS,
+     "depth() -> the depth of the deepest module the forward can call (the "
+     "root is 0)"},
     {"operator_flops_by_path",
      (PyCFunction)crawl_by_path,
      METH_NOARGS,

@@ -78,6 +78,7 @@ def test_summary_rejects_bad_arguments_before_running(kwargs, error, match, caps
     ("kwargs", "error"),
     [
         pytest.param(dict(max_depth=-1), ValueError, id="negative-max-depth"),
+        pytest.param(dict(max_depth=2), ValueError, id="max-depth-deeper-than-the-model"),
         pytest.param(dict(wrap_mode="start"), ValueError, id="bad-wrap-mode"),
         pytest.param(dict(wrap_mode="MID"), ValueError, id="wrap-mode-case"),
     ],
