@@ -570,6 +570,36 @@ shapes_of(tsx_state *st, PyObject *v)
 
 /* Runs a caller formula. Returns 0 and *flops, or 1 with *message set when
  * the formula failed (a diagnostic, not a crash), or -1. */
+/* 1 when `x` is a numpy or tensor truth value (its dtype prints as "bool"
+ * or "torch.bool"), 0 otherwise, -1 on an interrupt. */
+static int
+is_boolean(PyObject *x)
+{
+    PyObject *dtype = NULL, *text = NULL;
+    const char *name;
+    int found = 0;
+    if (tsx_optional_attr(x, "dtype", &dtype) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return 0;
+    }
+    text = dtype ? PyObject_Str(dtype) : NULL;
+    name = text ? PyUnicode_AsUTF8(text) : NULL;
+    found = name != NULL
+            && (strcmp(name, "bool") == 0 || strcmp(name, "torch.bool") == 0);
+    Py_XDECREF(text);
+    Py_XDECREF(dtype);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return -1;
+        }
+        PyErr_Clear();
+    }
+    return found;
+}
+
 static int
 run_custom(tsx_state *st,
            PyObject *custom,
@@ -581,8 +611,9 @@ run_custom(tsx_state *st,
            size_t size)
 {
     PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value, *flag;
-    int rc = -1;
+    int rc = -1, boolean = 0;
     bool raw = false;
+    char returned[96] = "";
     /* FlopCounterMode's contract: formulas marked _get_raw see the real
      * arguments and out_val; the others see shapes and out_shape. */
     if (tsx_optional_attr(custom, "_get_raw", &flag) < 0) {
@@ -620,8 +651,17 @@ run_custom(tsx_state *st,
     }
     Py_DECREF(value);
     result = PyObject_Call(custom, cargs, ckw);
-    if (result != NULL && !PyLong_Check(result) && !PyFloat_Check(result)
-        && PyIndex_Check(result)) {
+    if (result != NULL) {
+        /* named as returned, before any conversion */
+        snprintf(returned, sizeof returned, "%s", Py_TYPE(result)->tp_name);
+        boolean = PyBool_Check(result);
+        if (!boolean && !PyLong_Check(result) && !PyFloat_Check(result)
+            && (boolean = is_boolean(result)) < 0) {
+            goto done;
+        }
+    }
+    if (result != NULL && !boolean && !PyLong_Check(result)
+        && !PyFloat_Check(result) && PyIndex_Check(result)) {
         /* integer-like results (numpy integers, SymInts) count as ints */
         PyObject *as_int = tsx_number_index(result);
         if (as_int != NULL) {
@@ -637,7 +677,10 @@ run_custom(tsx_state *st,
     }
     if (result != NULL) {
         double d = -1.0;
-        if (PyLong_Check(result) && !PyBool_Check(result)) {
+        if (boolean) {
+            /* a truth value is not a count (numpy and tensor ones too) */
+        }
+        else if (PyLong_Check(result)) {
             int overflow;
             long long x = PyLong_AsLongLongAndOverflow(result, &overflow);
             if (!overflow && x >= 0) {
@@ -649,7 +692,7 @@ run_custom(tsx_state *st,
                 d = 0x1p63; /* too large: reported below */
             }
         }
-        else if (!PyBool_Check(result) && Py_TYPE(result)->tp_as_number != NULL
+        else if (Py_TYPE(result)->tp_as_number != NULL
                  && Py_TYPE(result)->tp_as_number->nb_float != NULL) {
             /* floats, numpy floats, one-element tensors */
             PyObject *f = PyNumber_Float(result);
@@ -697,7 +740,7 @@ run_custom(tsx_state *st,
                  size,
                  "the custom formula returned %.80s, not a non-negative "
                  "finite number",
-                 Py_TYPE(result)->tp_name);
+                 returned);
         rc = 1;
         goto done;
     }

@@ -528,6 +528,13 @@ def test_custom_formula_results_that_are_whole_numbers_count_whatever_their_type
     report = measure_flops(lambda: x.sin(), custom_mapping={sin: lambda *a, **k: 2.0**63})
     (diag,) = report["diagnostics"]
     assert "64-bit" in diag["message"]
+    # truth values are not counts, whichever library made them; the message names what was returned
+    numpy_bool = type(np.True_).__name__  # "bool" (numpy 2) or "bool_"
+    cases = ((True, "bool"), (np.True_, f"numpy.{numpy_bool}"), (torch.tensor(True), "Tensor"), (torch.tensor(-3), "Tensor"))
+    for result, name in cases:
+        report = measure_flops(lambda: x.sin(), custom_mapping={sin: lambda *a, result=result, **k: result})
+        (diag,) = report["diagnostics"]
+        assert diag["message"].startswith(f"the custom formula returned {name}, not"), result
 
 
 def test_a_caller_formula_counts_a_metadata_query_it_names():
