@@ -1369,7 +1369,7 @@ aggregate_estimate(const ts_session *session, int which, aggregate *out)
     }
 }
 
-/* The diagnostic of a total whose sum left the int64 range. */
+/* The diagnostic of a total whose sum left the int64 or float range. */
 static int
 emit_overflow_diagnostic(const ts_emitter *e, int which)
 {

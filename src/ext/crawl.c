@@ -412,11 +412,14 @@ read_modes(tsx_crawl *c, int index, bool *training)
         return -1;
     }
     *training = t;
+    bool transformer = desc->kind >= TS_MOD_TRANSFORMER_ENCODER_LAYER
+                       && desc->kind <= TS_MOD_TRANSFORMER;
+    if (!transformer && (bool)t == desc->training) {
+        return 0; /* the common case: no copy of the description */
+    }
     memcpy(&now, desc, sizeof now);
     now.training = t;
-    if (desc->kind >= TS_MOD_TRANSFORMER_ENCODER_LAYER
-        && desc->kind <= TS_MOD_TRANSFORMER
-        && tsx_transformer_modes(module, &now) < 0) {
+    if (transformer && tsx_transformer_modes(module, &now) < 0) {
         return -1;
     }
     if (memcmp(&now, desc, sizeof now) != 0

@@ -74,6 +74,19 @@ static const char *const silent_overloads[] = {
     "prim.device.default",
 };
 
+#define N_OF(list) (sizeof(list) / sizeof(list)[0])
+
+static bool
+listed(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(name, list[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static size_t
 slot_hash(PyObject *p)
 {
@@ -216,16 +229,8 @@ resolve(tsx_state *st, PyObject *func)
         goto error;
     }
     s.func = Py_NewRef(func);
-    for (size_t i = 0;
-         i < sizeof skipped_overloads / sizeof skipped_overloads[0];
-         i++) {
-        s.skip |= strcmp(full, skipped_overloads[i]) == 0;
-    }
-    for (size_t i = 0;
-         i < sizeof silent_overloads / sizeof silent_overloads[0];
-         i++) {
-        s.silent |= strcmp(full, silent_overloads[i]) == 0;
-    }
+    s.skip = listed(full, skipped_overloads, N_OF(skipped_overloads));
+    s.silent = listed(full, silent_overloads, N_OF(silent_overloads));
     s.entry = ts_op_lookup(name);
     if (!s.skip && !s.silent) {
         /* As FlopCounterMode does: an operator without a formula that has a
@@ -568,8 +573,6 @@ shapes_of(tsx_state *st, PyObject *v)
     return Py_NewRef(v);
 }
 
-/* Runs a caller formula. Returns 0 and *flops, or 1 with *message set when
- * the formula failed (a diagnostic, not a crash), or -1. */
 /* 1 when `x` is a numpy or tensor truth value (its dtype prints as "bool"
  * or "torch.bool"), 0 otherwise, -1 on an interrupt. */
 static int
@@ -600,6 +603,8 @@ is_boolean(PyObject *x)
     return found;
 }
 
+/* Runs a caller formula. Returns 0 and *flops, or 1 with *message set when
+ * the formula failed (a diagnostic, not a crash), or -1. */
 static int
 run_custom(tsx_state *st,
            PyObject *custom,
@@ -612,7 +617,7 @@ run_custom(tsx_state *st,
 {
     PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value, *flag;
     int rc = -1, boolean = 0;
-    bool raw = false;
+    bool raw = false, builtin = false;
     char returned[96] = "";
     /* FlopCounterMode's contract: formulas marked _get_raw see the real
      * arguments and out_val; the others see shapes and out_shape. */
@@ -654,14 +659,13 @@ run_custom(tsx_state *st,
     if (result != NULL) {
         /* named as returned, before any conversion */
         snprintf(returned, sizeof returned, "%s", Py_TYPE(result)->tp_name);
+        builtin = PyLong_Check(result) || PyFloat_Check(result);
         boolean = PyBool_Check(result);
-        if (!boolean && !PyLong_Check(result) && !PyFloat_Check(result)
-            && (boolean = is_boolean(result)) < 0) {
+        if (!builtin && (boolean = is_boolean(result)) < 0) {
             goto done;
         }
     }
-    if (result != NULL && !boolean && !PyLong_Check(result)
-        && !PyFloat_Check(result) && PyIndex_Check(result)) {
+    if (result != NULL && !builtin && !boolean && PyIndex_Check(result)) {
         /* integer-like results (numpy integers, SymInts) count as ints */
         PyObject *as_int = tsx_number_index(result);
         if (as_int != NULL) {

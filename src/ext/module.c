@@ -234,20 +234,18 @@ collect_allocations(PyObject *roots,
         PyObject *ptr = NULL, *size = NULL, *t = NULL, *kids = NULL;
         int is_alloc, ok = -1;
         if (PyList_SetSlice(stack, top, top + 1, NULL) < 0
-            || (tag = PyObject_GetAttrString(node, "tag")) == NULL
+            || (tag = tsx_getattr(node, "tag")) == NULL
             || (is_alloc = PyObject_RichCompareBool(tag, alloc_tag, Py_EQ))
                    < 0) {
             goto next;
         }
         if (is_alloc) {
-            if ((fields = PyObject_GetAttrString(node, "extra_fields")) == NULL
-                || (dev = PyObject_GetAttrString(fields, "device")) == NULL
-                || (type = PyObject_GetAttrString(dev, "type")) == NULL
-                || (ptr = PyObject_GetAttrString(fields, "ptr")) == NULL
-                || (size = PyObject_GetAttrString(fields, "alloc_size"))
-                       == NULL
-                || (t = PyObject_GetAttrString(node, "start_time_ns"))
-                       == NULL) {
+            if ((fields = tsx_getattr(node, "extra_fields")) == NULL
+                || (dev = tsx_getattr(fields, "device")) == NULL
+                || (type = tsx_getattr(dev, "type")) == NULL
+                || (ptr = tsx_getattr(fields, "ptr")) == NULL
+                || (size = tsx_getattr(fields, "alloc_size")) == NULL
+                || (t = tsx_getattr(node, "start_time_ns")) == NULL) {
                 goto next;
             }
             if (PyUnicode_Check(type)
@@ -275,7 +273,7 @@ collect_allocations(PyObject *roots,
         }
         else {
             Py_ssize_t k;
-            PyObject *children = PyObject_GetAttrString(node, "children");
+            PyObject *children = tsx_getattr(node, "children");
             kids = children ? PySequence_Fast(children, "children") : NULL;
             Py_XDECREF(children);
             if (kids == NULL) {

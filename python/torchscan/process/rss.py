@@ -54,9 +54,9 @@ def _check_startable(items: list[str]) -> None:
     program, as starting it would, so that measure_workload refuses before its workload runs."""
     program = items[0]
     if os.sep in program or (os.altsep is not None and os.altsep in program):
-        if os.path.exists(program) and not (os.path.isfile(program) and os.access(program, os.X_OK)):
-            raise PermissionError(errno.EACCES, "not an executable file", program)
         found = os.path.exists(program)
+        if found and not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise PermissionError(errno.EACCES, "not an executable file", program)
     else:
         found = shutil.which(program) is not None
     if not found:
