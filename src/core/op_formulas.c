@@ -82,6 +82,8 @@
 #define T_BN                                                 \
     "2N + 2C + A*N; training: + 4N + C*(3*[running_mean] + " \
     "5*[running_var]); empty input unsupported"
+#define T_BN_VENDOR_BWD \
+    "9N + [weight]*C (training, all three gradients); empty input 0"
 
 static const ts_op_entry op_table[] = {
     SUPP(
@@ -639,6 +641,16 @@ static const ts_op_entry op_table[] = {
     IGNORED("aten.copy_", MOVE),
     SUPP("aten.cos", ts_opf_unit, T_UNIT, NULL),
     SUPP("aten.cos_", ts_opf_unit, T_UNIT, NULL),
+    EXT("aten.cudnn_batch_norm",
+        ts_opf_native_batch_norm,
+        T_BN,
+        "cuDNN's BatchNorm on CUDA: the arguments of native_batch_norm, "
+        "counted as it is."),
+    EXT("aten.cudnn_batch_norm_backward",
+        ts_opf_vendor_batch_norm_backward,
+        T_BN_VENDOR_BWD,
+        "Follows a training forward only and returns all three gradients: "
+        "native_batch_norm_backward with train and output_mask (1, 1, 1)."),
     NATIVE("aten.cudnn_convolution",
            ts_opf_cudnn_convolution,
            T_CONV "; argument 6 (benchmark) is read as transposed, as "
@@ -912,6 +924,15 @@ static const ts_op_entry op_table[] = {
          "out (with a second tensor) or max(0, N - out) (reduction)",
          NULL),
     SUPP("aten.minimum", ts_opf_unit, T_UNIT, NULL),
+    EXT("aten.miopen_batch_norm",
+        ts_opf_native_batch_norm,
+        T_BN,
+        "MIOpen's BatchNorm on ROCm: the arguments of native_batch_norm, "
+        "counted as it is."),
+    EXT("aten.miopen_batch_norm_backward",
+        ts_opf_vendor_batch_norm_backward,
+        T_BN_VENDOR_BWD,
+        "As cudnn_batch_norm_backward."),
     SUPP("aten.mish", ts_opf_in10, T_IN("10"), NULL),
     SUPP("aten.mish_", ts_opf_in10, T_IN("10"), NULL),
     EXT("aten.mkldnn_rnn_layer",

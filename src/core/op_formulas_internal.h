@@ -794,6 +794,9 @@ int ts_opf_softmax_backward(const ts_op_call *call,
 int ts_opf_batch_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
+int ts_opf_vendor_batch_norm_backward(const ts_op_call *call,
+                                      ts_op_result *out,
+                                      ts_error *err);
 int ts_opf_layer_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);

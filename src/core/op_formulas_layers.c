@@ -737,9 +737,8 @@ output_mask(const ts_op_call *call, int index, bool mask[3], ts_error *err)
     return TS_OK;
 }
 
-/* native_batch_norm_backward(grad_out, input, weight, running_mean,
- * running_var, save_mean, save_invstd, train, eps, output_mask), with
- * x^ = (x - mean) * invstd over N elements in C channels (M = N/C each):
+/* Batch norm backward, with x^ = (x - mean) * invstd over N elements in C
+ * channels (M = N/C each) and mask = (grad_input, grad_weight, grad_bias):
  *  - x^ (2N) and sum(dy * x^) (2N - C) when grad_weight is wanted or
  *    training grad_input needs them; sum(dy) (N - C) for grad_bias or
  *    training grad_input;
@@ -747,26 +746,17 @@ output_mask(const ts_op_call *call, int index, bool mask[3], ts_error *err)
  *    4N, plus 2C for the two means and C for w*invstd with a weight;
  *  - evaluation grad_input: dy * w * invstd, N, plus 3C for invstd =
  *    1/sqrt(running_var + eps) and C for the weight product. */
-int
-ts_opf_batch_norm_backward(const ts_op_call *call,
-                           ts_op_result *out,
-                           ts_error *err)
+static int
+batch_norm_backward_formula(const ts_shape *x,
+                            bool train,
+                            const bool mask[3],
+                            bool weighted,
+                            ts_op_result *out,
+                            ts_error *err)
 {
     calc c = {false};
-    const ts_shape *x = tensor_at(call, 1);
-    bool mask[3] = {false, false, false}, count;
-    bool train = flag_at(call, 7, false);
-    bool weighted = given(arg_at(call, 2));
     bool xhat, sum_dy;
     int64_t n, ch, flops = 0;
-    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
-    if (rc != TS_OK || !count) {
-        return rc;
-    }
-    rc = output_mask(call, 9, mask, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
     if (x == NULL || x->ndim < 2) {
         return ts_error_set(err,
                             TS_EUNSUPPORTED,
@@ -793,6 +783,51 @@ ts_opf_batch_norm_backward(const ts_op_call *call,
         flops = c_add(&c, flops, c_mul(&c, per_channel, ch));
     }
     return finish(&c, flops, out, err);
+}
+
+/* native_batch_norm_backward(grad_out, input, weight, running_mean,
+ * running_var, save_mean, save_invstd, train, eps, output_mask). */
+int
+ts_opf_batch_norm_backward(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err)
+{
+    bool mask[3] = {false, false, false}, count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = output_mask(call, 9, mask, err);
+    if (rc != TS_OK) {
+        return rc;
+    }
+    return batch_norm_backward_formula(tensor_at(call, 1),
+                                       flag_at(call, 7, false),
+                                       mask,
+                                       given(arg_at(call, 2)),
+                                       out,
+                                       err);
+}
+
+/* cudnn_batch_norm_backward(input, grad_output, weight, running_mean,
+ * running_var, save_mean, save_var, epsilon, reserveSpace) and
+ * miopen_batch_norm_backward (the same without reserveSpace) follow a
+ * training forward only (PyTorch's autograd uses native_batch_norm_backward
+ * after an evaluation one) and return all three gradients, so they count as
+ * native_batch_norm_backward with train and output_mask (1, 1, 1). */
+int
+ts_opf_vendor_batch_norm_backward(const ts_op_call *call,
+                                  ts_op_result *out,
+                                  ts_error *err)
+{
+    static const bool all[3] = {true, true, true};
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    return batch_norm_backward_formula(
+        tensor_at(call, 0), true, all, given(arg_at(call, 2)), out, err);
 }
 
 /* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,

@@ -312,11 +312,12 @@ test_table(void)
      * flex_attention higher-order operators). */
     CHECK_EQ_INT(native, 21);
     CHECK_EQ_INT(attention, 10);
-    /* 110 contract 2.2 packets and 167 extensions with formulas. */
-    CHECK_EQ_INT(supplemental, 277);
-    CHECK_EQ_INT(extension, 167 + 66);
+    /* 110 contract 2.2 packets and 171 extensions with formulas (with
+     * cudnn_ and miopen_batch_norm(_backward)). */
+    CHECK_EQ_INT(supplemental, 281);
+    CHECK_EQ_INT(extension, 171 + 66);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 402);
+    CHECK_EQ_INT(n, 406);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -1632,9 +1633,14 @@ test_batch_norm(void)
     c = batch_norm_call(false);
     CHECK_EXACT("aten.native_batch_norm", c, 390);
     CHECK_EXACT("aten._native_batch_norm_legit", c, 390);
+    /* cudnn_batch_norm and miopen_batch_norm take native_batch_norm's
+     * arguments (exponential_average_factor for momentum). */
+    CHECK_EXACT("aten.cudnn_batch_norm", c, 390);
+    CHECK_EXACT("aten.miopen_batch_norm", c, 390);
     c = batch_norm_call(true);
     CHECK_EXACT("aten.native_batch_norm", c, 798);
     CHECK_EXACT("aten._native_batch_norm_legit", c, 798);
+    CHECK_EXACT("aten.cudnn_batch_norm", c, 798);
     c.args[3].kind = TS_ARG_NONE;
     CHECK_EXACT("aten.native_batch_norm", c, 789);
     c.args[4].kind = TS_ARG_NONE;
@@ -2180,6 +2186,31 @@ test_norm_backward(void)
     batch_norm_backward_call(&c, true, true, "1,1,1");
     c.args[1].tensor = shape(F, "0,3,4,4");
     CHECK_EXACT(bn, c, 0);
+
+    /* cudnn_batch_norm_backward(input, grad_output, weight, running_mean,
+     * running_var, save_mean, save_var, epsilon, reserveSpace) follows a
+     * training forward and returns all three gradients: the 867 above.
+     * miopen's has no reserveSpace. */
+    c = call_new();
+    a_tensor(&c, F, "2,3,4,4");
+    a_tensor(&c, F, "2,3,4,4");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_tensor(&c, F, "3");
+    a_real(&c, 1e-5);
+    a_tensor(&c, I, "16");
+    o_tensor(&c, F, "2,3,4,4");
+    o_tensor(&c, F, "3");
+    o_tensor(&c, F, "3");
+    CHECK_EXACT("aten.cudnn_batch_norm_backward", c, 867);
+    c.nargs--;
+    CHECK_EXACT("aten.miopen_batch_norm_backward", c, 867);
+    c.args[0].tensor = shape(F, "0,3,4,4");
+    CHECK_EXACT("aten.cudnn_batch_norm_backward", c, 0);
+    c.args[0].tensor = shape(F, "3");
+    CHECK_UNSUPPORTED("aten.cudnn_batch_norm_backward", c, "channel");
 
     /* native_layer_norm_backward(grad (2,3,8), input, [8], mean, rstd,
      * weight, bias, mask): N = 48, W = 8. x^ 2N = 96; grad_input
@@ -3054,7 +3085,7 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "402 operator packets") != NULL);
+        CHECK(strstr(generated, "406 operator packets") != NULL);
     }
     free(generated);
     free(checked_in);
