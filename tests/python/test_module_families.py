@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-import test_coverage_zoo as zoo
+import zoo
 from torchscan import IncompleteAnalysisError, crawl_module, metric_result
 
 ROOT = Path(__file__).resolve().parents[2]
