@@ -1,6 +1,6 @@
 """Per-aten-call overhead of operator counting on training steps (issue 3).
 
-For every training-step workload of the coverage zoo (tests/python/test_coverage_zoo.py: forward, loss,
+For every training-step workload of the coverage zoo (tests/python/zoo.py: forward, loss,
 backward, optimizer.step(), zero_grad), with one thread:
 
   calls   aten calls of one step, counted once with a recording TorchDispatchMode
@@ -31,7 +31,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import torchscan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
-import test_coverage_zoo as zoo  # noqa: E402
+import zoo  # noqa: E402
 
 
 class EmptyMode(TorchDispatchMode):

@@ -2,7 +2,7 @@
 training step, has a formula or an ignore reason, so the operator total is complete; on every operator that
 FlopCounterMode counts (matmuls, convolutions, fused attention) our count is its count.
 
-The zoo (test_coverage_zoo.py): ResNet with BatchNorm, MobileNetV2/V3 and EfficientNet blocks (depthwise
+The zoo (zoo.py): ResNet with BatchNorm, MobileNetV2/V3 and EfficientNet blocks (depthwise
 convolutions, ReLU6, Hardswish, SiLU, squeeze-excite), ConvNeXt (channels-last LayerNorm, GELU), a ViT, a UNet
 (ConvTranspose, bilinear and nearest Upsample, cat), LSTM and GRU text models with Embedding, and Hugging Face
 BERT, GPT-2, Llama, T5 and Whisper from tiny configs with SDPA and eager attention.
@@ -23,7 +23,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from torchscan import crawl_module, measure_flops
 
-import test_coverage_zoo as zoo
+import zoo
 from conftest import assert_flopcounter_parity, flopcounter_counts
 
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchscan import IncompleteAnalysisError, compare_reports, crawl_module, measure_flops
+from torchscan import IncompleteAnalysisError, ModuleHandler, compare_reports, crawl_module, measure_flops
 
 from conftest import UnsupportedLeaf
 
@@ -83,23 +83,36 @@ def test_crawl_module_generated_and_structure_do_not_leak():
     _check_no_growth(lambda: (crawl_module(model, (3, 6, 6)), crawl_module(model, (3, 6, 6), mode="structure")))
 
 
+class Abort(BaseException):
+    """Not an Exception: the engine lets it through a module handler or an operator formula (an Exception there
+    becomes a diagnostic), so the crawl fails where C called the callback. Not KeyboardInterrupt, so that a real
+    Ctrl-C is never swallowed by the loop."""
+
+
+def _raises(expected: type[BaseException], crawl) -> None:
+    try:
+        crawl()
+    except expected:
+        return
+    raise AssertionError(f"{expected.__name__} was not raised")
+
+
 def test_failing_crawls_do_not_leak():
     failing = Failing()
     partial = nn.Sequential(nn.Linear(4, 4), UnsupportedLeaf())
 
+    def abort(*args, **kwargs):
+        raise Abort
+
+    handler = {nn.Linear: ModuleHandler(abort)}  # called by C from the Linear's call hook, after it ran
+    formula = {torch.ops.aten.addmm: abort}  # called by C from the dispatch counter, inside the Linear
+
     def call():
-        try:
-            crawl_module(failing, (4,))
-        except ValueError:
-            pass
-        try:
-            crawl_module(partial, (4,), strict=True)
-        except IncompleteAnalysisError:
-            pass
-        try:
-            crawl_module(partial, (4,), args=(torch.ones(1),))
-        except ValueError:
-            pass
+        # every crawl fails after the engine installed its hooks and its counter and recorded calls
+        _raises(ValueError, lambda: crawl_module(failing, (4,)))  # the forward, after self.lin ran
+        _raises(IncompleteAnalysisError, lambda: crawl_module(partial, (4,), strict=True))
+        _raises(Abort, lambda: crawl_module(partial, (4,), custom_modules=handler))
+        _raises(Abort, lambda: crawl_module(partial, (4,), custom_mapping=formula))
 
     _check_no_growth(call)
 

@@ -132,14 +132,16 @@ def test_standard_streams_are_inherited(capfd):
     assert "hello from the child" in capfd.readouterr().out
 
 
-# A command that starts a grandchild (in the command's process group), writes both pids and waits for ever.
+# A command that starts a grandchild (in the command's process group), writes both pids and waits. Both exit by
+# themselves after HANG_SECONDS: a test whose kill or interrupt never came fails then instead of hanging.
+HANG_SECONDS = 30
 HANG = textwrap.dedent(
-    """
+    f"""
     import subprocess, sys, time
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep({HANG_SECONDS})"])
     with open(sys.argv[1], "w") as f:
-        f.write(f"{__import__('os').getpid()} {child.pid}")
-    time.sleep(600)
+        f.write(f"{{__import__('os').getpid()}} {{child.pid}}")
+    time.sleep({HANG_SECONDS})
     """
 )
 
@@ -167,21 +169,35 @@ def test_timeout_kills_the_whole_group_and_reaps(tmp_path):
     assert _zombie_children() == []
 
 
+@pytest.fixture
+def sigint_raises_keyboard_interrupt():
+    """Python's SIGINT handler for the test's duration. A process that starts with SIGINT ignored (SIG_IGN is
+    inherited: under nohup in the background, in a shell's background job) gets no handler from Python, and the
+    SIGINT the test sends itself would be dropped."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler not set from Python, which cannot be put back
+            signal.signal(signal.SIGINT, previous)
+
+
 @linux_only
-def test_keyboard_interrupt_leaves_no_zombie_or_orphan(tmp_path):
+def test_keyboard_interrupt_leaves_no_zombie_or_orphan(tmp_path, sigint_raises_keyboard_interrupt):
     pid_file = tmp_path / "pids"
 
     def interrupt_when_started():
         _pids(pid_file)
         os.kill(os.getpid(), signal.SIGINT)
 
-    thread = threading.Thread(target=interrupt_when_started)
+    thread = threading.Thread(target=interrupt_when_started, daemon=True)
     thread.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             measure_peak_rss([PY, "-c", HANG, str(pid_file)])
     finally:
-        thread.join()
+        thread.join(timeout=HANG_SECONDS)
+    assert not thread.is_alive(), "the interrupting thread never finished"
     pids = _pids(pid_file)
     assert not any(_alive(pid) for pid in pids), "a process of the group survived the interrupt"
     assert _zombie_children() == []

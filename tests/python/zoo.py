@@ -1,12 +1,14 @@
 """The model zoo of the operator-coverage tests (issue 3) and of bench/op_overhead.py.
 
-No tests live here: the module only builds tiny, randomly initialised models of the
-families that standard training and inference run (CNNs with BatchNorm, mobile blocks,
-ConvNeXt, ViT, UNet, recurrent text models, Hugging Face transformers with SDPA and eager
-attention), together with their inputs and a loss, so that one inference call and one
-training step (forward, loss, backward, optimizer step, zero_grad) can be replayed on
-fresh copies. Everything is deterministic (fixed seeds) and small enough that a whole
-training step takes milliseconds; no weights are ever downloaded.
+A helper module, not a test module (pytest does not collect it): test_coverage.py,
+test_module_families.py and bench/op_overhead.py import it. It only builds tiny,
+randomly initialised models of the families that standard training and inference run
+(CNNs with BatchNorm, mobile blocks, ConvNeXt, ViT, UNet, recurrent text models, Hugging
+Face transformers with SDPA and eager attention), together with their inputs and a loss,
+so that one inference call and one training step (forward, loss, backward, optimizer
+step, zero_grad) can be replayed on fresh copies. Everything is deterministic (fixed
+seeds) and small enough that a whole training step takes milliseconds; no weights are
+ever downloaded.
 """
 
 from __future__ import annotations

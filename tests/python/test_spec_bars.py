@@ -1,9 +1,9 @@
-"""Measurable bars of SPEC.md section 3 that the package does not meet yet (strict xfails: remove the marker
-when the bar is met)."""
+"""Measurable bars of SPEC.md section 3 that began as strict xfails (the gaps) and are met now: a CNN training
+step and a BERT inference have complete operator FLOPs (3.1), nn.Embedding has complete module metrics (3.4).
+Plain tests: a regression fails here."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch import nn
 
