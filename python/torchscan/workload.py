@@ -11,7 +11,7 @@ from . import _engine
 from ._timing import _TIMING, _benchmark_context, _describe, _timing_target, _validate_timing_settings
 from .benchmark import BenchmarkReport, _timed_report
 from .flops import measure_flops
-from .process.memory import _PEAK_MEMORY, _NoMemoryEventsError, measure_peak_memory
+from .process.memory import _PEAK_MEMORY, NoMemoryEventsError, measure_peak_memory
 from .process.rss import _check_command, _check_startable, measure_peak_rss
 from .profiler import profile_workload
 from .report import Diagnostic, MetricResult, metric_result
@@ -33,7 +33,7 @@ _MEMORY_METHODS = {
 }
 
 # Collector limits that become a measurement_unavailable diagnostic.
-_UNAVAILABLE = (NotImplementedError, ImportError, _NoMemoryEventsError)
+_UNAVAILABLE = (NotImplementedError, ImportError, NoMemoryEventsError)
 
 
 class _Tracked:

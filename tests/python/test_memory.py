@@ -70,8 +70,15 @@ def test_workload_called_once_and_exception_propagates():
 
 
 def test_no_allocation_raises_runtime_error():
-    with pytest.raises(RuntimeError):
+    from torchscan.process import NoMemoryEventsError
+    from torchscan.process.memory import _NoMemoryEventsError
+
+    with pytest.raises(RuntimeError) as info:
         measure_peak_memory(lambda: None, device="cpu")
+    # a public name in the traceback; the reference's private name still catches it
+    assert type(info.value) is NoMemoryEventsError is _NoMemoryEventsError
+    assert type(info.value).__qualname__ == "NoMemoryEventsError"
+    assert str(info.value) == "The PyTorch profiler recorded no CPU tensor allocation during the workload."
 
 
 @pytest.mark.parametrize(

@@ -164,6 +164,9 @@ def test_comparison_of_copy_and_no_op():
     )
     assert [d["code"] for d in noop["diagnostics"]] == ["measurement_unavailable"]
     assert noop["diagnostics"][0]["metric"] == "peak_memory"
+    assert noop["diagnostics"][0]["message"] == (
+        "NoMemoryEventsError: The PyTorch profiler recorded no CPU tensor allocation during the workload."
+    )
     comparison = compare_benchmarks(copy, noop, check=lambda: None)
     assert comparison["output_check"] == "passed"
     assert comparison["totals"]["peak_memory"]["status"] == "unavailable"

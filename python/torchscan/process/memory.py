@@ -56,8 +56,16 @@ class _Exclusive:
 _PEAK_MEMORY = _Exclusive("measure_peak_memory or profile_workload")
 
 
-class _NoMemoryEventsError(RuntimeError):
-    """The CPU profiler recorded no tensor allocation during the workload."""
+class NoMemoryEventsError(RuntimeError):
+    """The CPU profiler recorded no tensor allocation during the workload.
+
+    A ``RuntimeError``, as the reference raises; ``measure_workload`` reports
+    it as an unavailable ``peak_memory``.
+    """
+
+
+# The reference's private name for the same class (contract 1.6).
+_NoMemoryEventsError = NoMemoryEventsError
 
 
 def _device(device: Any) -> torch.device:
@@ -86,7 +94,7 @@ def _cpu(workload: Callable[[], Any]) -> dict[str, str | int]:
     roots = prof.profiler.kineto_results.experimental_event_tree() if prof.profiler is not None else []
     peak = _engine.memory_peak(roots, torch._C._profiler._EventType.Allocation)
     if peak is None:
-        raise _NoMemoryEventsError("The PyTorch profiler recorded no CPU tensor allocation during the workload.")
+        raise NoMemoryEventsError("The PyTorch profiler recorded no CPU tensor allocation during the workload.")
     return {"device": "cpu", "metric": "pytorch_tensor_bytes", "baseline_bytes": 0, "peak_bytes": peak, "delta_bytes": peak}
 
 
