@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 import torch
 
 from . import _engine
+from ._profiling import quiet_profile
 from ._timing import _timing_target
 from .process.memory import _PEAK_MEMORY
 from .report import Diagnostic
@@ -116,7 +117,7 @@ def profile_workload(
         raise ValueError(f"limit must be an int >= 1, got {limit!r}.")
     path = _trace_target(trace_path)
     target = _timing_target(device)
-    from torch.profiler import ProfilerActivity, profile, supported_activities
+    from torch.profiler import ProfilerActivity, supported_activities
 
     activities = [ProfilerActivity.CPU]
     cuda_activity = target.type == "cuda" and ProfilerActivity.CUDA in supported_activities()
@@ -127,7 +128,7 @@ def profile_workload(
         _refuse_existing(path)
         if sync is not None:
             sync()
-        with profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
+        with quiet_profile(activities=activities, record_shapes=True, profile_memory=True) as prof:
             workload()
             if sync is not None:
                 sync()

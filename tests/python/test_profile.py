@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -212,3 +213,42 @@ def test_cuda_without_the_cuda_activity(monkeypatch):
     assert [d["code"] for d in report["diagnostics"]] == ["cuda_gpu_trace_unavailable"]
     assert syncs == [torch.device("cuda", 0)] * 2
     assert all(row["device_self_seconds"] is None for row in report["operators"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The profiler's own log lines stay out of the terminal; the workload's stderr does not
+# ---------------------------------------------------------------------------------------------------------------
+
+QUIET = """
+import os, torch
+from torchscan import profile_workload
+from torchscan.process import measure_peak_memory
+
+def workload():
+    os.write(2, b"workload line\\n")
+    return torch.ones(10)
+
+measure_peak_memory(workload, device="cpu")
+profile_workload(workload, device="cpu")
+os.write(2, b"after\\n")
+"""
+
+
+def _stderr_of(script, **env_changes):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    env.update(env_changes)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=120, check=True)
+    return done.stderr.decode()
+
+
+def test_profiler_start_and_stop_print_nothing_but_the_workload_does():
+    assert _stderr_of(QUIET) == "workload line\nworkload line\nafter\n"
+
+
+def test_a_kineto_log_level_set_by_the_user_is_respected():
+    err = _stderr_of(QUIET, KINETO_LOG_LEVEL="0")
+    assert "profiler_start" in err and "profiler_stop" in err
+    assert err.count("workload line\n") == 2 and err.endswith("after\n")

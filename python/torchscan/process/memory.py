@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from .. import _engine
+from .._profiling import quiet_profile
 
 __all__ = ["measure_peak_memory"]
 
@@ -85,9 +86,9 @@ def _require(namespace: Any, names: tuple[str, ...], backend: str) -> None:
 
 
 def _cpu(workload: Callable[[], Any]) -> dict[str, str | int]:
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with quiet_profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         workload()
     # The event tree carries each allocation's address: a release of a tensor made before this call (in an
     # earlier profiling session) is matched to nothing and not subtracted.
