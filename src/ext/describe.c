@@ -2,7 +2,7 @@
  * container structure, never values, file paths or reprs. */
 #include <string.h>
 
-#include "tsx.h"
+#include "describe.h"
 
 #define DESCRIBE_MAX_DEPTH 64
 /* Values described per top-level value (an argument, an output): a
@@ -91,14 +91,14 @@ tsx_is_tensor(tsx_state *st, PyObject *obj)
 }
 
 PyObject *
-tsx_number_index(PyObject *value)
+tsx_number_index(tsx_state *st, PyObject *value)
 {
     if (strcmp(Py_TYPE(value)->tp_name, "SymInt") == 0) {
         /* A SymInt's __index__ adds a guard: it would specialize the
          * graph being traced. Its hint (the example value) is read
          * instead; none, and it has no concrete value. */
-        PyObject *node = tsx_getattr(value, "node");
-        PyObject *hint = node ? tsx_getattr(node, "hint") : NULL;
+        PyObject *node = tsx_getattr(st, value, "node");
+        PyObject *hint = node ? tsx_getattr(st, node, "hint") : NULL;
         Py_XDECREF(node);
         if (hint != NULL && !PyLong_CheckExact(hint)) {
             Py_CLEAR(hint);
@@ -112,7 +112,7 @@ tsx_number_index(PyObject *value)
 /* Reads one dimension; -1 with an exception; 0 when symbolic (no concrete
  * value), 1 when *out is set. */
 static int
-read_dim(PyObject *item, int64_t *out)
+read_dim(tsx_state *st, PyObject *item, int64_t *out)
 {
     long long v;
     if (PyLong_Check(item)) {
@@ -124,7 +124,7 @@ read_dim(PyObject *item, int64_t *out)
         return 1;
     }
     /* SymInt: concrete when it has a hint. */
-    PyObject *as_int = tsx_number_index(item);
+    PyObject *as_int = tsx_number_index(st, item);
     if (as_int == NULL) {
         PyErr_Clear();
         return 0;
@@ -219,7 +219,7 @@ tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
     }
     shape->ndim = (int)n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int got = read_dim(PyTuple_GET_ITEM(size, i), &shape->dims[i]);
+        int got = read_dim(st, PyTuple_GET_ITEM(size, i), &shape->dims[i]);
         if (got < 0) {
             goto done;
         }
@@ -366,7 +366,7 @@ describe_tensor(tsx_state *st,
     shape.dtype = info->cls;
     shape.dense = true;
     for (Py_ssize_t i = 0; concrete && i < ndim; i++) {
-        int got = read_dim(PyTuple_GET_ITEM(size, i), &shape.dims[i]);
+        int got = read_dim(st, PyTuple_GET_ITEM(size, i), &shape.dims[i]);
         if (got < 0) {
             goto done;
         }
@@ -404,7 +404,7 @@ describe_tensor(tsx_state *st,
     for (Py_ssize_t i = 0; i < ndim; i++) {
         PyObject *item = PyTuple_GET_ITEM(size, i);
         int64_t v = 0;
-        int got = concrete ? 1 : read_dim(item, &v);
+        int got = concrete ? 1 : read_dim(st, item, &v);
         json_t *j;
         if (got < 0) {
             goto done;
