@@ -182,16 +182,114 @@ cache_grow(struct tsx_op_cache *c)
     return 0;
 }
 
+/* Whether an aten overload that has no formula has a
+ * CompositeImplicitAutograd kernel: as FlopCounterMode does, such an
+ * operator is decomposed and its parts are counted. */
+static int
+read_decomposable(tsx_state *st, PyObject *func, op_slot *s)
+{
+    PyObject *opname = PyObject_CallMethod(func, "name", NULL);
+    PyObject *has =
+        opname ? PyObject_CallFunction(
+            st->has_kernel, "Os", opname, "CompositeImplicitAutograd")
+               : NULL;
+    Py_XDECREF(opname);
+    if (has == NULL) {
+        return -1;
+    }
+    s->decomposable = has == Py_True;
+    Py_DECREF(has);
+    return 0;
+}
+
+/* The schema's argument names (keyword arguments find their position). */
+static int
+read_argument_names(tsx_state *st, PyObject *func, op_slot *s)
+{
+    PyObject *schema = PyObject_GetAttr(func, st->s_schema);
+    PyObject *arguments =
+        schema ? PyObject_GetAttr(schema, st->s_arguments) : NULL;
+    Py_ssize_t n = arguments ? PySequence_Length(arguments) : -1;
+    int rc = -1;
+    if (n < 0 || (s->names = PyTuple_New(n)) == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PySequence_GetItem(arguments, i);
+        PyObject *an = a ? PyObject_GetAttr(a, st->s_name) : NULL;
+        Py_XDECREF(a);
+        if (an == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(s->names, i, an);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(schema);
+    Py_XDECREF(arguments);
+    return rc;
+}
+
+/* A higher-order operator, named like the packets ("higher_order.cond"):
+ * *fname holds the name. */
+static int
+read_hop(tsx_state *st, PyObject *func, op_slot *s, PyObject **fname)
+{
+    PyObject *pname = PyObject_CallMethodNoArgs(func, st->s_name);
+    *fname = pname ? PyUnicode_FromFormat("higher_order.%S", pname) : NULL;
+    Py_XDECREF(pname);
+    if (*fname == NULL || PyUnicode_AsUTF8(*fname) == NULL) {
+        return -1;
+    }
+    s->hop = true;
+    s->func = Py_NewRef(func);
+    return 0;
+}
+
+/* An aten overload: its packet, lists, formula entry, kernel and schema.
+ * *pname holds the packet name. */
+static int
+read_overload(tsx_state *st, PyObject *func, op_slot *s, PyObject **pname)
+{
+    PyObject *fname;
+    const char *full;
+    s->packet = PyObject_GetAttr(func, st->s_overloadpacket);
+    *pname = s->packet ? PyObject_Str(s->packet) : NULL;
+    fname = *pname ? PyObject_Str(func) : NULL;
+    full = fname && PyUnicode_AsUTF8(*pname) ? PyUnicode_AsUTF8(fname) : NULL;
+    if (full == NULL) {
+        Py_XDECREF(fname);
+        return -1;
+    }
+    s->func = Py_NewRef(func);
+    s->skip = listed(full, skipped_overloads, N_OF(skipped_overloads));
+    s->silent = listed(full, silent_overloads, N_OF(silent_overloads));
+    Py_DECREF(fname);
+    s->entry = ts_op_lookup(PyUnicode_AsUTF8(*pname));
+    if (!s->skip && !s->silent && read_decomposable(st, func, s) < 0) {
+        return -1;
+    }
+    s->op = PyObject_GetAttr(func, st->s_op);
+    s->overload = s->op ? tsx_getattr(st, func, "_overloadname") : NULL;
+    if (s->overload != NULL && !PyUnicode_Check(s->overload)) {
+        PyErr_SetString(PyExc_TypeError, "an overload name is not a str");
+    }
+    if (s->overload == NULL || !PyUnicode_Check(s->overload)) {
+        return -1;
+    }
+    return read_argument_names(st, func, s);
+}
+
 /* Resolves an operator overload the first time the process sees it. */
 static op_slot *
 resolve(tsx_state *st, PyObject *func)
 {
     struct tsx_op_cache *cache = st->op_cache;
     op_slot s;
-    PyObject *pname = NULL, *fname = NULL, *schema = NULL;
-    PyObject *arguments = NULL;
-    const char *name, *full;
+    PyObject *name_obj = NULL;
+    const char *name;
     size_t j, len;
+    int hop;
 
     memset(&s, 0, sizeof s);
     if (cache == NULL) {
@@ -204,77 +302,14 @@ resolve(tsx_state *st, PyObject *func)
     if ((cache->size + 1) * 2 > cache->cap && cache_grow(cache) < 0) {
         return NULL;
     }
-    int hop = PyObject_IsInstance(func, st->hop_type);
-    if (hop < 0) {
-        return NULL;
-    }
-    if (hop) {
-        /* Named like the packets: "higher_order.cond". */
-        s.hop = true;
-        pname = PyObject_CallMethodNoArgs(func, st->s_name);
-        fname = pname ? PyUnicode_FromFormat("higher_order.%S", pname) : NULL;
-        full = fname ? PyUnicode_AsUTF8(fname) : NULL;
-        if (full == NULL) {
-            goto error;
-        }
-        s.func = Py_NewRef(func);
-        name = full;
-        goto named;
-    }
-    s.packet = PyObject_GetAttr(func, st->s_overloadpacket);
-    pname = s.packet ? PyObject_Str(s.packet) : NULL;
-    fname = pname ? PyObject_Str(func) : NULL;
-    name = fname ? PyUnicode_AsUTF8(pname) : NULL;
-    full = name ? PyUnicode_AsUTF8(fname) : NULL;
-    if (full == NULL) {
+    hop = PyObject_IsInstance(func, st->hop_type);
+    if (hop < 0
+        || (hop ? read_hop(st, func, &s, &name_obj)
+                : read_overload(st, func, &s, &name_obj))
+               < 0) {
         goto error;
     }
-    s.func = Py_NewRef(func);
-    s.skip = listed(full, skipped_overloads, N_OF(skipped_overloads));
-    s.silent = listed(full, silent_overloads, N_OF(silent_overloads));
-    s.entry = ts_op_lookup(name);
-    if (!s.skip && !s.silent) {
-        /* As FlopCounterMode does: an operator without a formula that has a
-         * CompositeImplicitAutograd kernel is decomposed and its parts are
-         * counted. */
-        PyObject *opname = PyObject_CallMethod(func, "name", NULL);
-        PyObject *has =
-            opname ? PyObject_CallFunction(
-                st->has_kernel, "Os", opname, "CompositeImplicitAutograd")
-                   : NULL;
-        Py_XDECREF(opname);
-        if (has == NULL) {
-            goto error;
-        }
-        s.decomposable = has == Py_True;
-        Py_DECREF(has);
-    }
-    s.op = PyObject_GetAttr(func, st->s_op);
-    s.overload = s.op ? tsx_getattr(st, func, "_overloadname") : NULL;
-    if (s.overload == NULL || !PyUnicode_Check(s.overload)) {
-        goto error;
-    }
-    schema = PyObject_GetAttr(func, st->s_schema);
-    arguments = schema ? PyObject_GetAttr(schema, st->s_arguments) : NULL;
-    if (arguments == NULL) {
-        goto error;
-    }
-    {
-        Py_ssize_t n = PySequence_Length(arguments);
-        if (n < 0 || (s.names = PyTuple_New(n)) == NULL) {
-            goto error;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *a = PySequence_GetItem(arguments, i);
-            PyObject *an = a ? PyObject_GetAttr(a, st->s_name) : NULL;
-            Py_XDECREF(a);
-            if (an == NULL) {
-                goto error;
-            }
-            PyTuple_SET_ITEM(s.names, i, an);
-        }
-    }
-named:
+    name = PyUnicode_AsUTF8(name_obj);
     len = strlen(name) + 1;
     s.name = PyMem_Malloc(len);
     if (s.name == NULL) {
@@ -283,10 +318,7 @@ named:
     }
     memcpy(s.name, name, len);
     s.index = (int)cache->size;
-    Py_DECREF(pname);
-    Py_DECREF(fname);
-    Py_XDECREF(schema);
-    Py_XDECREF(arguments);
+    Py_DECREF(name_obj);
     j = slot_hash(func) & (cache->cap - 1);
     while (cache->slots[j].func != NULL) {
         j = (j + 1) & (cache->cap - 1);
@@ -295,10 +327,7 @@ named:
     cache->size++;
     return &cache->slots[j];
 error:
-    Py_XDECREF(pname);
-    Py_XDECREF(fname);
-    Py_XDECREF(schema);
-    Py_XDECREF(arguments);
+    Py_XDECREF(name_obj);
     slot_free(&s);
     return NULL;
 }
@@ -350,6 +379,114 @@ counter_id(tsx_counter *c, const op_slot *s)
     return c->ids[s->index];
 }
 
+/* Element count of a tensor that is not the first of a list (only its
+ * count matters); -1 when it has none. */
+static int64_t
+other_tensor_numel(tsx_state *st, PyObject *t)
+{
+    int64_t numel = -1;
+    PyObject *nobj = PyObject_CallMethodNoArgs(t, st->s_numel);
+    if (nobj == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_SETREF(nobj, tsx_number_index(st, nobj));
+    numel = nobj ? PyLong_AsLongLong(nobj) : -1;
+    Py_XDECREF(nobj);
+    if (numel == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    return numel;
+}
+
+/* A list of tensors (None entries skipped): the first described in full
+ * (dtype, layout); the others of an optimizer's parameter list only need
+ * their element count. */
+static int
+classify_tensors(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
+{
+    a->kind = TS_ARG_TENSORS;
+    a->ntensors = 0;
+    a->numel_sum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ts_shape shape;
+        int64_t numel = -1;
+        if (items[i] == Py_None) {
+            continue;
+        }
+        if (a->ntensors++ == 0) {
+            if (tsx_tensor_shape(st, items[i], &shape) < 0) {
+                return -1;
+            }
+            a->tensor = shape;
+            if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)) {
+                numel = -1;
+            }
+        }
+        else {
+            numel = other_tensor_numel(st, items[i]);
+        }
+        if (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
+            a->numel_sum = -1;
+            a->kind = TS_ARG_OTHER;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A list of ints (sizes, dims); not ints when an item has no integer. */
+static void
+classify_ints(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
+{
+    a->kind = TS_ARG_INTS;
+    a->nints = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = tsx_number_index(st, items[i]);
+        long long y = x ? PyLong_AsLongLong(x) : -1;
+        Py_XDECREF(x);
+        if (y == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            a->kind = TS_ARG_OTHER;
+            break;
+        }
+        a->ints[i] = y;
+    }
+}
+
+/* A list or tuple argument: tensors, ints, or other. */
+static int
+classify_sequence(tsx_state *st, PyObject *v, ts_op_arg *a)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    PyObject **items = PySequence_Fast_ITEMS(v);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (items[i] != Py_None && tsx_is_tensor(st, items[i])) {
+            return classify_tensors(st, items, n, a);
+        }
+    }
+    if (n <= TS_MAX_DIMS) {
+        classify_ints(st, items, n, a);
+    }
+    return 0;
+}
+
+/* SymInt and friends: a concrete int when they have one. */
+static void
+classify_int_like(tsx_state *st, PyObject *v, ts_op_arg *a)
+{
+    PyObject *x = tsx_number_index(st, v);
+    if (x != NULL) {
+        int overflow;
+        a->i = PyLong_AsLongLongAndOverflow(x, &overflow);
+        a->kind = overflow ? TS_ARG_OTHER : TS_ARG_INT;
+        Py_DECREF(x);
+    }
+    else {
+        PyErr_Clear();
+    }
+}
+
 /* Fills one formula argument from a Python value. */
 static int
 classify(tsx_state *st, PyObject *v, ts_op_arg *a)
@@ -386,74 +523,7 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
         }
     }
     else if (PyList_Check(v) || PyTuple_Check(v)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-        PyObject **items = PySequence_Fast_ITEMS(v);
-        bool tensors = false;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (items[i] != Py_None && tsx_is_tensor(st, items[i])) {
-                tensors = true;
-                break;
-            }
-        }
-        if (tensors) {
-            a->kind = TS_ARG_TENSORS;
-            a->ntensors = 0;
-            a->numel_sum = 0;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                ts_shape shape;
-                int64_t numel = -1;
-                if (items[i] == Py_None) {
-                    continue;
-                }
-                if (a->ntensors++ == 0) {
-                    /* The first tensor is described in full (dtype,
-                     * layout); the others of an optimizer's parameter
-                     * list only need their element count. */
-                    if (tsx_tensor_shape(st, items[i], &shape) < 0) {
-                        return -1;
-                    }
-                    a->tensor = shape;
-                    if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)) {
-                        numel = -1;
-                    }
-                }
-                else {
-                    PyObject *nobj =
-                        PyObject_CallMethodNoArgs(items[i], st->s_numel);
-                    if (nobj == NULL) {
-                        PyErr_Clear();
-                    }
-                    else {
-                        Py_SETREF(nobj, tsx_number_index(st, nobj));
-                        numel = nobj ? PyLong_AsLongLong(nobj) : -1;
-                        Py_XDECREF(nobj);
-                        if (numel == -1 && PyErr_Occurred()) {
-                            PyErr_Clear();
-                        }
-                    }
-                }
-                if (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
-                    a->numel_sum = -1;
-                    a->kind = TS_ARG_OTHER;
-                    break;
-                }
-            }
-        }
-        else if (n <= TS_MAX_DIMS) {
-            a->kind = TS_ARG_INTS;
-            a->nints = (int)n;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *x = tsx_number_index(st, items[i]);
-                long long y = x ? PyLong_AsLongLong(x) : -1;
-                Py_XDECREF(x);
-                if (y == -1 && PyErr_Occurred()) {
-                    PyErr_Clear();
-                    a->kind = TS_ARG_OTHER;
-                    break;
-                }
-                a->ints[i] = y;
-            }
-        }
+        return classify_sequence(st, v, a);
     }
     else if (PyObject_TypeCheck(v, (PyTypeObject *)st->dtype_type)) {
         const tsx_dtype *info = tsx_dtype_info(st, v);
@@ -463,17 +533,7 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
         a->tensor.dtype = info->cls;
     }
     else {
-        /* SymInt and friends: a concrete int when they have one. */
-        PyObject *x = tsx_number_index(st, v);
-        if (x != NULL) {
-            int overflow;
-            a->i = PyLong_AsLongLongAndOverflow(x, &overflow);
-            a->kind = overflow ? TS_ARG_OTHER : TS_ARG_INT;
-            Py_DECREF(x);
-        }
-        else {
-            PyErr_Clear();
-        }
+        classify_int_like(st, v, a);
     }
     return 0;
 }
