@@ -1,4 +1,6 @@
-/* JSON value trees <-> Python objects, and engine status -> exception. */
+/* JSON value trees <-> Python objects (reports are built straight into
+ * Python objects through an emitter), and the one translation of engine
+ * statuses into exceptions (convert.h has the table). */
 #include <math.h>
 #include <pthread.h>
 

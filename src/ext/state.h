@@ -2,23 +2,32 @@
  * and the interned names it owns.
  *
  * Layers of src/ext, bottom to top; a file calls only files below it
- * (tools/check_ext_layers.py checks it on the object files):
- *   state       module state, interned names, exception fetch/restore
- *   convert     report/JSON -> Python objects; engine status -> exception
- *   describe    metadata of Python values (tensors, dtypes, containers)
- *   callbacks   the only place user code runs: custom formulas, module
- *               handlers' estimates, module readers
- *   module_desc module families: class table, one reader per family
- *   module_call the parts of a module call the formulas need
- *   counter     the operator counter (Python type Counter)
- *   handlers    custom module handlers: matching, normalising results
- *   attribution parameter/buffer attribution and model totals
- *   observe     what a module call records (begin/end of a layer call)
- *   hooks       observer objects (Hook), install/uninstall, flags
- *   crawl       the crawl (Python type Crawl) and its report
- *   timing, measure   workload measurements
- *   module      the module definition and method table (the top)
- * Each layer has its own header; a header includes only lower ones. */
+ * (tools/check_ext_layers.py checks it on the object files; the table is in
+ * docs/architecture.md):
+ *   state        module state, interned names, exception fetch/restore
+ *   convert      report/JSON -> Python objects; engine status -> exception
+ *   describe     metadata of Python values (tensors, dtypes, containers)
+ *   callbacks    the only place user code runs: custom formulas, module
+ *                handlers' estimates, module readers
+ *   module_family  native families (the class table), the module tree
+ *   module_desc  one reader per module family (hyperparameters)
+ *   module_call  the parts of a module call the formulas need
+ *   counter      the operator counter (Python type Counter)
+ *   handlers     custom module handlers: matching, normalising results
+ *   attribution  parameter/buffer attribution and model totals
+ *   observe      what a module call records (begin/end of a layer call)
+ *   hooks        observer objects (Hook), install/uninstall, flags
+ *   crawl        the crawl (Python type Crawl) and its report
+ *   reports, timing, measure   module functions
+ *   module       the module definition and method table (the top)
+ * Where this differs from a first sketch, and why: describe sits below
+ * callbacks (formulas receive shapes and numbers are converted with its
+ * tensor helpers); the module descriptions are three files (modules.c was
+ * 1,866 lines: class table, family readers, call fillers); the counter sits
+ * below handlers (a handler's estimate runs with counting paused); the
+ * crawl's C data and per-call recording (observe) sit below the hooks that
+ * call them, and the Crawl type above both. Each layer has its own header,
+ * which includes only lower ones. */
 #ifndef TSX_STATE_H
 #define TSX_STATE_H
 
