@@ -8,12 +8,12 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: run test build deps ctest asan pytest bench bench-instructions lint format format-check clean
+.PHONY: run test build deps ctest asan pytest ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
 
-test: format-check ctest asan pytest
+test: format-check ext-layers ctest asan pytest
 
 deps: $(STAMP)
 $(STAMP): requirements-dev.txt tools/install-system-deps.sh
@@ -40,6 +40,11 @@ asan: $(STAMP)
 	test -d build-asan || $(MESON) setup build-asan -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 	$(MESON) compile -C build-asan
 	@set -e; for t in build-asan/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+# src/ext: no call from a file to a file of its own or a higher layer, and engine statuses become
+# exceptions in convert.c only (compiles each file with cc and reads its symbols with nm).
+ext-layers: $(STAMP)
+	$(PY) tools/check_ext_layers.py
 
 pytest: build
 	$(PY) -m pytest tests/python -q

@@ -168,15 +168,15 @@ def _crawl(
     )
     handlers = _validate_custom_modules(custom_modules)
     full = mode == "full"
-    session = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
-    if table_depth is not None and table_depth > session.depth():
+    crawl = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
+    if table_depth is not None and table_depth > crawl.depth():
         # the table's own check, made before the model runs
         raise ValueError("The `max_depth` argument cannot be higher than module depth.")
     counter = _OperatorCounter(mapping) if full else None
     training_before = module.training
     try:
         # inside the try: a Ctrl-C that lands as install returns still uninstalls
-        session.install(counter, True)
+        crawl.install(counter, True)
         with torch.no_grad():
             if counter is not None:
                 with counter:
@@ -184,7 +184,7 @@ def _crawl(
             else:
                 module(*call_args, **call_kwargs)
     finally:
-        session.uninstall()
+        crawl.uninstall()
     context = {
         "torchscan_version": _package_version(),
         "torch_version": torch.__version__,
@@ -193,7 +193,7 @@ def _crawl(
         "execution_mode": "evaluation_no_grad",
         "training_before": training_before,
     }
-    report: AnalysisReport = session.report(context, source, call_args, call_kwargs, counter, torch.__version__)
+    report: AnalysisReport = crawl.report(context, source, call_args, call_kwargs, counter, torch.__version__)
     if strict:
         incomplete, message = _engine.incomplete(report)
         if incomplete:

@@ -110,7 +110,7 @@ def measure_flops(
     if not callable(workload):
         raise TypeError(f"workload must be callable, got {type(workload).__name__}.")
     mapping = _check_custom_mapping(custom_mapping)
-    session = None
+    crawl = None
     if modules is not None:
         mods = modules if isinstance(modules, list) else [modules]
         if not mods or any(not isinstance(m, torch.nn.Module) for m in mods):
@@ -119,15 +119,15 @@ def measure_flops(
         # ModuleList view numbers them ("0.layer1", "1", ...); the modules
         # are not changed.
         root = mods[0] if len(mods) == 1 else torch.nn.ModuleList(mods)
-        session = _engine.Crawl(root, False)
+        crawl = _engine.Crawl(root, False)
     counter = _OperatorCounter(mapping)
     try:
         # inside the try: a Ctrl-C that lands as install returns still uninstalls
-        if session is not None:
-            session.install(counter, False)  # observe only: no eval(), no flag change
+        if crawl is not None:
+            crawl.install(counter, False)  # observe only: no eval(), no flag change
         with counter:
             workload()
     finally:
-        if session is not None:
-            session.uninstall()
-    return counter.report(session.operator_flops_by_path() if session is not None else None)
+        if crawl is not None:
+            crawl.uninstall()
+    return counter.report(crawl.operator_flops_by_path() if crawl is not None else None)

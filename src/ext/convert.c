@@ -1,8 +1,10 @@
-/* JSON value trees <-> Python objects, and engine status -> exception. */
+/* JSON value trees <-> Python objects (reports are built straight into
+ * Python objects through an emitter), and the one translation of engine
+ * statuses into exceptions (convert.h has the table). */
 #include <math.h>
 #include <pthread.h>
 
-#include "tsx.h"
+#include "convert.h"
 
 #include "torchscan/emit.h"
 
@@ -352,10 +354,117 @@ convert_json(const json_t *value, str_cache *cache)
     }
 }
 
+static json_t *to_json(PyObject *obj, const char *what, int depth);
+
+static json_t *
+int_to_json(PyObject *obj, const char *what)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (overflow) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s holds an integer outside the 64-bit range",
+                     what);
+        return NULL;
+    }
+    return json_integer(v);
+}
+
+static json_t *
+text_to_json(PyObject *obj, const char *what)
+{
+    Py_ssize_t size;
+    json_t *result;
+    const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
+    if (s == NULL) {
+        return NULL;
+    }
+    if (memchr(s, '\0', (size_t)size) != NULL) {
+        /* the engine reads text as C strings: it would be cut short */
+        PyErr_Format(
+            PyExc_ValueError, "%s holds text with a NUL character", what);
+        return NULL;
+    }
+    result = json_stringn(s, (size_t)size);
+    if (result == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
+    }
+    return result;
+}
+
+static json_t *
+dict_to_json(PyObject *obj, const char *what, int depth)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    json_t *result = json_object();
+    if (result == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    while (PyDict_Next(obj, &pos, &key, &value)) {
+        Py_ssize_t size;
+        const char *k;
+        json_t *v;
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s has a non-string key (%.100s)",
+                         what,
+                         Py_TYPE(key)->tp_name);
+            json_decref(result);
+            return NULL;
+        }
+        k = PyUnicode_AsUTF8AndSize(key, &size);
+        if (k != NULL && memchr(k, '\0', (size_t)size) != NULL) {
+            PyErr_Format(
+                PyExc_ValueError, "%s has a key with a NUL character", what);
+            k = NULL;
+        }
+        v = k ? to_json(value, what, depth + 1) : NULL;
+        if (v == NULL || json_object_setn_new(result, k, (size_t)size, v)) {
+            if (v != NULL && !PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            json_decref(result);
+            return NULL;
+        }
+    }
+    return result;
+}
+
+static json_t *
+list_to_json(PyObject *obj, const char *what, int depth)
+{
+    PyObject *seq = PySequence_Fast(obj, "");
+    json_t *result;
+    Py_ssize_t n;
+    if (seq == NULL) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    result = json_array();
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        json_t *v = to_json(PySequence_Fast_GET_ITEM(seq, i), what, depth + 1);
+        if (v == NULL || json_array_append_new(result, v)) {
+            if (v != NULL && !PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            json_decref(result);
+            result = NULL;
+        }
+    }
+    Py_DECREF(seq);
+    if (result == NULL && !PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    return result;
+}
+
 static json_t *
 to_json(PyObject *obj, const char *what, int depth)
 {
-    json_t *result = NULL;
     if (depth > 200) {
         PyErr_Format(
             PyExc_ValueError, "%s is nested too deeply (or is cyclic)", what);
@@ -368,18 +477,7 @@ to_json(PyObject *obj, const char *what, int depth)
         return json_boolean(obj == Py_True);
     }
     if (PyLong_Check(obj)) {
-        int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-        if (v == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (overflow) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s holds an integer outside the 64-bit range",
-                         what);
-            return NULL;
-        }
-        return json_integer(v);
+        return int_to_json(obj, what);
     }
     if (PyFloat_Check(obj)) {
         double d = PyFloat_AS_DOUBLE(obj);
@@ -392,85 +490,13 @@ to_json(PyObject *obj, const char *what, int depth)
         return json_real(d);
     }
     if (PyUnicode_Check(obj)) {
-        Py_ssize_t size;
-        const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
-        if (s == NULL) {
-            return NULL;
-        }
-        if (memchr(s, '\0', (size_t)size) != NULL) {
-            /* the engine reads text as C strings: it would be cut short */
-            PyErr_Format(
-                PyExc_ValueError, "%s holds text with a NUL character", what);
-            return NULL;
-        }
-        result = json_stringn(s, (size_t)size);
-        if (result == NULL) {
-            PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
-        }
-        return result;
+        return text_to_json(obj, what);
     }
     if (PyDict_Check(obj)) {
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        result = json_object();
-        if (result == NULL) {
-            return (json_t *)PyErr_NoMemory();
-        }
-        while (PyDict_Next(obj, &pos, &key, &value)) {
-            Py_ssize_t size;
-            const char *k;
-            json_t *v;
-            if (!PyUnicode_Check(key)) {
-                PyErr_Format(PyExc_ValueError,
-                             "%s has a non-string key (%.100s)",
-                             what,
-                             Py_TYPE(key)->tp_name);
-                json_decref(result);
-                return NULL;
-            }
-            k = PyUnicode_AsUTF8AndSize(key, &size);
-            if (k != NULL && memchr(k, '\0', (size_t)size) != NULL) {
-                PyErr_Format(PyExc_ValueError,
-                             "%s has a key with a NUL character",
-                             what);
-                k = NULL;
-            }
-            v = k ? to_json(value, what, depth + 1) : NULL;
-            if (v == NULL
-                || json_object_setn_new(result, k, (size_t)size, v)) {
-                if (v != NULL && !PyErr_Occurred()) {
-                    PyErr_NoMemory();
-                }
-                json_decref(result);
-                return NULL;
-            }
-        }
-        return result;
+        return dict_to_json(obj, what, depth);
     }
     if (PyList_Check(obj) || PyTuple_Check(obj)) {
-        PyObject *seq = PySequence_Fast(obj, "");
-        Py_ssize_t n;
-        if (seq == NULL) {
-            return NULL;
-        }
-        n = PySequence_Fast_GET_SIZE(seq);
-        result = json_array();
-        for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-            json_t *v =
-                to_json(PySequence_Fast_GET_ITEM(seq, i), what, depth + 1);
-            if (v == NULL || json_array_append_new(result, v)) {
-                if (v != NULL && !PyErr_Occurred()) {
-                    PyErr_NoMemory();
-                }
-                json_decref(result);
-                result = NULL;
-            }
-        }
-        Py_DECREF(seq);
-        if (result == NULL && !PyErr_Occurred()) {
-            PyErr_NoMemory();
-        }
-        return result;
+        return list_to_json(obj, what, depth);
     }
     PyErr_Format(PyExc_ValueError,
                  "%s holds a non-JSON value of type %.100s",
@@ -486,10 +512,14 @@ tsx_to_json(PyObject *obj, const char *what)
 }
 
 PyObject *
-tsx_raise(const ts_error *err)
+tsx_raise_status(int status, const char *message)
 {
     PyObject *type = PyExc_RuntimeError;
-    switch (err->code) {
+    switch (status) {
+        case TS_OK:
+            PyErr_SetString(PyExc_SystemError,
+                            "torchscan raised for an engine success");
+            return NULL;
         case TS_ENOMEM:
             return PyErr_NoMemory();
         case TS_EINVAL:
@@ -505,8 +535,15 @@ tsx_raise(const ts_error *err)
         default:
             break;
     }
-    PyErr_SetString(type, err->message[0] ? err->message : "engine error");
+    PyErr_SetString(type,
+                    message != NULL && message[0] ? message : "engine error");
     return NULL;
+}
+
+PyObject *
+tsx_raise(const ts_error *err)
+{
+    return tsx_raise_status(err->code, err->message);
 }
 
 /* ---- an emitter that builds Python objects directly ------------------- */

@@ -2,7 +2,7 @@
  * container structure, never values, file paths or reprs. */
 #include <string.h>
 
-#include "tsx.h"
+#include "describe.h"
 
 #define DESCRIBE_MAX_DEPTH 64
 /* Values described per top-level value (an argument, an output): a
@@ -91,14 +91,14 @@ tsx_is_tensor(tsx_state *st, PyObject *obj)
 }
 
 PyObject *
-tsx_number_index(PyObject *value)
+tsx_number_index(tsx_state *st, PyObject *value)
 {
     if (strcmp(Py_TYPE(value)->tp_name, "SymInt") == 0) {
         /* A SymInt's __index__ adds a guard: it would specialize the
          * graph being traced. Its hint (the example value) is read
          * instead; none, and it has no concrete value. */
-        PyObject *node = tsx_getattr(value, "node");
-        PyObject *hint = node ? tsx_getattr(node, "hint") : NULL;
+        PyObject *node = tsx_getattr(st, value, "node");
+        PyObject *hint = node ? tsx_getattr(st, node, "hint") : NULL;
         Py_XDECREF(node);
         if (hint != NULL && !PyLong_CheckExact(hint)) {
             Py_CLEAR(hint);
@@ -112,7 +112,7 @@ tsx_number_index(PyObject *value)
 /* Reads one dimension; -1 with an exception; 0 when symbolic (no concrete
  * value), 1 when *out is set. */
 static int
-read_dim(PyObject *item, int64_t *out)
+read_dim(tsx_state *st, PyObject *item, int64_t *out)
 {
     long long v;
     if (PyLong_Check(item)) {
@@ -124,7 +124,7 @@ read_dim(PyObject *item, int64_t *out)
         return 1;
     }
     /* SymInt: concrete when it has a hint. */
-    PyObject *as_int = tsx_number_index(item);
+    PyObject *as_int = tsx_number_index(st, item);
     if (as_int == NULL) {
         PyErr_Clear();
         return 0;
@@ -219,7 +219,7 @@ tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
     }
     shape->ndim = (int)n;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int got = read_dim(PyTuple_GET_ITEM(size, i), &shape->dims[i]);
+        int got = read_dim(st, PyTuple_GET_ITEM(size, i), &shape->dims[i]);
         if (got < 0) {
             goto done;
         }
@@ -304,113 +304,128 @@ meta_slot_holds(const meta_slot *slot,
                   == 0;
 }
 
-/* The record of a tensor; *cached (when not NULL) tells the cache slot that
- * holds it, or NULL. */
-static json_t *
-describe_tensor(tsx_state *st,
-                PyObject *t,
-                ts_shape *first,
-                bool *found,
-                meta_slot **cached)
-{
-    meta_slot *slot = NULL;
-    if (cached != NULL) {
-        *cached = NULL;
-    }
-    json_t *meta = NULL, *dims = NULL;
-    PyObject *size = NULL, *dtype = NULL, *device = NULL, *devstr = NULL;
-    PyObject *rg = NULL;
+/* What a tensor's record is read from (references owned). */
+typedef struct tensor_attrs {
+    PyObject *size, *dtype, *device, *devstr, *rg;
     const tsx_dtype *info;
     bool nested;
+} tensor_attrs;
 
-    size = shape_or_nested(st, t, &nested);
-    dtype = (size || nested) ? PyObject_GetAttr(t, st->s_dtype) : NULL;
+static void
+tensor_attrs_clear(tensor_attrs *ta)
+{
+    Py_XDECREF(ta->size);
+    Py_XDECREF(ta->dtype);
+    Py_XDECREF(ta->device);
+    Py_XDECREF(ta->devstr);
+    Py_XDECREF(ta->rg);
+}
+
+/* Shape (none for a nested tensor), dtype, device text and requires_grad:
+ * 0, or -1 with an exception. */
+static int
+read_tensor_attrs(tsx_state *st, PyObject *t, tensor_attrs *ta)
+{
+    memset(ta, 0, sizeof *ta);
+    ta->size = shape_or_nested(st, t, &ta->nested);
+    ta->dtype =
+        (ta->size || ta->nested) ? PyObject_GetAttr(t, st->s_dtype) : NULL;
     /* CPU tensors are the common case: is_cpu spares building and printing
      * a torch.device. */
-    device = dtype ? PyObject_GetAttr(t, st->s_is_cpu) : NULL;
-    if (device == Py_True) {
-        devstr = Py_NewRef(st->s_cpu);
+    ta->device = ta->dtype ? PyObject_GetAttr(t, st->s_is_cpu) : NULL;
+    if (ta->device == Py_True) {
+        ta->devstr = Py_NewRef(st->s_cpu);
     }
-    else if (device != NULL) {
-        Py_SETREF(device, PyObject_GetAttr(t, st->s_device));
-        devstr = device ? PyObject_Str(device) : NULL;
+    else if (ta->device != NULL) {
+        Py_SETREF(ta->device, PyObject_GetAttr(t, st->s_device));
+        ta->devstr = ta->device ? PyObject_Str(ta->device) : NULL;
     }
-    rg = devstr ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
-    info = rg ? tsx_dtype_info(st, dtype) : NULL;
-    if (info == NULL) {
-        goto done;
+    ta->rg = ta->devstr ? PyObject_GetAttr(t, st->s_requires_grad) : NULL;
+    ta->info = ta->rg ? tsx_dtype_info(st, ta->dtype) : NULL;
+    return ta->info != NULL ? 0 : -1;
+}
+
+static json_t *
+nested_meta(const tensor_attrs *ta)
+{
+    json_t *meta = json_pack("{s:s, s:s, s:s, s:b}",
+                             "kind",
+                             "nested_tensor",
+                             "dtype",
+                             PyUnicode_AsUTF8(ta->info->name),
+                             "device",
+                             PyUnicode_AsUTF8(ta->devstr),
+                             "requires_grad",
+                             ta->rg == Py_True);
+    if (meta == NULL) {
+        PyErr_NoMemory();
     }
-    if (nested) {
-        meta = json_pack("{s:s, s:s, s:s, s:b}",
-                         "kind",
-                         "nested_tensor",
-                         "dtype",
-                         PyUnicode_AsUTF8(info->name),
-                         "device",
-                         PyUnicode_AsUTF8(devstr),
-                         "requires_grad",
-                         rg == Py_True);
-        if (meta == NULL) {
-            PyErr_NoMemory();
-        }
-        goto done;
-    }
-    if (!PyTuple_Check(size)) {
-        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
-        goto done;
-    }
-    Py_ssize_t ndim = PyTuple_GET_SIZE(size);
+    return meta;
+}
+
+/* The sizes into *shape: 1 when all are concrete, 0 when one is symbolic
+ * (or there are more than TS_MAX_DIMS), -1 with an exception. */
+static int
+read_shape(tsx_state *st, const tensor_attrs *ta, ts_shape *shape)
+{
+    Py_ssize_t ndim = PyTuple_GET_SIZE(ta->size);
     bool concrete = ndim <= TS_MAX_DIMS;
-    ts_shape shape;
-    shape.ndim = (int)ndim;
-    shape.dtype = info->cls;
-    shape.dense = true;
+    shape->ndim = (int)ndim;
+    shape->dtype = ta->info->cls;
+    shape->dense = true;
     for (Py_ssize_t i = 0; concrete && i < ndim; i++) {
-        int got = read_dim(PyTuple_GET_ITEM(size, i), &shape.dims[i]);
+        int got = read_dim(st, PyTuple_GET_ITEM(ta->size, i), &shape->dims[i]);
         if (got < 0) {
-            goto done;
+            return -1;
         }
         concrete = got == 1;
     }
-    if (first != NULL && !*found) {
-        PyObject *layout = PyObject_GetAttr(t, st->s_layout);
-        if (layout == NULL) {
-            goto done;
-        }
-        shape.dense = layout == st->strided;
-        Py_DECREF(layout);
-        *first = shape;
-        if (!concrete) {
-            first->ndim = -1;
-        }
-        *found = true;
+    return concrete;
+}
+
+/* The first tensor of a call, for the formulas: its shape and layout. */
+static int
+keep_first(tsx_state *st,
+           PyObject *t,
+           const ts_shape *shape,
+           bool concrete,
+           ts_shape *first,
+           bool *found)
+{
+    PyObject *layout = PyObject_GetAttr(t, st->s_layout);
+    if (layout == NULL) {
+        return -1;
     }
-    if (concrete && devstr == st->s_cpu) {
-        slot = meta_slot_for(st, &shape, info, rg == Py_True);
-        if (slot != NULL
-            && meta_slot_holds(slot, &shape, info, rg == Py_True)) {
-            meta = json_incref(slot->meta);
-            if (cached != NULL) {
-                *cached = slot;
-            }
-            goto done;
-        }
+    *first = *shape;
+    first->dense = layout == st->strided;
+    Py_DECREF(layout);
+    if (!concrete) {
+        first->ndim = -1;
     }
-    dims = json_array();
+    *found = true;
+    return 0;
+}
+
+/* The sizes as JSON: numbers, or a symbolic size's expression. */
+static json_t *
+dims_json(tsx_state *st, PyObject *size, const ts_shape *shape, bool concrete)
+{
+    Py_ssize_t ndim = PyTuple_GET_SIZE(size);
+    json_t *dims = json_array();
     if (dims == NULL) {
-        PyErr_NoMemory();
-        goto done;
+        return (json_t *)PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < ndim; i++) {
         PyObject *item = PyTuple_GET_ITEM(size, i);
         int64_t v = 0;
-        int got = concrete ? 1 : read_dim(item, &v);
+        int got = concrete ? 1 : read_dim(st, item, &v);
         json_t *j;
         if (got < 0) {
-            goto done;
+            json_decref(dims);
+            return NULL;
         }
         if (got) {
-            j = json_integer(concrete ? shape.dims[i] : v);
+            j = json_integer(concrete ? shape->dims[i] : v);
         }
         else {
             /* A symbolic size has no number: keep its expression. */
@@ -422,54 +437,114 @@ describe_tensor(tsx_state *st,
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
-            goto done;
+            json_decref(dims);
+            return NULL;
         }
     }
-    /* Built member by member with the shared "tensor"/dtype/"cpu" strings
-     * instead of json_pack, which parses its format and copies every
-     * string. */
-    meta = json_object();
+    return dims;
+}
+
+/* The tensor record (steals `dims`). Built member by member with the
+ * shared "tensor"/dtype/"cpu" strings instead of json_pack, which parses
+ * its format and copies every string. */
+static json_t *
+tensor_meta(tsx_state *st, const tensor_attrs *ta, json_t *dims)
+{
+    json_t *meta = json_object();
     if (meta != NULL
         && (json_object_set_nocheck(meta, "kind", st->j_tensor)
             || json_object_set_new_nocheck(meta, "shape", dims)
-            || json_object_set_nocheck(meta, "dtype", info->json_name)
+            || json_object_set_nocheck(meta, "dtype", ta->info->json_name)
             || json_object_set_new_nocheck(
                 meta,
                 "device",
-                devstr == st->s_cpu ? json_incref(st->j_cpu)
-                                    : json_string(PyUnicode_AsUTF8(devstr)))
+                ta->devstr == st->s_cpu
+                    ? json_incref(st->j_cpu)
+                    : json_string(PyUnicode_AsUTF8(ta->devstr)))
             || json_object_set_new_nocheck(
-                meta, "requires_grad", json_boolean(rg == Py_True)))) {
+                meta, "requires_grad", json_boolean(ta->rg == Py_True)))) {
         json_decref(meta);
         meta = NULL;
     }
     else if (meta == NULL) {
         json_decref(dims);
     }
-    dims = NULL; /* stolen */
     if (meta == NULL) {
         PyErr_NoMemory();
     }
-    else if (slot != NULL) {
-        json_decref(slot->meta);
-        json_decref(slot->call);
-        slot->call = NULL;
-        slot->meta = json_incref(meta);
+    return meta;
+}
+
+static void
+meta_slot_store(meta_slot *slot,
+                json_t *meta,
+                const tensor_attrs *ta,
+                const ts_shape *shape)
+{
+    json_decref(slot->meta);
+    json_decref(slot->call);
+    slot->call = NULL;
+    slot->meta = json_incref(meta);
+    slot->dtype = ta->info;
+    slot->requires_grad = ta->rg == Py_True;
+    slot->ndim = shape->ndim;
+    memcpy(slot->dims, shape->dims, (size_t)shape->ndim * sizeof(int64_t));
+}
+
+/* The record of a tensor; *cached (when not NULL) tells the cache slot that
+ * holds it, or NULL. */
+static json_t *
+describe_tensor(tsx_state *st,
+                PyObject *t,
+                ts_shape *first,
+                bool *found,
+                meta_slot **cached)
+{
+    meta_slot *slot = NULL;
+    json_t *meta = NULL, *dims;
+    tensor_attrs ta;
+    ts_shape shape;
+    int concrete;
+    if (cached != NULL) {
+        *cached = NULL;
+    }
+    if (read_tensor_attrs(st, t, &ta) < 0) {
+        goto done;
+    }
+    if (ta.nested) {
+        meta = nested_meta(&ta);
+        goto done;
+    }
+    if (!PyTuple_Check(ta.size)) {
+        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
+        goto done;
+    }
+    if ((concrete = read_shape(st, &ta, &shape)) < 0
+        || (first != NULL && !*found
+            && keep_first(st, t, &shape, concrete, first, found) < 0)) {
+        goto done;
+    }
+    if (concrete && ta.devstr == st->s_cpu) {
+        slot = meta_slot_for(st, &shape, ta.info, ta.rg == Py_True);
+        if (slot != NULL
+            && meta_slot_holds(slot, &shape, ta.info, ta.rg == Py_True)) {
+            meta = json_incref(slot->meta);
+            if (cached != NULL) {
+                *cached = slot;
+            }
+            goto done;
+        }
+    }
+    dims = dims_json(st, ta.size, &shape, concrete);
+    meta = dims != NULL ? tensor_meta(st, &ta, dims) : NULL;
+    if (meta != NULL && slot != NULL) {
+        meta_slot_store(slot, meta, &ta, &shape);
         if (cached != NULL) {
             *cached = slot;
         }
-        slot->dtype = info;
-        slot->requires_grad = rg == Py_True;
-        slot->ndim = shape.ndim;
-        memcpy(slot->dims, shape.dims, (size_t)shape.ndim * sizeof(int64_t));
     }
 done:
-    json_decref(dims);
-    Py_XDECREF(size);
-    Py_XDECREF(dtype);
-    Py_XDECREF(device);
-    Py_XDECREF(devstr);
-    Py_XDECREF(rg);
+    tensor_attrs_clear(&ta);
     return meta;
 }
 
@@ -698,6 +773,99 @@ tsx_describe(tsx_state *st, PyObject *value, ts_shape *first, bool *found)
     return describe(st, value, first, found, 0, &budget);
 }
 
+/* Appends the keyword arguments with identifier names to `kw` (only those
+ * are kept, as for a mapping's keys: f(**{"/home/me/notes.txt": x}) is
+ * legal Python). 0, or -1 with an exception. */
+static int
+describe_kwargs(
+    tsx_state *st, PyObject *kwargs, json_t *kw, ts_shape *first, bool *found)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        json_t *m;
+        int ident, bad;
+        if (!PyUnicode_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "keyword names must be strings");
+            return -1;
+        }
+        ident = PyUnicode_IsIdentifier(key);
+        if (ident < 0) {
+            return -1;
+        }
+        if (ident == 0) {
+            continue;
+        }
+        /* describing can run Python code that changes the dict */
+        Py_INCREF(key);
+        Py_INCREF(value);
+        long budget = DESCRIBE_MAX_NODES;
+        m = describe(st, value, first, found, 1, &budget);
+        bad = m == NULL || json_object_set_new(kw, PyUnicode_AsUTF8(key), m);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (bad) {
+            if (!PyErr_Occurred()) {
+                PyErr_NoMemory();
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The common call, one tensor and no keywords: its record, whose whole
+ * call record is shared too, next to the tensor's (*slot). *only is NULL
+ * when the call is not of that form. 0, or -1 with an exception. */
+static int
+describe_single_tensor(tsx_state *st,
+                       PyObject *args,
+                       PyObject *kwargs,
+                       ts_shape *first,
+                       bool *found,
+                       json_t **only,
+                       meta_slot **slot)
+{
+    int is;
+    *only = NULL;
+    *slot = NULL;
+    if (args == NULL || PyTuple_GET_SIZE(args) != 1
+        || (kwargs != NULL
+            && (!PyDict_Check(kwargs) || PyDict_GET_SIZE(kwargs) != 0))) {
+        return 0;
+    }
+    is = tsx_is_tensor(st, PyTuple_GET_ITEM(args, 0));
+    if (is <= 0) {
+        return is;
+    }
+    *only = describe_tensor(st, PyTuple_GET_ITEM(args, 0), first, found, slot);
+    return *only != NULL ? 0 : -1;
+}
+
+/* The positional arguments' records (or the single tensor's, `only`,
+ * stolen) appended to `arr`. */
+static int
+describe_args(tsx_state *st,
+              PyObject *args,
+              json_t *only,
+              json_t *arr,
+              ts_shape *first,
+              bool *found)
+{
+    if (only != NULL) {
+        return json_array_append_new(arr, only) ? -1 : 0;
+    }
+    for (Py_ssize_t i = 0; args != NULL && i < PyTuple_GET_SIZE(args); i++) {
+        long budget = DESCRIBE_MAX_NODES;
+        json_t *m =
+            describe(st, PyTuple_GET_ITEM(args, i), first, found, 1, &budget);
+        if (m == NULL || json_array_append_new(arr, m)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 json_t *
 tsx_describe_call(tsx_state *st,
                   PyObject *args,
@@ -705,85 +873,27 @@ tsx_describe_call(tsx_state *st,
                   ts_shape *first,
                   bool *found)
 {
-    json_t *arr, *kw, *meta, *only = NULL;
-    meta_slot *slot = NULL;
-    /* The common call, one tensor and no keywords: its whole record is
-     * shared too, next to the tensor's. */
-    if (args != NULL && PyTuple_GET_SIZE(args) == 1
-        && (kwargs == NULL
-            || (PyDict_Check(kwargs) && PyDict_GET_SIZE(kwargs) == 0))) {
-        int is = tsx_is_tensor(st, PyTuple_GET_ITEM(args, 0));
-        if (is < 0) {
-            return NULL;
-        }
-        if (is) {
-            only = describe_tensor(
-                st, PyTuple_GET_ITEM(args, 0), first, found, &slot);
-            if (only == NULL) {
-                return NULL;
-            }
-            if (slot != NULL && slot->call != NULL) {
-                json_decref(only);
-                return json_incref(slot->call);
-            }
-        }
+    json_t *arr, *kw, *meta, *only;
+    meta_slot *slot;
+    if (describe_single_tensor(st, args, kwargs, first, found, &only, &slot)
+        < 0) {
+        return NULL;
+    }
+    if (slot != NULL && slot->call != NULL) {
+        json_decref(only);
+        return json_incref(slot->call);
     }
     arr = json_array();
     kw = json_object();
     if (arr == NULL || kw == NULL) {
+        json_decref(only);
         PyErr_NoMemory();
         goto error;
     }
-    if (only != NULL) {
-        json_t *m = only;
-        only = NULL;
-        if (json_array_append_new(arr, m)) {
-            goto error_set;
-        }
-    }
-    else if (args != NULL) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-            long budget = DESCRIBE_MAX_NODES;
-            json_t *m = describe(
-                st, PyTuple_GET_ITEM(args, i), first, found, 1, &budget);
-            if (m == NULL || json_array_append_new(arr, m)) {
-                goto error_set;
-            }
-        }
-    }
-    if (kwargs != NULL && PyDict_Check(kwargs)) {
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwargs, &pos, &key, &value)) {
-            json_t *m;
-            int ident, bad;
-            if (!PyUnicode_Check(key)) {
-                PyErr_SetString(PyExc_TypeError,
-                                "keyword names must be strings");
-                goto error;
-            }
-            /* Only identifier names are kept, as for a mapping's keys
-             * (f(**{"/home/me/notes.txt": x}) is legal Python). */
-            ident = PyUnicode_IsIdentifier(key);
-            if (ident < 0) {
-                goto error;
-            }
-            if (ident == 0) {
-                continue;
-            }
-            /* describing can run Python code that changes the dict */
-            Py_INCREF(key);
-            Py_INCREF(value);
-            long budget = DESCRIBE_MAX_NODES;
-            m = describe(st, value, first, found, 1, &budget);
-            bad =
-                m == NULL || json_object_set_new(kw, PyUnicode_AsUTF8(key), m);
-            Py_DECREF(key);
-            Py_DECREF(value);
-            if (bad) {
-                goto error_set;
-            }
-        }
+    if (describe_args(st, args, only, arr, first, found) < 0
+        || (kwargs != NULL && PyDict_Check(kwargs)
+            && describe_kwargs(st, kwargs, kw, first, found) < 0)) {
+        goto error_set;
     }
     meta = json_object();
     if (meta == NULL) {
@@ -806,7 +916,6 @@ error_set:
         PyErr_NoMemory();
     }
 error:
-    json_decref(only);
     json_decref(arr);
     json_decref(kw);
     return NULL;

@@ -1,7 +1,10 @@
-/* Module functions of the workload measurements: profile rows, workload
- * totals and summary, benchmark comparison and the RSS supervisor's result
- * line. Each converts its arguments once and lets the engine work. */
-#include "tsx.h"
+/* Module functions of the workload measurements (measure.h): the peak of
+ * profiler allocation events, profile rows, workload totals and summary,
+ * benchmark comparison and the RSS supervisor's result line. Each converts
+ * its arguments once and lets the engine work. */
+#include "measure.h"
+
+#include "torchscan/memory.h"
 
 #include "torchscan/benchmark.h"
 #include "torchscan/profile.h"
@@ -22,14 +25,152 @@ report_json(PyObject *obj, const char *what)
     return j;
 }
 
+/* ---- peak memory ----------------------------------------------------------
+ */
+
+/* Appends the CPU allocation events below `node` of a profiler event tree
+ * (node.tag == Allocation: node.extra_fields.{ptr, alloc_size, device}),
+ * in the order they were recorded. */
+static int
+collect_allocations(tsx_state *st,
+                    PyObject *roots,
+                    PyObject *alloc_tag,
+                    ts_mem_event **buf,
+                    size_t *n,
+                    size_t *cap)
+{
+    PyObject *stack = PySequence_List(roots);
+    int rc = -1;
+    if (stack == NULL) {
+        return -1;
+    }
+    /* depth first, in order: children are pushed last to first */
+    if (PyList_Reverse(stack) < 0) {
+        goto done;
+    }
+    while (PyList_GET_SIZE(stack) > 0) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        PyObject *node = Py_NewRef(PyList_GET_ITEM(stack, top));
+        PyObject *tag = NULL, *fields = NULL, *dev = NULL, *type = NULL;
+        PyObject *ptr = NULL, *size = NULL, *t = NULL, *kids = NULL;
+        int is_alloc, ok = -1;
+        if (PyList_SetSlice(stack, top, top + 1, NULL) < 0
+            || (tag = tsx_getattr(st, node, "tag")) == NULL
+            || (is_alloc = PyObject_RichCompareBool(tag, alloc_tag, Py_EQ))
+                   < 0) {
+            goto next;
+        }
+        if (is_alloc) {
+            if ((fields = tsx_getattr(st, node, "extra_fields")) == NULL
+                || (dev = tsx_getattr(st, fields, "device")) == NULL
+                || (type = tsx_getattr(st, dev, "type")) == NULL
+                || (ptr = tsx_getattr(st, fields, "ptr")) == NULL
+                || (size = tsx_getattr(st, fields, "alloc_size")) == NULL
+                || (t = tsx_getattr(st, node, "start_time_ns")) == NULL) {
+                goto next;
+            }
+            if (PyUnicode_Check(type)
+                && PyUnicode_CompareWithASCIIString(type, "cpu") == 0) {
+                ts_mem_event ev = {0, 0, 0, 0};
+                if (*n == *cap) {
+                    size_t grown = *cap ? *cap * 2 : 256;
+                    ts_mem_event *p =
+                        PyMem_Realloc(*buf, grown * sizeof **buf);
+                    if (p == NULL) {
+                        PyErr_NoMemory();
+                        goto next;
+                    }
+                    *buf = p;
+                    *cap = grown;
+                }
+                ev.ptr = PyLong_AsUnsignedLongLongMask(ptr);
+                ev.bytes = PyLong_AsLongLong(size);
+                ev.time_ns = PyLong_AsLongLong(t);
+                if (PyErr_Occurred()) {
+                    goto next;
+                }
+                (*buf)[(*n)++] = ev;
+            }
+        }
+        else {
+            Py_ssize_t k;
+            PyObject *children = tsx_getattr(st, node, "children");
+            kids = children ? PySequence_Fast(children, "children") : NULL;
+            Py_XDECREF(children);
+            if (kids == NULL) {
+                goto next;
+            }
+            for (k = PySequence_Fast_GET_SIZE(kids) - 1; k >= 0; k--) {
+                if (PyList_Append(stack, PySequence_Fast_GET_ITEM(kids, k))
+                    < 0) {
+                    goto next;
+                }
+            }
+        }
+        ok = 0;
+    next:
+        Py_DECREF(node);
+        Py_XDECREF(tag);
+        Py_XDECREF(fields);
+        Py_XDECREF(dev);
+        Py_XDECREF(type);
+        Py_XDECREF(ptr);
+        Py_XDECREF(size);
+        Py_XDECREF(t);
+        Py_XDECREF(kids);
+        if (ok < 0) {
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(stack);
+    return rc;
+}
+
+/* Peak of the CPU allocations of a profiler run: (event-tree roots,
+ * Allocation tag) -> peak bytes, or None when there was no CPU allocation
+ * event. */
+PyObject *
+tsx_engine_memory_peak(PyObject *module, PyObject *args)
+{
+    PyObject *roots, *alloc_tag, *result = NULL;
+    ts_mem_event *buf = NULL;
+    size_t n = 0, cap = 0;
+    int64_t peak = 0;
+    int rc;
+    if (!PyArg_ParseTuple(args, "OO:memory_peak", &roots, &alloc_tag)) {
+        return NULL;
+    }
+    if (collect_allocations(
+            tsx_get_state(module), roots, alloc_tag, &buf, &n, &cap)
+        < 0) {
+        goto done;
+    }
+    if (n == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    rc = ts_memory_peak(buf, n, &peak);
+    result = rc == TS_OK
+                 ? PyLong_FromLongLong(peak)
+                 : tsx_raise_status(
+                     rc, rc == TS_EOVERFLOW ? "memory peak overflows" : NULL);
+done:
+    PyMem_Free(buf);
+    return result;
+}
+
+
 /* ---- profile rows ------------------------------------------------------- */
 
 /* Reads a float attribute; *found is false when it is missing or None. */
 static int
-float_attr(PyObject *obj, const char *name, double *out, bool *found)
+float_attr(
+    tsx_state *st, PyObject *obj, const char *name, double *out, bool *found)
 {
     PyObject *v = NULL;
-    int rc = tsx_optional_attr(obj, name, &v);
+    int rc = tsx_optional_attr(st, obj, name, &v);
     *found = false;
     if (rc <= 0 || v == Py_None) {
         Py_XDECREF(v);
@@ -45,9 +186,9 @@ float_attr(PyObject *obj, const char *name, double *out, bool *found)
 }
 
 static int
-int_attr(PyObject *obj, const char *name, int64_t *out)
+int_attr(tsx_state *st, PyObject *obj, const char *name, int64_t *out)
 {
-    PyObject *v = tsx_getattr(obj, name);
+    PyObject *v = tsx_getattr(st, obj, name);
     long long value;
     if (v == NULL) {
         return -1;
@@ -61,11 +202,66 @@ int_attr(PyObject *obj, const char *name, int64_t *out)
     return 0;
 }
 
+/* Reads one key_averages group into a row; keeps the objects the row
+ * points into (*key, *shapes) for the caller to release. */
+static int
+read_profile_row(tsx_state *st,
+                 PyObject *ev,
+                 bool device,
+                 ts_profile_row *row,
+                 PyObject **key,
+                 json_t **shapes)
+{
+    PyObject *obj;
+    bool found;
+    double cpu = 0.0;
+    *key = tsx_getattr(st, ev, "key");
+    if (*key == NULL) {
+        return -1;
+    }
+    if (!PyUnicode_Check(*key)) {
+        PyErr_SetString(PyExc_TypeError, "profiler keys must be str");
+        return -1;
+    }
+    row->op = PyUnicode_AsUTF8(*key);
+    obj = row->op != NULL ? tsx_getattr(st, ev, "input_shapes") : NULL;
+    if (obj == NULL) {
+        return -1;
+    }
+    *shapes = obj == Py_None ? NULL : report_json(obj, "input_shapes");
+    if (obj != Py_None && *shapes == NULL) {
+        Py_DECREF(obj);
+        return -1;
+    }
+    Py_DECREF(obj);
+    row->input_shapes = *shapes;
+    if (int_attr(st, ev, "count", &row->calls) < 0
+        || int_attr(st, ev, "self_cpu_memory_usage", &row->cpu_net_bytes) < 0
+        || float_attr(st, ev, "self_cpu_time_total", &cpu, &found) < 0) {
+        return -1;
+    }
+    row->cpu_self_seconds = cpu / 1e6;
+    if (device) {
+        double dev = 0.0;
+        if (float_attr(st, ev, "self_device_time_total", &dev, &found) < 0) {
+            return -1;
+        }
+        if (!found
+            && float_attr(st, ev, "self_cuda_time_total", &dev, &found) < 0) {
+            return -1;
+        }
+        row->has_device_time = found;
+        row->device_self_seconds = dev / 1e6;
+    }
+    return 0;
+}
+
 /* profile_rows(events, device_time_supported, limit) -> [row, ...]: the
  * key_averages groups read once, sorted and limited by the engine. */
-static PyObject *
-engine_profile_rows(PyObject *module, PyObject *args)
+PyObject *
+tsx_engine_profile_rows(PyObject *module, PyObject *args)
 {
+    tsx_state *st = tsx_get_state(module);
     PyObject *events;
     PyObject *seq = NULL;
     PyObject **keys = NULL;
@@ -98,54 +294,19 @@ engine_profile_rows(PyObject *module, PyObject *args)
         goto cleanup;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *ev = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *obj;
-        ts_profile_row *row = &rows[i];
-        bool found;
-        double cpu = 0.0;
-        keys[i] = tsx_getattr(ev, "key");
-        if (keys[i] == NULL) {
+        if (read_profile_row(st,
+                             PySequence_Fast_GET_ITEM(seq, i),
+                             device != 0,
+                             &rows[i],
+                             &keys[i],
+                             &shapes[i])
+            < 0) {
             goto cleanup;
-        }
-        if (!PyUnicode_Check(keys[i])) {
-            PyErr_SetString(PyExc_TypeError, "profiler keys must be str");
-            goto cleanup;
-        }
-        row->op = PyUnicode_AsUTF8(keys[i]);
-        obj = row->op != NULL ? tsx_getattr(ev, "input_shapes") : NULL;
-        if (obj == NULL) {
-            goto cleanup;
-        }
-        shapes[i] = obj == Py_None ? NULL : report_json(obj, "input_shapes");
-        if (obj != Py_None && shapes[i] == NULL) {
-            Py_DECREF(obj);
-            goto cleanup;
-        }
-        Py_DECREF(obj);
-        row->input_shapes = shapes[i];
-        if (int_attr(ev, "count", &row->calls) < 0
-            || int_attr(ev, "self_cpu_memory_usage", &row->cpu_net_bytes) < 0
-            || float_attr(ev, "self_cpu_time_total", &cpu, &found) < 0) {
-            goto cleanup;
-        }
-        row->cpu_self_seconds = cpu / 1e6;
-        if (device) {
-            double dev = 0.0;
-            if (float_attr(ev, "self_device_time_total", &dev, &found) < 0) {
-                goto cleanup;
-            }
-            if (!found
-                && float_attr(ev, "self_cuda_time_total", &dev, &found) < 0) {
-                goto cleanup;
-            }
-            row->has_device_time = found;
-            row->device_self_seconds = dev / 1e6;
         }
     }
     ts_error_clear(&err);
     out = ts_profile_rows(rows, (size_t)n, (size_t)limit, device != 0, &err);
-    result = out != NULL ? tsx_from_json(tsx_get_state(module), out)
-                         : tsx_raise(&err);
+    result = out != NULL ? tsx_from_json(st, out) : tsx_raise(&err);
 cleanup:
     json_decref(out);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -167,8 +328,8 @@ cleanup:
 
 /* workload_totals(measured, selected, work_unit, memory_scope=None,
  * memory_method=None) -> every total of a workload report. */
-static PyObject *
-engine_workload_totals(PyObject *module, PyObject *args)
+PyObject *
+tsx_engine_workload_totals(PyObject *module, PyObject *args)
 {
     PyObject *measured;
     unsigned int selected;
@@ -203,8 +364,8 @@ engine_workload_totals(PyObject *module, PyObject *args)
     return result;
 }
 
-static PyObject *
-engine_workload_summary(PyObject *module, PyObject *report)
+PyObject *
+tsx_engine_workload_summary(PyObject *module, PyObject *report)
 {
     json_t *j = report_json(report, "report");
     char *text = NULL;
@@ -225,8 +386,8 @@ engine_workload_summary(PyObject *module, PyObject *report)
 
 /* compare_benchmarks(before, after, check) -> BenchmarkComparison. The
  * check runs after every validation and outside any timing. */
-static PyObject *
-engine_compare_benchmarks(PyObject *module, PyObject *args)
+PyObject *
+tsx_engine_compare_benchmarks(PyObject *module, PyObject *args)
 {
     PyObject *before;
     PyObject *after;
@@ -294,8 +455,8 @@ cleanup:
 /* ---- RSS supervisor ----------------------------------------------------- */
 
 /* rss_parse(line: str) -> (outcome, code, peak_bytes) */
-static PyObject *
-engine_rss_parse(PyObject *module, PyObject *args)
+PyObject *
+tsx_engine_rss_parse(PyObject *module, PyObject *args)
 {
     const char *line;
     ts_rss_result r;
@@ -313,43 +474,12 @@ engine_rss_parse(PyObject *module, PyObject *args)
                          (long long)r.peak_bytes);
 }
 
-static PyMethodDef measure_methods[] = {
-    {"time_workload",
-     (PyCFunction)(void (*)(void))tsx_time_workload,
-     METH_VARARGS | METH_KEYWORDS,
-     "time_workload(workload, synchronize, warmup, min_run_time, "
-     "min_repeats, work_units, work_unit) -> {'totals', 'measurement'}"},
-    {"profile_rows",
-     engine_profile_rows,
-     METH_VARARGS,
-     "profile_rows(key_averages, device_time_supported, limit) -> rows"},
-    {"workload_totals",
-     engine_workload_totals,
-     METH_VARARGS,
-     "workload_totals(measured, selected, work_unit, memory_scope=None, "
-     "memory_method=None) -> totals"},
-    {"workload_summary",
-     engine_workload_summary,
-     METH_O,
-     "workload_summary(report) -> terminal summary text"},
-    {"compare_benchmarks",
-     engine_compare_benchmarks,
-     METH_VARARGS,
-     "compare_benchmarks(before, after, check) -> BenchmarkComparison"},
-    {"rss_parse",
-     engine_rss_parse,
-     METH_VARARGS,
-     "rss_parse(line) -> (outcome, code, peak_bytes)"},
-    {NULL, NULL, 0, NULL},
-};
-
 int
-tsx_measure_init(PyObject *module)
+tsx_measure_constants(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, measure_methods) < 0
-        || PyModule_AddIntConstant(
-               module, "WORKLOAD_LATENCY", TS_WORKLOAD_LATENCY)
-               < 0
+    if (PyModule_AddIntConstant(
+            module, "WORKLOAD_LATENCY", TS_WORKLOAD_LATENCY)
+            < 0
         || PyModule_AddIntConstant(
                module, "WORKLOAD_THROUGHPUT", TS_WORKLOAD_THROUGHPUT)
                < 0

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <time.h>
 
-#include "tsx.h"
+#include "timing.h"
 
 #include "torchscan/stats.h"
 
@@ -90,6 +90,94 @@ run_block(PyObject *workload, PyObject *sync, int64_t number, double *seconds)
     return PyErr_CheckSignals();
 }
 
+/* The timed first call (everything the workload does the first time) and
+ * the untimed warmup calls. */
+static int
+first_call_and_warmup(PyObject *workload,
+                      PyObject *sync,
+                      Py_ssize_t warmup,
+                      double *first_call)
+{
+    int64_t start, stop;
+    if (tick(sync, &start) < 0 || call_once(workload) < 0
+        || tick(sync, &stop) < 0) {
+        return -1;
+    }
+    *first_call = (double)(stop - start) * 1e-9;
+    if (bad_duration(*first_call) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < warmup; i++) {
+        /* a C workload runs no bytecode that would notice Ctrl-C; warmup is
+         * untimed, so checking here costs nothing measured */
+        if (call_once(workload) < 0
+            || ((i & 1023) == 1023 && PyErr_CheckSignals() < 0)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Calibration: blocks grow until one reaches the target; that block is
+ * kept (*number calls took *seconds). */
+static int
+calibrate(PyObject *workload,
+          PyObject *sync,
+          double min_run_time,
+          int64_t *number,
+          double *seconds)
+{
+    int64_t next;
+    for (;;) {
+        if (run_block(workload, sync, *number, seconds) < 0) {
+            return -1;
+        }
+        if (ts_autorange_next(*number,
+                              *seconds,
+                              min_run_time * TS_AUTORANGE_BLOCK_FRACTION,
+                              &next)) {
+            return 0;
+        }
+        *number = next;
+    }
+}
+
+/* The measured blocks: the calibration's last, then blocks of the same
+ * size until they add up to min_run_time and there are min_repeats. */
+static int
+measure_blocks(PyObject *workload,
+               PyObject *sync,
+               int64_t number,
+               double seconds,
+               double min_run_time,
+               Py_ssize_t min_repeats,
+               double **blocks,
+               size_t *nblocks)
+{
+    size_t capacity = 0;
+    double total = 0.0;
+    for (;;) {
+        if (*nblocks == capacity) {
+            size_t grown = capacity ? capacity * 2 : 16;
+            double *more = PyMem_Realloc(*blocks, grown * sizeof **blocks);
+            if (more == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            *blocks = more;
+            capacity = grown;
+        }
+        (*blocks)[(*nblocks)++] = seconds;
+        total += seconds;
+        if (total >= min_run_time && *nblocks >= (size_t)min_repeats) {
+            return 0;
+        }
+        if (run_block(workload, sync, number, &seconds) < 0) {
+            return -1;
+        }
+    }
+}
+
 PyObject *
 tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -101,26 +189,14 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
                              "work_units",
                              "work_unit",
                              NULL};
-    PyObject *workload;
-    PyObject *sync;
-    Py_ssize_t warmup;
-    Py_ssize_t min_repeats;
-    double min_run_time;
-    double work_units;
+    PyObject *workload, *sync, *result = NULL;
+    Py_ssize_t warmup, min_repeats;
+    double min_run_time, work_units, first_call, seconds = 0.0;
     const char *work_unit;
-    PyObject *result = NULL;
     double *blocks = NULL;
     size_t nblocks = 0;
-    size_t capacity = 0;
-    double first_call;
-    double seconds = 0.0;
-    double total;
     int64_t number = 1;
-    int64_t next;
-    int64_t start;
-    int64_t stop;
-    int gc_was_enabled = 0;
-    bool gc_paused = false;
+    int gc_was_enabled = 0, rc;
     json_t *report = NULL;
     ts_error err;
     if (!PyArg_ParseTupleAndKeywords(args,
@@ -147,71 +223,30 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "invalid timing settings");
         return NULL;
     }
-    /* First call: everything the workload does the first time. */
-    if (tick(sync, &start) < 0 || call_once(workload) < 0
-        || tick(sync, &stop) < 0) {
-        goto cleanup;
-    }
-    first_call = (double)(stop - start) * 1e-9;
-    if (bad_duration(first_call) < 0) {
-        goto cleanup;
-    }
-    for (Py_ssize_t i = 0; i < warmup; i++) {
-        /* a C workload runs no bytecode that would notice Ctrl-C; warmup is
-         * untimed, so checking here costs nothing measured */
-        if (call_once(workload) < 0
-            || ((i & 1023) == 1023 && PyErr_CheckSignals() < 0)) {
-            goto cleanup;
-        }
+    if (first_call_and_warmup(workload, sync, warmup, &first_call) < 0) {
+        return NULL;
     }
     gc_was_enabled = PyGC_Disable();
-    gc_paused = true;
-    /* Calibration: the first block that reaches the target is kept. */
-    for (;;) {
-        if (run_block(workload, sync, number, &seconds) < 0) {
-            goto cleanup;
-        }
-        if (ts_autorange_next(number,
-                              seconds,
-                              min_run_time * TS_AUTORANGE_BLOCK_FRACTION,
-                              &next)) {
-            break;
-        }
-        number = next;
-    }
-    total = 0.0;
-    for (;;) {
-        if (nblocks == capacity) {
-            size_t grown = capacity ? capacity * 2 : 16;
-            double *more = PyMem_Realloc(blocks, grown * sizeof *blocks);
-            if (more == NULL) {
-                PyErr_NoMemory();
-                goto cleanup;
-            }
-            blocks = more;
-            capacity = grown;
-        }
-        blocks[nblocks++] = seconds;
-        total += seconds;
-        if (total >= min_run_time && nblocks >= (size_t)min_repeats) {
-            break;
-        }
-        if (run_block(workload, sync, number, &seconds) < 0) {
-            goto cleanup;
-        }
+    rc = calibrate(workload, sync, min_run_time, &number, &seconds);
+    if (rc == 0) {
+        rc = measure_blocks(workload,
+                            sync,
+                            number,
+                            seconds,
+                            min_run_time,
+                            min_repeats,
+                            &blocks,
+                            &nblocks);
     }
     if (gc_was_enabled) {
         PyGC_Enable();
     }
-    gc_paused = false;
-    ts_error_clear(&err);
-    report = ts_timing_report(
-        first_call, blocks, nblocks, number, work_units, work_unit, &err);
-    result = report != NULL ? tsx_from_json(tsx_get_state(module), report)
-                            : tsx_raise(&err);
-cleanup:
-    if (gc_paused && gc_was_enabled) {
-        PyGC_Enable();
+    if (rc == 0) {
+        ts_error_clear(&err);
+        report = ts_timing_report(
+            first_call, blocks, nblocks, number, work_units, work_unit, &err);
+        result = report != NULL ? tsx_from_json(tsx_get_state(module), report)
+                                : tsx_raise(&err);
     }
     json_decref(report);
     PyMem_Free(blocks);

@@ -742,7 +742,7 @@ def test_zoo_vit_encoder_owns_its_subtree():
 
 
 def _native_classes():
-    text = (ROOT / "src/ext/modules.c").read_text()
+    text = (ROOT / "src/ext/module_family.c").read_text()
     table = text[text.index("native_classes[] = {") : text.index("};", text.index("native_classes[] = {"))]
     return dict(re.findall(r'\{"(\w+)", (TS_MOD_\w+), \d\}', table))
 

@@ -1,11 +1,12 @@
-/* The operator counter: the C body of a TorchDispatchMode subclass.
+/* The operator counter (counter.h): the C body of a TorchDispatchMode
+ * subclass.
  *
  * Hot path per aten call: a pointer lookup of the OpOverload, the call of
  * the operator itself, a read of the shapes the formula needs, the formula,
  * and two additions. Everything that needs strings (packet names, schemas,
  * decomposability) is resolved once per overload object and kept for the
  * life of the module, so every new counter starts warm. */
-#include "tsx.h"
+#include "counter.h"
 
 #include <math.h>
 
@@ -37,10 +38,10 @@ typedef struct tsx_counter {
     ts_opstats *stats;
     int *ids; /* opstats id per slot index, -1 until first seen */
     size_t nids;
-    PyObject *custom; /* {packet: formula} snapshot or NULL */
-    PyObject *crawl;  /* attached crawl (strong) or NULL */
-    ts_session *session;
-    int paused; /* > 0: run operators without counting them */
+    PyObject *custom;    /* {packet: formula} snapshot or NULL */
+    PyObject *owner;     /* what owns `session` (a Crawl; strong) or NULL */
+    ts_session *session; /* the layer calls operators are attributed to */
+    int paused;          /* > 0: run operators without counting them */
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -181,16 +182,114 @@ cache_grow(struct tsx_op_cache *c)
     return 0;
 }
 
+/* Whether an aten overload that has no formula has a
+ * CompositeImplicitAutograd kernel: as FlopCounterMode does, such an
+ * operator is decomposed and its parts are counted. */
+static int
+read_decomposable(tsx_state *st, PyObject *func, op_slot *s)
+{
+    PyObject *opname = PyObject_CallMethod(func, "name", NULL);
+    PyObject *has =
+        opname ? PyObject_CallFunction(
+            st->has_kernel, "Os", opname, "CompositeImplicitAutograd")
+               : NULL;
+    Py_XDECREF(opname);
+    if (has == NULL) {
+        return -1;
+    }
+    s->decomposable = has == Py_True;
+    Py_DECREF(has);
+    return 0;
+}
+
+/* The schema's argument names (keyword arguments find their position). */
+static int
+read_argument_names(tsx_state *st, PyObject *func, op_slot *s)
+{
+    PyObject *schema = PyObject_GetAttr(func, st->s_schema);
+    PyObject *arguments =
+        schema ? PyObject_GetAttr(schema, st->s_arguments) : NULL;
+    Py_ssize_t n = arguments ? PySequence_Length(arguments) : -1;
+    int rc = -1;
+    if (n < 0 || (s->names = PyTuple_New(n)) == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PySequence_GetItem(arguments, i);
+        PyObject *an = a ? PyObject_GetAttr(a, st->s_name) : NULL;
+        Py_XDECREF(a);
+        if (an == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(s->names, i, an);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(schema);
+    Py_XDECREF(arguments);
+    return rc;
+}
+
+/* A higher-order operator, named like the packets ("higher_order.cond"):
+ * *fname holds the name. */
+static int
+read_hop(tsx_state *st, PyObject *func, op_slot *s, PyObject **fname)
+{
+    PyObject *pname = PyObject_CallMethodNoArgs(func, st->s_name);
+    *fname = pname ? PyUnicode_FromFormat("higher_order.%S", pname) : NULL;
+    Py_XDECREF(pname);
+    if (*fname == NULL || PyUnicode_AsUTF8(*fname) == NULL) {
+        return -1;
+    }
+    s->hop = true;
+    s->func = Py_NewRef(func);
+    return 0;
+}
+
+/* An aten overload: its packet, lists, formula entry, kernel and schema.
+ * *pname holds the packet name. */
+static int
+read_overload(tsx_state *st, PyObject *func, op_slot *s, PyObject **pname)
+{
+    PyObject *fname;
+    const char *full;
+    s->packet = PyObject_GetAttr(func, st->s_overloadpacket);
+    *pname = s->packet ? PyObject_Str(s->packet) : NULL;
+    fname = *pname ? PyObject_Str(func) : NULL;
+    full = fname && PyUnicode_AsUTF8(*pname) ? PyUnicode_AsUTF8(fname) : NULL;
+    if (full == NULL) {
+        Py_XDECREF(fname);
+        return -1;
+    }
+    s->func = Py_NewRef(func);
+    s->skip = listed(full, skipped_overloads, N_OF(skipped_overloads));
+    s->silent = listed(full, silent_overloads, N_OF(silent_overloads));
+    Py_DECREF(fname);
+    s->entry = ts_op_lookup(PyUnicode_AsUTF8(*pname));
+    if (!s->skip && !s->silent && read_decomposable(st, func, s) < 0) {
+        return -1;
+    }
+    s->op = PyObject_GetAttr(func, st->s_op);
+    s->overload = s->op ? tsx_getattr(st, func, "_overloadname") : NULL;
+    if (s->overload != NULL && !PyUnicode_Check(s->overload)) {
+        PyErr_SetString(PyExc_TypeError, "an overload name is not a str");
+    }
+    if (s->overload == NULL || !PyUnicode_Check(s->overload)) {
+        return -1;
+    }
+    return read_argument_names(st, func, s);
+}
+
 /* Resolves an operator overload the first time the process sees it. */
 static op_slot *
 resolve(tsx_state *st, PyObject *func)
 {
     struct tsx_op_cache *cache = st->op_cache;
     op_slot s;
-    PyObject *pname = NULL, *fname = NULL, *schema = NULL;
-    PyObject *arguments = NULL;
-    const char *name, *full;
+    PyObject *name_obj = NULL;
+    const char *name;
     size_t j, len;
+    int hop;
 
     memset(&s, 0, sizeof s);
     if (cache == NULL) {
@@ -203,77 +302,14 @@ resolve(tsx_state *st, PyObject *func)
     if ((cache->size + 1) * 2 > cache->cap && cache_grow(cache) < 0) {
         return NULL;
     }
-    int hop = PyObject_IsInstance(func, st->hop_type);
-    if (hop < 0) {
-        return NULL;
-    }
-    if (hop) {
-        /* Named like the packets: "higher_order.cond". */
-        s.hop = true;
-        pname = PyObject_CallMethodNoArgs(func, st->s_name);
-        fname = pname ? PyUnicode_FromFormat("higher_order.%S", pname) : NULL;
-        full = fname ? PyUnicode_AsUTF8(fname) : NULL;
-        if (full == NULL) {
-            goto error;
-        }
-        s.func = Py_NewRef(func);
-        name = full;
-        goto named;
-    }
-    s.packet = PyObject_GetAttr(func, st->s_overloadpacket);
-    pname = s.packet ? PyObject_Str(s.packet) : NULL;
-    fname = pname ? PyObject_Str(func) : NULL;
-    name = fname ? PyUnicode_AsUTF8(pname) : NULL;
-    full = name ? PyUnicode_AsUTF8(fname) : NULL;
-    if (full == NULL) {
+    hop = PyObject_IsInstance(func, st->hop_type);
+    if (hop < 0
+        || (hop ? read_hop(st, func, &s, &name_obj)
+                : read_overload(st, func, &s, &name_obj))
+               < 0) {
         goto error;
     }
-    s.func = Py_NewRef(func);
-    s.skip = listed(full, skipped_overloads, N_OF(skipped_overloads));
-    s.silent = listed(full, silent_overloads, N_OF(silent_overloads));
-    s.entry = ts_op_lookup(name);
-    if (!s.skip && !s.silent) {
-        /* As FlopCounterMode does: an operator without a formula that has a
-         * CompositeImplicitAutograd kernel is decomposed and its parts are
-         * counted. */
-        PyObject *opname = PyObject_CallMethod(func, "name", NULL);
-        PyObject *has =
-            opname ? PyObject_CallFunction(
-                st->has_kernel, "Os", opname, "CompositeImplicitAutograd")
-                   : NULL;
-        Py_XDECREF(opname);
-        if (has == NULL) {
-            goto error;
-        }
-        s.decomposable = has == Py_True;
-        Py_DECREF(has);
-    }
-    s.op = PyObject_GetAttr(func, st->s_op);
-    s.overload = s.op ? tsx_getattr(func, "_overloadname") : NULL;
-    if (s.overload == NULL || !PyUnicode_Check(s.overload)) {
-        goto error;
-    }
-    schema = PyObject_GetAttr(func, st->s_schema);
-    arguments = schema ? PyObject_GetAttr(schema, st->s_arguments) : NULL;
-    if (arguments == NULL) {
-        goto error;
-    }
-    {
-        Py_ssize_t n = PySequence_Length(arguments);
-        if (n < 0 || (s.names = PyTuple_New(n)) == NULL) {
-            goto error;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *a = PySequence_GetItem(arguments, i);
-            PyObject *an = a ? PyObject_GetAttr(a, st->s_name) : NULL;
-            Py_XDECREF(a);
-            if (an == NULL) {
-                goto error;
-            }
-            PyTuple_SET_ITEM(s.names, i, an);
-        }
-    }
-named:
+    name = PyUnicode_AsUTF8(name_obj);
     len = strlen(name) + 1;
     s.name = PyMem_Malloc(len);
     if (s.name == NULL) {
@@ -282,10 +318,7 @@ named:
     }
     memcpy(s.name, name, len);
     s.index = (int)cache->size;
-    Py_DECREF(pname);
-    Py_DECREF(fname);
-    Py_XDECREF(schema);
-    Py_XDECREF(arguments);
+    Py_DECREF(name_obj);
     j = slot_hash(func) & (cache->cap - 1);
     while (cache->slots[j].func != NULL) {
         j = (j + 1) & (cache->cap - 1);
@@ -294,10 +327,7 @@ named:
     cache->size++;
     return &cache->slots[j];
 error:
-    Py_XDECREF(pname);
-    Py_XDECREF(fname);
-    Py_XDECREF(schema);
-    Py_XDECREF(arguments);
+    Py_XDECREF(name_obj);
     slot_free(&s);
     return NULL;
 }
@@ -341,12 +371,120 @@ counter_id(tsx_counter *c, const op_slot *s)
     if (c->ids[s->index] < 0) {
         int id = ts_opstats_intern(c->stats, s->name);
         if (id < 0) {
-            PyErr_NoMemory();
+            tsx_raise_status(id, NULL);
             return -1;
         }
         c->ids[s->index] = id;
     }
     return c->ids[s->index];
+}
+
+/* Element count of a tensor that is not the first of a list (only its
+ * count matters); -1 when it has none. */
+static int64_t
+other_tensor_numel(tsx_state *st, PyObject *t)
+{
+    int64_t numel = -1;
+    PyObject *nobj = PyObject_CallMethodNoArgs(t, st->s_numel);
+    if (nobj == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_SETREF(nobj, tsx_number_index(st, nobj));
+    numel = nobj ? PyLong_AsLongLong(nobj) : -1;
+    Py_XDECREF(nobj);
+    if (numel == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    return numel;
+}
+
+/* A list of tensors (None entries skipped): the first described in full
+ * (dtype, layout); the others of an optimizer's parameter list only need
+ * their element count. */
+static int
+classify_tensors(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
+{
+    a->kind = TS_ARG_TENSORS;
+    a->ntensors = 0;
+    a->numel_sum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ts_shape shape;
+        int64_t numel = -1;
+        if (items[i] == Py_None) {
+            continue;
+        }
+        if (a->ntensors++ == 0) {
+            if (tsx_tensor_shape(st, items[i], &shape) < 0) {
+                return -1;
+            }
+            a->tensor = shape;
+            if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)) {
+                numel = -1;
+            }
+        }
+        else {
+            numel = other_tensor_numel(st, items[i]);
+        }
+        if (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
+            a->numel_sum = -1;
+            a->kind = TS_ARG_OTHER;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* A list of ints (sizes, dims); not ints when an item has no integer. */
+static void
+classify_ints(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
+{
+    a->kind = TS_ARG_INTS;
+    a->nints = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = tsx_number_index(st, items[i]);
+        long long y = x ? PyLong_AsLongLong(x) : -1;
+        Py_XDECREF(x);
+        if (y == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            a->kind = TS_ARG_OTHER;
+            break;
+        }
+        a->ints[i] = y;
+    }
+}
+
+/* A list or tuple argument: tensors, ints, or other. */
+static int
+classify_sequence(tsx_state *st, PyObject *v, ts_op_arg *a)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    PyObject **items = PySequence_Fast_ITEMS(v);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (items[i] != Py_None && tsx_is_tensor(st, items[i])) {
+            return classify_tensors(st, items, n, a);
+        }
+    }
+    if (n <= TS_MAX_DIMS) {
+        classify_ints(st, items, n, a);
+    }
+    return 0;
+}
+
+/* SymInt and friends: a concrete int when they have one. */
+static void
+classify_int_like(tsx_state *st, PyObject *v, ts_op_arg *a)
+{
+    PyObject *x = tsx_number_index(st, v);
+    if (x != NULL) {
+        int overflow;
+        a->i = PyLong_AsLongLongAndOverflow(x, &overflow);
+        a->kind = overflow ? TS_ARG_OTHER : TS_ARG_INT;
+        Py_DECREF(x);
+    }
+    else {
+        PyErr_Clear();
+    }
 }
 
 /* Fills one formula argument from a Python value. */
@@ -385,74 +523,7 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
         }
     }
     else if (PyList_Check(v) || PyTuple_Check(v)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-        PyObject **items = PySequence_Fast_ITEMS(v);
-        bool tensors = false;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (items[i] != Py_None && tsx_is_tensor(st, items[i])) {
-                tensors = true;
-                break;
-            }
-        }
-        if (tensors) {
-            a->kind = TS_ARG_TENSORS;
-            a->ntensors = 0;
-            a->numel_sum = 0;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                ts_shape shape;
-                int64_t numel = -1;
-                if (items[i] == Py_None) {
-                    continue;
-                }
-                if (a->ntensors++ == 0) {
-                    /* The first tensor is described in full (dtype,
-                     * layout); the others of an optimizer's parameter
-                     * list only need their element count. */
-                    if (tsx_tensor_shape(st, items[i], &shape) < 0) {
-                        return -1;
-                    }
-                    a->tensor = shape;
-                    if (shape.ndim < 0 || !ts_shape_numel(&shape, &numel)) {
-                        numel = -1;
-                    }
-                }
-                else {
-                    PyObject *nobj =
-                        PyObject_CallMethodNoArgs(items[i], st->s_numel);
-                    if (nobj == NULL) {
-                        PyErr_Clear();
-                    }
-                    else {
-                        Py_SETREF(nobj, tsx_number_index(nobj));
-                        numel = nobj ? PyLong_AsLongLong(nobj) : -1;
-                        Py_XDECREF(nobj);
-                        if (numel == -1 && PyErr_Occurred()) {
-                            PyErr_Clear();
-                        }
-                    }
-                }
-                if (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
-                    a->numel_sum = -1;
-                    a->kind = TS_ARG_OTHER;
-                    break;
-                }
-            }
-        }
-        else if (n <= TS_MAX_DIMS) {
-            a->kind = TS_ARG_INTS;
-            a->nints = (int)n;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *x = tsx_number_index(items[i]);
-                long long y = x ? PyLong_AsLongLong(x) : -1;
-                Py_XDECREF(x);
-                if (y == -1 && PyErr_Occurred()) {
-                    PyErr_Clear();
-                    a->kind = TS_ARG_OTHER;
-                    break;
-                }
-                a->ints[i] = y;
-            }
-        }
+        return classify_sequence(st, v, a);
     }
     else if (PyObject_TypeCheck(v, (PyTypeObject *)st->dtype_type)) {
         const tsx_dtype *info = tsx_dtype_info(st, v);
@@ -462,17 +533,7 @@ classify(tsx_state *st, PyObject *v, ts_op_arg *a)
         a->tensor.dtype = info->cls;
     }
     else {
-        /* SymInt and friends: a concrete int when they have one. */
-        PyObject *x = tsx_number_index(v);
-        if (x != NULL) {
-            int overflow;
-            a->i = PyLong_AsLongLongAndOverflow(x, &overflow);
-            a->kind = overflow ? TS_ARG_OTHER : TS_ARG_INT;
-            Py_DECREF(x);
-        }
-        else {
-            PyErr_Clear();
-        }
+        classify_int_like(st, v, a);
     }
     return 0;
 }
@@ -544,239 +605,6 @@ fill_call(tsx_state *st,
     return 0;
 }
 
-/* Replaces tensors by their shapes (one level into lists), as the shape
- * contract of FlopCounterMode's formulas expects. */
-static PyObject *
-shapes_of(tsx_state *st, PyObject *v)
-{
-    if (tsx_is_tensor(st, v)) {
-        return PyObject_GetAttr(v, st->s_shape);
-    }
-    if (PyTuple_Check(v) || PyList_Check(v)) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-        PyObject *r = PyTuple_Check(v) ? PyTuple_New(n) : PyList_New(n);
-        for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
-            PyObject *x = shapes_of(st, PySequence_Fast_GET_ITEM(v, i));
-            if (x == NULL) {
-                Py_CLEAR(r);
-                break;
-            }
-            if (PyTuple_Check(r)) {
-                PyTuple_SET_ITEM(r, i, x);
-            }
-            else {
-                PyList_SET_ITEM(r, i, x);
-            }
-        }
-        return r;
-    }
-    return Py_NewRef(v);
-}
-
-/* 1 when `x` is a numpy or tensor truth value (its dtype prints as "bool"
- * or "torch.bool"), 0 otherwise, -1 on an interrupt. */
-static int
-is_boolean(PyObject *x)
-{
-    PyObject *dtype = NULL, *text = NULL;
-    const char *name;
-    int found = 0;
-    if (tsx_optional_attr(x, "dtype", &dtype) < 0) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            return -1;
-        }
-        PyErr_Clear();
-        return 0;
-    }
-    text = dtype ? PyObject_Str(dtype) : NULL;
-    name = text ? PyUnicode_AsUTF8(text) : NULL;
-    found = name != NULL
-            && (strcmp(name, "bool") == 0 || strcmp(name, "torch.bool") == 0);
-    Py_XDECREF(text);
-    Py_XDECREF(dtype);
-    if (PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-            return -1;
-        }
-        PyErr_Clear();
-    }
-    return found;
-}
-
-/* Runs a caller formula. Returns 0 and *flops, or 1 with *message set when
- * the formula failed (a diagnostic, not a crash), or -1. */
-static int
-run_custom(tsx_state *st,
-           PyObject *custom,
-           PyObject *args,
-           PyObject *kwargs,
-           PyObject *out,
-           int64_t *flops,
-           char *message,
-           size_t size)
-{
-    PyObject *cargs = NULL, *ckw = NULL, *result = NULL, *value, *flag;
-    int rc = -1, boolean = 0;
-    bool raw = false, builtin = false;
-    char returned[96] = "";
-    /* FlopCounterMode's contract: formulas marked _get_raw see the real
-     * arguments and out_val; the others see shapes and out_shape. */
-    if (tsx_optional_attr(custom, "_get_raw", &flag) < 0) {
-        return -1;
-    }
-    int truth = flag != NULL ? PyObject_IsTrue(flag) : 0;
-    Py_XDECREF(flag);
-    if (truth < 0) {
-        return -1;
-    }
-    raw = truth == 1;
-    cargs = raw ? Py_NewRef(args) : shapes_of(st, args);
-    ckw = cargs ? PyDict_New() : NULL;
-    if (ckw == NULL) {
-        goto done;
-    }
-    if (kwargs != NULL) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwargs, &pos, &k, &v)) {
-            PyObject *x = raw ? Py_NewRef(v) : shapes_of(st, v);
-            int e = x ? PyDict_SetItem(ckw, k, x) : -1;
-            Py_XDECREF(x);
-            if (e < 0) {
-                goto done;
-            }
-        }
-    }
-    value = raw ? Py_NewRef(out) : shapes_of(st, out);
-    if (value == NULL
-        || PyDict_SetItemString(ckw, raw ? "out_val" : "out_shape", value)
-               < 0) {
-        Py_XDECREF(value);
-        goto done;
-    }
-    Py_DECREF(value);
-    result = PyObject_Call(custom, cargs, ckw);
-    if (result != NULL) {
-        /* named as returned, before any conversion */
-        snprintf(returned, sizeof returned, "%s", Py_TYPE(result)->tp_name);
-        builtin = PyLong_Check(result) || PyFloat_Check(result);
-        boolean = PyBool_Check(result);
-        if (!builtin && (boolean = is_boolean(result)) < 0) {
-            goto done;
-        }
-    }
-    if (result != NULL && !builtin && !boolean && PyIndex_Check(result)) {
-        /* integer-like results (numpy integers, SymInts) count as ints */
-        PyObject *as_int = tsx_number_index(result);
-        if (as_int != NULL) {
-            Py_SETREF(result, as_int);
-        }
-        else if (PyErr_ExceptionMatches(PyExc_Exception)) {
-            PyErr_Clear(); /* not an integer after all: reported below */
-        }
-        else {
-            Py_CLEAR(result); /* interrupts and exits go on */
-            goto done;
-        }
-    }
-    if (result != NULL) {
-        double d = -1.0;
-        if (boolean) {
-            /* a truth value is not a count (numpy and tensor ones too) */
-        }
-        else if (PyLong_Check(result)) {
-            int overflow;
-            long long x = PyLong_AsLongLongAndOverflow(result, &overflow);
-            if (!overflow && x >= 0) {
-                *flops = x;
-                rc = 0;
-                goto done;
-            }
-            if (overflow > 0) {
-                d = 0x1p63; /* too large: reported below */
-            }
-        }
-        else if (Py_TYPE(result)->tp_as_number != NULL
-                 && Py_TYPE(result)->tp_as_number->nb_float != NULL) {
-            /* floats, numpy floats, one-element tensors */
-            PyObject *f = PyNumber_Float(result);
-            if (f != NULL) {
-                d = PyFloat_AS_DOUBLE(f);
-                Py_DECREF(f);
-            }
-            else if (PyErr_ExceptionMatches(PyExc_Exception)) {
-                PyErr_Clear(); /* not a number after all: reported below */
-            }
-            else {
-                goto done; /* interrupts and exits go on */
-            }
-        }
-        if (d >= 0.0 && d < 0x1p63 && d == floor(d)) {
-            *flops = (int64_t)d;
-            rc = 0;
-            goto done;
-        }
-        if (d >= 0x1p63 && isfinite(d)) {
-            snprintf(message,
-                     size,
-                     "the custom formula returned a count that does not "
-                     "fit in a signed 64-bit integer");
-            rc = 1;
-            goto done;
-        }
-        if (d > 0.0 && d < 0x1p63) {
-            /* Counts are whole numbers: rounding each call would turn ten
-             * calls of 0.4 into 0 and call it complete. */
-            char *text = PyOS_double_to_string(d, 'r', 0, 0, NULL);
-            snprintf(message,
-                     size,
-                     "the custom formula returned %s, not a whole number of "
-                     "FLOPs (round it in the formula)",
-                     text != NULL ? text : "a fraction");
-            if (text == NULL) {
-                PyErr_Clear(); /* the message does without the digits */
-            }
-            PyMem_Free(text);
-            rc = 1;
-            goto done;
-        }
-        snprintf(message,
-                 size,
-                 "the custom formula returned %.80s, not a non-negative "
-                 "finite number",
-                 returned);
-        rc = 1;
-        goto done;
-    }
-    else {
-        PyObject *exc = tsx_fetch();
-        PyObject *text = exc ? PyObject_Str(exc) : NULL;
-        const char *t = text ? PyUnicode_AsUTF8(text) : NULL;
-        /* Only errors (Exception) become diagnostics: KeyboardInterrupt,
-         * SystemExit and GeneratorExit go on. */
-        if (exc != NULL
-            && !PyErr_GivenExceptionMatches(exc, PyExc_Exception)) {
-            Py_XDECREF(text);
-            tsx_restore(exc);
-            goto done;
-        }
-        PyErr_Clear();
-        snprintf(message,
-                 size,
-                 "the custom formula raised %.80s: %.300s",
-                 exc ? Py_TYPE(exc)->tp_name : "an exception",
-                 t ? t : "");
-        Py_XDECREF(text);
-        Py_XDECREF(exc);
-        rc = 1;
-    }
-done:
-    Py_XDECREF(cargs);
-    Py_XDECREF(ckw);
-    Py_XDECREF(result);
-    return rc;
-}
-
 static int
 count(tsx_counter *c,
       const op_slot *s,
@@ -794,14 +622,14 @@ count(tsx_counter *c,
     memset(&res, 0, sizeof res);
     message[0] = '\0';
     if (custom != NULL) {
-        rc = run_custom(c->st,
-                        custom,
-                        args,
-                        kwargs,
-                        out,
-                        &res.flops,
-                        message,
-                        sizeof message);
+        rc = tsx_run_formula(c->st,
+                             custom,
+                             args,
+                             kwargs,
+                             out,
+                             &res.flops,
+                             message,
+                             sizeof message);
         if (rc < 0) {
             return -1;
         }
@@ -848,7 +676,7 @@ count(tsx_counter *c,
         kind = TS_OPCALL_UNSUPPORTED; /* noted, not counted */
     }
     else if (rc != TS_OK) {
-        PyErr_NoMemory();
+        tsx_raise_status(rc, NULL);
         return -1;
     }
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {
@@ -1063,7 +891,7 @@ done:
 static PyObject *
 counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    tsx_state *st = tsx_state_of_type(type);
+    tsx_state *st = tsx_state_of_type(type, counter_new);
     tsx_counter *c;
     if (st == NULL) {
         return NULL;
@@ -1076,7 +904,7 @@ counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     c->stats = ts_opstats_new();
     if (c->stats == NULL) {
         Py_DECREF(c);
-        return PyErr_NoMemory();
+        return tsx_raise_status(TS_ENOMEM, NULL);
     }
     return (PyObject *)c;
 }
@@ -1099,21 +927,20 @@ counter_configure(tsx_counter *c, PyObject *custom)
     Py_RETURN_NONE;
 }
 
-static PyObject *
-counter_attach(tsx_counter *c, PyObject *crawl)
+int
+tsx_counter_attach(tsx_state *st,
+                   PyObject *counter,
+                   ts_session *session,
+                   PyObject *owner)
 {
-    if (crawl == Py_None) {
-        Py_CLEAR(c->crawl);
-        c->session = NULL;
-        Py_RETURN_NONE;
+    tsx_counter *c = (tsx_counter *)counter;
+    if (!PyObject_TypeCheck(counter, st->counter_type)) {
+        PyErr_SetString(PyExc_TypeError, "counter must be a Counter or None");
+        return -1;
     }
-    if (!PyObject_TypeCheck(crawl, c->st->crawl_type)) {
-        PyErr_SetString(PyExc_TypeError, "expected a Crawl");
-        return NULL;
-    }
-    Py_XSETREF(c->crawl, Py_NewRef(crawl));
-    c->session = tsx_crawl_session((tsx_crawl *)crawl);
-    Py_RETURN_NONE;
+    Py_XSETREF(c->owner, session != NULL ? Py_XNewRef(owner) : NULL);
+    c->session = session;
+    return 0;
 }
 
 void
@@ -1132,7 +959,7 @@ tsx_counter_flop_report(PyObject *counter, const char *torch_version)
     report =
         ts_opstats_report(c->stats, torch_version, TS_OPERATOR_METHOD, NULL);
     if (report == NULL) {
-        PyErr_NoMemory();
+        tsx_raise_status(TS_ENOMEM, NULL);
     }
     return report;
 }
@@ -1155,7 +982,7 @@ counter_report(tsx_counter *c, PyObject *args)
     }
     report = ts_opstats_report(c->stats, torch_version, method, jbm);
     if (report == NULL) {
-        return PyErr_NoMemory();
+        return tsx_raise_status(TS_ENOMEM, NULL);
     }
     result = tsx_from_json(c->st, report);
     json_decref(report);
@@ -1167,7 +994,7 @@ counter_traverse(tsx_counter *c, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(c));
     Py_VISIT(c->custom);
-    Py_VISIT(c->crawl);
+    Py_VISIT(c->owner);
     return 0;
 }
 
@@ -1175,7 +1002,7 @@ static int
 counter_clear(tsx_counter *c)
 {
     Py_CLEAR(c->custom);
-    Py_CLEAR(c->crawl);
+    Py_CLEAR(c->owner);
     c->session = NULL;
     return 0;
 }
@@ -1201,10 +1028,6 @@ static PyMethodDef counter_methods[] = {
      (PyCFunction)counter_configure,
      METH_O,
      "_configure(custom_mapping or None)"},
-    {"_attach",
-     (PyCFunction)counter_attach,
-     METH_O,
-     "_attach(crawl or None): attribute operators to its layer calls"},
     {"_report",
      (PyCFunction)counter_report,
      METH_VARARGS,

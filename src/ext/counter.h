@@ -1,0 +1,34 @@
+/* counter.c: the operator counter, the C body of a TorchDispatchMode
+ * subclass (Python type Counter; torchscan.flops._OperatorCounter derives
+ * from it), and the process-wide cache of resolved operator overloads. */
+#ifndef TSX_COUNTER_H
+#define TSX_COUNTER_H
+
+#include "callbacks.h"
+#include "torchscan/op_formulas.h"
+#include "torchscan/session.h"
+
+extern PyType_Spec tsx_counter_spec;
+
+/* Suspends counting (handler estimates run inside the forward; their
+ * tensor work is not the model's). `counter` may be NULL or None. */
+void tsx_counter_pause(PyObject *counter, bool paused);
+/* Attributes the operators `counter` counts to the layer calls of
+ * `session` (NULL: detaches), keeping `owner` (the object that owns the
+ * session, a Crawl) alive meanwhile. 0, or -1 with TypeError when
+ * `counter` is not a Counter. This is the crawl's C interface to the
+ * counter: no Python method is called. */
+int tsx_counter_attach(tsx_state *st,
+                       PyObject *counter,
+                       ts_session *session,
+                       PyObject *owner);
+/* The FlopReport of a Counter as a JSON tree (new reference), or NULL
+ * with an exception. */
+json_t *tsx_counter_flop_report(PyObject *counter, const char *torch_version);
+
+/* The cache of resolved operators in the module state (module teardown,
+ * GC). */
+void tsx_op_cache_free(tsx_state *st);
+int tsx_op_cache_traverse(tsx_state *st, visitproc visit, void *arg);
+
+#endif

@@ -1,0 +1,205 @@
+/* Module functions on reports (reports.h): comparison, the summary table,
+ * the strict-mode check, call metadata and the benchmark HTML page. Each
+ * converts its arguments once (convert.c) and lets the engine work. */
+#include "reports.h"
+
+#include "torchscan/diff.h"
+#include "torchscan/render.h"
+#include "torchscan/session.h"
+#include "torchscan/table.h"
+
+/* (before, after) -> an engine comparison of their JSON forms. */
+static PyObject *
+compare_pair(PyObject *module,
+             PyObject *args,
+             const char *format,
+             json_t *(*compare)(const json_t *, const json_t *, ts_error *))
+{
+    PyObject *before, *after, *result = NULL;
+    json_t *jb = NULL, *ja = NULL, *diff = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, format, &before, &after)) {
+        return NULL;
+    }
+    jb = tsx_to_json(before, "before");
+    ja = jb ? tsx_to_json(after, "after") : NULL;
+    if (ja == NULL) {
+        goto done;
+    }
+    ts_error_clear(&err);
+    diff = compare(jb, ja, &err);
+    result =
+        diff ? tsx_from_json(tsx_get_state(module), diff) : tsx_raise(&err);
+done:
+    json_decref(jb);
+    json_decref(ja);
+    json_decref(diff);
+    return result;
+}
+
+PyObject *
+tsx_engine_compare_reports(PyObject *module, PyObject *args)
+{
+    return compare_pair(
+        module, args, "OO:compare_reports", ts_compare_reports);
+}
+
+PyObject *
+tsx_engine_diff_metrics(PyObject *module, PyObject *args)
+{
+    return compare_pair(module, args, "OO:diff_metrics", ts_diff_metrics);
+}
+
+PyObject *
+tsx_engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"report",
+                             "wrap_mode",
+                             "receptive_field",
+                             "effective_rf_stats",
+                             "max_depth",
+                             NULL};
+    PyObject *report, *wrap = Py_None, *depth = NULL, *result = NULL;
+    int rf = 0, stats = 0, overflow = 0;
+    long long max_depth = -1;
+    ts_table_options opt;
+    json_t *j = NULL;
+    char *text;
+    ts_error err;
+    if (!PyArg_ParseTupleAndKeywords(args,
+                                     kwds,
+                                     "O|OppO!:format_summary",
+                                     kwlist,
+                                     &report,
+                                     &wrap,
+                                     &rf,
+                                     &stats,
+                                     &PyLong_Type,
+                                     &depth)) {
+        return NULL;
+    }
+    if (depth != NULL) {
+        max_depth = PyLong_AsLongLongAndOverflow(depth, &overflow);
+        if (max_depth == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        /* any depth beyond a C int is deeper than every model: refused as
+         * such by the table, not as an OverflowError */
+        if (overflow > 0 || max_depth > INT_MAX) {
+            max_depth = INT_MAX;
+        }
+        else if (overflow < 0 || max_depth < 0) {
+            max_depth = -1;
+        }
+    }
+    if (wrap == Py_None) {
+        opt.wrap_mode = TS_WRAP_NONE;
+    }
+    else if (PyUnicode_Check(wrap)
+             && PyUnicode_CompareWithASCIIString(wrap, "mid") == 0) {
+        opt.wrap_mode = TS_WRAP_MID;
+    }
+    else if (PyUnicode_Check(wrap)
+             && PyUnicode_CompareWithASCIIString(wrap, "end") == 0) {
+        opt.wrap_mode = TS_WRAP_END;
+    }
+    else {
+        PyErr_SetString(PyExc_ValueError,
+                        "wrap_mode must be 'mid', 'end' or None.");
+        return NULL;
+    }
+    opt.receptive_field = rf;
+    opt.effective_rf_stats = stats;
+    opt.max_depth = (int)max_depth;
+    j = tsx_to_json(report, "report");
+    if (j == NULL) {
+        return NULL;
+    }
+    ts_error_clear(&err);
+    text = ts_format_summary(j, &opt, &err);
+    json_decref(j);
+    if (text == NULL) {
+        return tsx_raise(&err);
+    }
+    result = PyUnicode_FromString(text);
+    free(text);
+    return result;
+}
+
+PyObject *
+tsx_engine_incomplete(PyObject *module, PyObject *report)
+{
+    json_t *j = tsx_to_json(report, "report");
+    char *message = NULL;
+    bool incomplete;
+    PyObject *result;
+    if (j == NULL) {
+        return NULL;
+    }
+    incomplete = ts_report_incomplete(j, &message);
+    json_decref(j);
+    if (message == NULL) {
+        return tsx_raise_status(TS_ENOMEM, NULL);
+    }
+    result = Py_BuildValue("(Os)", incomplete ? Py_True : Py_False, message);
+    free(message);
+    return result;
+}
+
+PyObject *
+tsx_engine_describe_call(PyObject *module, PyObject *args)
+{
+    PyObject *call_args, *call_kwargs, *result;
+    json_t *meta;
+    if (!PyArg_ParseTuple(args,
+                          "O!O!:describe_call",
+                          &PyTuple_Type,
+                          &call_args,
+                          &PyDict_Type,
+                          &call_kwargs)) {
+        return NULL;
+    }
+    meta = tsx_describe_call(
+        tsx_get_state(module), call_args, call_kwargs, NULL, NULL);
+    if (meta == NULL) {
+        return NULL;
+    }
+    result = tsx_from_json(tsx_get_state(module), meta);
+    json_decref(meta);
+    return result;
+}
+
+/* render_benchmark_html(report, title) -> the benchmark HTML page. */
+PyObject *
+tsx_engine_render_benchmark_html(PyObject *module, PyObject *args)
+{
+    PyObject *report, *title, *result = NULL;
+    const char *title_text;
+    Py_ssize_t title_len;
+    json_t *j;
+    char *html;
+    ts_error err;
+    if (!PyArg_ParseTuple(args, "OU:render_benchmark_html", &report, &title)) {
+        return NULL;
+    }
+    title_text = PyUnicode_AsUTF8AndSize(title, &title_len);
+    if (title_text == NULL || strlen(title_text) != (size_t)title_len) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "title holds invalid text");
+        return NULL;
+    }
+    j = tsx_to_json(report, "report");
+    if (j == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "report holds invalid text");
+        }
+        return NULL;
+    }
+    ts_error_clear(&err);
+    html = ts_render_benchmark_html(j, title_text, &err);
+    json_decref(j);
+    result = html != NULL ? PyUnicode_FromString(html) : tsx_raise(&err);
+    free(html);
+    return result;
+}
