@@ -4,7 +4,7 @@
 
 Writes one JSON line per case: {"case": name, "report": json.dumps(report, sort_keys=True)}. Cases: the
 demo's reports (``python -m torchscan demo``'s report.json), crawl_module in full and structure mode on the
-models of tests/python/test_models.py and on every model of tests/python/test_coverage_zoo.py, measure_flops
+models of tests/python/test_models.py and on every model of tests/python/zoo.py, measure_flops
 of the zoo's inference forwards, and a few crawls through the user-code sites (custom_mapping formulas,
 custom_modules handlers) that succeed or fail. Compare two snapshots with ``cmp`` or ``diff``.
 
@@ -44,7 +44,7 @@ def demo_reports() -> dict:
 
 
 def model_cases():
-    import test_coverage_zoo as zoo
+    import zoo
     import test_models as tm
 
     for name, factory in (("resnet", tm.TinyResNet), ("mobilenet", tm.TinyMobileNet)):
