@@ -755,30 +755,6 @@ int ts_opf_native_batch_norm_legit(const ts_op_call *call,
 int ts_opf_native_batch_norm_no_training(const ts_op_call *call,
                                          ts_op_result *out,
                                          ts_error *err);
-int ts_opf_max_pool2d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_max_pool3d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_avg_pool2d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_avg_pool3d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_adaptive_max_pool2d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_max_pool3d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_avg_pool2d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_avg_pool3d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
 int ts_opf_cpu_attention(const ts_op_call *call,
                          ts_op_result *out,
                          ts_error *err);
@@ -800,21 +776,6 @@ int ts_opf_vendor_batch_norm_backward(const ts_op_call *call,
 int ts_opf_layer_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
-int ts_opf_scatter_grad(const ts_op_call *call,
-                        ts_op_result *out,
-                        ts_error *err);
-int ts_opf_avg_pool2d_backward(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_avg_pool3d_backward(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_avg_pool2d_backward(const ts_op_call *call,
-                                        ts_op_result *out,
-                                        ts_error *err);
-int ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
-                                        ts_op_result *out,
-                                        ts_error *err);
 int ts_opf_upsample_linear1d(const ts_op_call *call,
                              ts_op_result *out,
                              ts_error *err);
@@ -842,6 +803,47 @@ int ts_opf_cpu_attention_backward(const ts_op_call *call,
 int ts_opf_group_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
+
+/* op_formulas_pooling.c */
+int ts_opf_max_pool2d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_max_pool3d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_avg_pool2d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_avg_pool3d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_adaptive_max_pool2d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_max_pool3d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_avg_pool2d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_avg_pool3d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_scatter_grad(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err);
+int ts_opf_avg_pool2d_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_avg_pool3d_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_avg_pool2d_backward(const ts_op_call *call,
+                                        ts_op_result *out,
+                                        ts_error *err);
+int ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
+                                        ts_op_result *out,
+                                        ts_error *err);
 
 /* op_formulas_losses.c */
 int ts_opf_nll_loss(const ts_op_call *call, ts_op_result *out, ts_error *err);

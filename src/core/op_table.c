@@ -13,7 +13,8 @@
  *    layout, real arithmetic, integer work excluded), and extend the same
  *    convention to the operators that training steps run (TS_OPF_EXTENSION:
  *    gradients, losses, optimizers; op_formulas_elementwise.c,
- *    op_formulas_layers.c, op_formulas_losses.c, op_formulas_optim.c);
+ *    op_formulas_layers.c, op_formulas_pooling.c, op_formulas_losses.c,
+ *    op_formulas_optim.c);
  *  - ignored operators (contract 1.4 ignore list, plus the same categories
  *    for operators it does not name) carry no formula, only the reason string
  *    reported in ignored_operators.
