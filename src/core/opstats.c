@@ -172,31 +172,15 @@ compare_records_by_name(const void *a, const void *b)
     return strcmp((*x)->name, (*y)->name);
 }
 
-json_t *
-ts_opstats_report(const ts_opstats *stats,
-                  const char *torch_version,
-                  const char *method,
-                  json_t *by_module)
+/* The records sorted by operator name: malloc'd (the caller frees), NULL
+ * when out of memory. */
+static const op_record **
+sorted_by_name(const ts_opstats *stats)
 {
-    json_t *report = NULL, *by_op = NULL, *ignored = NULL, *diags = NULL;
-    json_t *total = NULL;
-    const op_record **sorted = NULL;
-    char message[512];
-
-    if (by_module == NULL) {
-        by_module = json_object();
-    }
-    by_op = json_object();
-    ignored = json_object();
-    diags = json_array();
-    if (by_module == NULL || by_op == NULL || ignored == NULL
-        || diags == NULL) {
-        goto error;
-    }
-    sorted =
+    const op_record **sorted =
         malloc((stats->nops ? stats->nops : 1) * sizeof(const op_record *));
     if (sorted == NULL) {
-        goto error;
+        return NULL;
     }
     for (size_t i = 0; i < stats->nops; i++) {
         sorted[i] = &stats->ops[i];
@@ -205,13 +189,23 @@ ts_opstats_report(const ts_opstats *stats,
           stats->nops,
           sizeof(const op_record *),
           compare_records_by_name);
+    return sorted;
+}
 
-    for (size_t i = 0; i < stats->nops; i++) {
+/* by_operator {name: flops} of the counted operators and ignored_operators
+ * {name: {calls, reason}}, in name order. TS_OK or TS_ENOMEM. */
+static int
+fill_operator_maps(const op_record *const *sorted,
+                   size_t n,
+                   json_t *by_op,
+                   json_t *ignored)
+{
+    for (size_t i = 0; i < n; i++) {
         const op_record *rec = sorted[i];
         if (rec->counted_calls > 0
             && json_object_set_new(
                 by_op, rec->name, json_integer(rec->flops))) {
-            goto error;
+            return TS_ENOMEM;
         }
         if (rec->ignored_calls > 0
             && json_object_set_new(
@@ -222,12 +216,21 @@ ts_opstats_report(const ts_opstats *stats,
                           (json_int_t)rec->ignored_calls,
                           "reason",
                           rec->ignore_reason ? rec->ignore_reason : ""))) {
-            goto error;
+            return TS_ENOMEM;
         }
     }
-    /* Diagnostics: uncounted operators (sorted by name), refused formulas
-     * (first-seen order), then incomplete native formulas (sorted). */
-    for (size_t i = 0; i < stats->nops; i++) {
+    return TS_OK;
+}
+
+/* uncounted_operator for each operator that ran without a formula (and
+ * had no refused call), in name order. TS_OK or TS_ENOMEM. */
+static int
+add_uncounted_diagnostics(const op_record *const *sorted,
+                          size_t n,
+                          json_t *diags)
+{
+    char message[512];
+    for (size_t i = 0; i < n; i++) {
         const op_record *rec = sorted[i];
         if (rec->uncounted_calls > 0 && !rec->unsupported) {
             snprintf(message,
@@ -246,10 +249,18 @@ ts_opstats_report(const ts_opstats *stats,
                                NULL,
                                rec->name,
                                message)) {
-                goto error;
+                return TS_ENOMEM;
             }
         }
     }
+    return TS_OK;
+}
+
+/* unsupported_operator_formula for each distinct operator and refusal
+ * message, in first-seen order. TS_OK or TS_ENOMEM. */
+static int
+add_refused_diagnostics(const ts_opstats *stats, json_t *diags)
+{
     for (size_t i = 0; i < stats->nnotes; i++) {
         const op_record *rec = &stats->ops[stats->notes[i].id];
         if (add_diagnostic(diags,
@@ -258,10 +269,21 @@ ts_opstats_report(const ts_opstats *stats,
                            NULL,
                            rec->name,
                            stats->notes[i].message)) {
-            goto error;
+            return TS_ENOMEM;
         }
     }
-    for (size_t i = 0; i < stats->nops; i++) {
+    return TS_OK;
+}
+
+/* incomplete_operator_formula for each operator counted with a formula
+ * that leaves work out, in name order. TS_OK or TS_ENOMEM. */
+static int
+add_incomplete_diagnostics(const op_record *const *sorted,
+                           size_t n,
+                           json_t *diags)
+{
+    char message[512];
+    for (size_t i = 0; i < n; i++) {
         const op_record *rec = sorted[i];
         if (rec->incomplete) {
             snprintf(message,
@@ -276,9 +298,42 @@ ts_opstats_report(const ts_opstats *stats,
                                NULL,
                                rec->name,
                                message)) {
-                goto error;
+                return TS_ENOMEM;
             }
         }
+    }
+    return TS_OK;
+}
+
+json_t *
+ts_opstats_report(const ts_opstats *stats,
+                  const char *torch_version,
+                  const char *method,
+                  json_t *by_module)
+{
+    json_t *report = NULL, *by_op = NULL, *ignored = NULL, *diags = NULL;
+    json_t *total = NULL;
+    const op_record **sorted = NULL;
+
+    if (by_module == NULL) {
+        by_module = json_object();
+    }
+    by_op = json_object();
+    ignored = json_object();
+    diags = json_array();
+    if (by_module == NULL || by_op == NULL || ignored == NULL
+        || diags == NULL) {
+        goto error;
+    }
+    sorted = sorted_by_name(stats);
+    /* Diagnostics: uncounted operators (sorted by name), refused formulas
+     * (first-seen order), then incomplete native formulas (sorted). */
+    if (sorted == NULL
+        || fill_operator_maps(sorted, stats->nops, by_op, ignored) != TS_OK
+        || add_uncounted_diagnostics(sorted, stats->nops, diags) != TS_OK
+        || add_refused_diagnostics(stats, diags) != TS_OK
+        || add_incomplete_diagnostics(sorted, stats->nops, diags) != TS_OK) {
+        goto error;
     }
     total = ts_metric_new(json_array_size(diags) ? TS_PARTIAL : TS_COMPLETE,
                           ts_int(stats->total),

@@ -117,42 +117,40 @@ emit_int_member(const ts_emitter *e, const char *key, int64_t value)
     return e->integer(e->ctx, value);
 }
 
+/* A row's depth: 0 for the root (empty path), else one more than the dots
+ * in its path. */
 static int
-emit_layer(const ts_emitter *e,
-           const ts_session *session,
-           const layer_record *layer)
+path_depth(const char *path)
 {
-    const module_record *m = &session->modules[layer->module];
-    const ts_attribution *a = &layer->attribution;
-    const char *name = m->name;
     int depth = 0;
-    if (m->path[0] != '\0') {
+    if (path[0] != '\0') {
         depth = 1;
-        for (const char *p = m->path; *p; p++) {
+        for (const char *p = path; *p; p++) {
             depth += *p == '.';
         }
     }
-    TRY_EMIT(e->begin_object(e->ctx));
-    TRY_EMIT(e->key(e->ctx, "path"));
-    TRY_EMIT(e->string(e->ctx, m->path));
-    TRY_EMIT(emit_int_member(e, "call_index", layer->call_index));
-    TRY_EMIT(e->key(e->ctx, "name"));
-    TRY_EMIT(e->string(e->ctx, name));
-    TRY_EMIT(emit_int_member(e, "depth", depth));
-    TRY_EMIT(e->key(e->ctx, "type"));
-    TRY_EMIT(e->string(e->ctx, m->type_name));
-    TRY_EMIT(e->key(e->ctx, "input"));
-    TRY_EMIT(e->tree(e->ctx, layer->input));
+    return depth;
+}
+
+/* "output": the output metadata, or {kind: failed} for a forward that
+ * raised, {kind: pending} for a call that never ended. */
+static int
+emit_layer_output(const ts_emitter *e, const layer_record *layer)
+{
     TRY_EMIT(e->key(e->ctx, "output"));
     if (layer->output != NULL) {
-        TRY_EMIT(e->tree(e->ctx, layer->output));
+        return e->tree(e->ctx, layer->output);
     }
-    else {
-        TRY_EMIT(e->begin_object(e->ctx));
-        TRY_EMIT(e->key(e->ctx, "kind"));
-        TRY_EMIT(e->string(e->ctx, layer->failed ? "failed" : "pending"));
-        TRY_EMIT(e->end_object(e->ctx));
-    }
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "kind"));
+    TRY_EMIT(e->string(e->ctx, layer->failed ? "failed" : "pending"));
+    return e->end_object(e->ctx);
+}
+
+/* "parameters" and "buffers": the tensors this call was the first to use. */
+static int
+emit_attribution(const ts_emitter *e, const ts_attribution *a)
+{
     TRY_EMIT(e->key(e->ctx, "parameters"));
     TRY_EMIT(e->begin_object(e->ctx));
     TRY_EMIT(emit_int_member(e, "trainable", a->trainable));
@@ -167,7 +165,16 @@ emit_layer(const ts_emitter *e,
     TRY_EMIT(emit_int_member(e, "bytes", a->buffer_bytes));
     TRY_EMIT(e->key(e->ctx, "shared"));
     TRY_EMIT(e->boolean(e->ctx, a->buffer_shared));
-    TRY_EMIT(e->end_object(e->ctx));
+    return e->end_object(e->ctx);
+}
+
+/* "metrics": the call itself, the estimates it has a slot for and, in full
+ * mode, the operator FLOPs it ran itself. */
+static int
+emit_layer_metrics(const ts_emitter *e,
+                   const ts_session *session,
+                   const layer_record *layer)
+{
     TRY_EMIT(e->key(e->ctx, "metrics"));
     TRY_EMIT(e->begin_object(e->ctx));
     TRY_EMIT(e->key(e->ctx, "calls"));
@@ -196,37 +203,76 @@ emit_layer(const ts_emitter *e,
                              "module_call_self",
                              TS_OPERATOR_METHOD));
     }
-    TRY_EMIT(e->end_object(e->ctx));
-    if (layer->handled) {
-        /* which estimates a handler supplied, and for what scope */
-        TRY_EMIT(e->key(e->ctx, "metric_ownership"));
-        TRY_EMIT(e->begin_object(e->ctx));
-        for (int i = 0; i < N_ESTIMATES; i++) {
-            if (layer->handled & (1u << i)) {
-                TRY_EMIT(e->key(e->ctx, estimate_names[i]));
-                TRY_EMIT(e->string(
-                    e->ctx,
-                    layer->estimates[i].subtree ? "subtree" : "module_call"));
-            }
+    return e->end_object(e->ctx);
+}
+
+/* "metric_ownership": which estimates a handler supplied, and for what
+ * scope. */
+static int
+emit_metric_ownership(const ts_emitter *e, const layer_record *layer)
+{
+    TRY_EMIT(e->key(e->ctx, "metric_ownership"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    for (int i = 0; i < N_ESTIMATES; i++) {
+        if (layer->handled & (1u << i)) {
+            TRY_EMIT(e->key(e->ctx, estimate_names[i]));
+            TRY_EMIT(e->string(
+                e->ctx,
+                layer->estimates[i].subtree ? "subtree" : "module_call"));
         }
-        TRY_EMIT(e->end_object(e->ctx));
+    }
+    return e->end_object(e->ctx);
+}
+
+/* "metric_owners": the estimates an enclosing call's handler includes, each
+ * with that call's {path, call_index}. */
+static int
+emit_metric_owners(const ts_emitter *e,
+                   const ts_session *session,
+                   const layer_record *layer)
+{
+    TRY_EMIT(e->key(e->ctx, "metric_owners"));
+    TRY_EMIT(e->begin_object(e->ctx));
+    for (int i = 0; i < N_ESTIMATES; i++) {
+        if (layer->covered & (1u << i)) {
+            const layer_record *o = &session->layers[layer->owner[i]];
+            TRY_EMIT(e->key(e->ctx, estimate_names[i]));
+            TRY_EMIT(e->begin_object(e->ctx));
+            TRY_EMIT(e->key(e->ctx, "path"));
+            TRY_EMIT(e->string(e->ctx, session->modules[o->module].path));
+            TRY_EMIT(emit_int_member(e, "call_index", o->call_index));
+            TRY_EMIT(e->end_object(e->ctx));
+        }
+    }
+    return e->end_object(e->ctx);
+}
+
+/* One row of "layers". */
+static int
+emit_layer(const ts_emitter *e,
+           const ts_session *session,
+           const layer_record *layer)
+{
+    const module_record *m = &session->modules[layer->module];
+    TRY_EMIT(e->begin_object(e->ctx));
+    TRY_EMIT(e->key(e->ctx, "path"));
+    TRY_EMIT(e->string(e->ctx, m->path));
+    TRY_EMIT(emit_int_member(e, "call_index", layer->call_index));
+    TRY_EMIT(e->key(e->ctx, "name"));
+    TRY_EMIT(e->string(e->ctx, m->name));
+    TRY_EMIT(emit_int_member(e, "depth", path_depth(m->path)));
+    TRY_EMIT(e->key(e->ctx, "type"));
+    TRY_EMIT(e->string(e->ctx, m->type_name));
+    TRY_EMIT(e->key(e->ctx, "input"));
+    TRY_EMIT(e->tree(e->ctx, layer->input));
+    TRY_EMIT(emit_layer_output(e, layer));
+    TRY_EMIT(emit_attribution(e, &layer->attribution));
+    TRY_EMIT(emit_layer_metrics(e, session, layer));
+    if (layer->handled) {
+        TRY_EMIT(emit_metric_ownership(e, layer));
     }
     if (layer->covered) {
-        /* estimates an enclosing call's handler includes */
-        TRY_EMIT(e->key(e->ctx, "metric_owners"));
-        TRY_EMIT(e->begin_object(e->ctx));
-        for (int i = 0; i < N_ESTIMATES; i++) {
-            if (layer->covered & (1u << i)) {
-                const layer_record *o = &session->layers[layer->owner[i]];
-                TRY_EMIT(e->key(e->ctx, estimate_names[i]));
-                TRY_EMIT(e->begin_object(e->ctx));
-                TRY_EMIT(e->key(e->ctx, "path"));
-                TRY_EMIT(e->string(e->ctx, session->modules[o->module].path));
-                TRY_EMIT(emit_int_member(e, "call_index", o->call_index));
-                TRY_EMIT(e->end_object(e->ctx));
-            }
-        }
-        TRY_EMIT(e->end_object(e->ctx));
+        TRY_EMIT(emit_metric_owners(e, session, layer));
     }
     return e->end_object(e->ctx);
 }
