@@ -17,12 +17,16 @@
 extern "C" {
 #endif
 
-/* ---- crawl session ------------------------------------------------------ */
+/* ---- recording (session.c) --------------------------------------------- */
 
 typedef struct ts_session ts_session;
 
-/* full: compute module formulas (full mode) or only structure. */
+/* A new, empty session owned by the caller; NULL on allocation failure.
+ * full: compute module formulas (full mode) or only structure. */
 ts_session *ts_session_new(bool full);
+
+/* Frees the session with every record, text and metadata tree it owns
+ * (NULL is a no-op). */
 void ts_session_free(ts_session *session);
 
 /* Adds a module; `path` and `type_name` are copied. `metric_leaf` selects the
@@ -34,9 +38,15 @@ int ts_session_add_module(ts_session *session,
                           const ts_module_desc *desc,
                           bool metric_leaf);
 
+/* Modules added so far. */
 size_t ts_session_module_count(const ts_session *session);
+
+/* A module's description, borrowed from the session: valid until the next
+ * ts_session_add_module. `module` must be an index that call returned. */
 const ts_module_desc *ts_session_module_desc(const ts_session *session,
                                              int module);
+
+/* Whether the module was added as a metric leaf (`module` as above). */
 bool ts_session_module_is_leaf(const ts_session *session, int module);
 
 /* Marks a module as estimated by a custom handler: a failed call of it
@@ -146,6 +156,8 @@ void ts_session_add_layer_op(ts_session *session,
                              int layer,
                              int64_t flops,
                              bool complete);
+
+/* ---- the AnalysisReport (session_report.c) ------------------------------ */
 
 /* {path: operator FLOPs} of every module that was called: the operators
  * its calls ran themselves (children excluded), summed over its calls,
