@@ -139,8 +139,9 @@ adaptive_visits(const ts_shape *x,
 }
 
 /* Max pooling compares visits - O times, average pooling adds and divides
- * `visits` times. */
-static int
+ * `visits` times. inline: each of the four entry points gets its own copy,
+ * as the formulas run once per observed operator call. */
+static inline int
 adaptive_pool_formula(const ts_op_call *call,
                       int rank,
                       bool maximum,

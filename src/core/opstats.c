@@ -243,12 +243,12 @@ add_uncounted_diagnostics(const op_record *const *sorted,
                            "formula is registered.",
                      rec->name,
                      (long long)rec->uncounted_calls);
-            if (add_diagnostic(diags,
-                               "uncounted_operator",
-                               "flops",
-                               NULL,
-                               rec->name,
-                               message)) {
+            if (ts_diagnostic_append(diags,
+                                     "uncounted_operator",
+                                     "flops",
+                                     NULL,
+                                     rec->name,
+                                     message)) {
                 return TS_ENOMEM;
             }
         }
@@ -263,12 +263,12 @@ add_refused_diagnostics(const ts_opstats *stats, json_t *diags)
 {
     for (size_t i = 0; i < stats->nnotes; i++) {
         const op_record *rec = &stats->ops[stats->notes[i].id];
-        if (add_diagnostic(diags,
-                           "unsupported_operator_formula",
-                           "flops",
-                           NULL,
-                           rec->name,
-                           stats->notes[i].message)) {
+        if (ts_diagnostic_append(diags,
+                                 "unsupported_operator_formula",
+                                 "flops",
+                                 NULL,
+                                 rec->name,
+                                 stats->notes[i].message)) {
             return TS_ENOMEM;
         }
     }
@@ -292,12 +292,12 @@ add_incomplete_diagnostics(const op_record *const *sorted,
                      "(complex arithmetic or the softmax and scaling of "
                      "fused attention); the count is a lower bound.",
                      rec->name);
-            if (add_diagnostic(diags,
-                               "incomplete_operator_formula",
-                               "flops",
-                               NULL,
-                               rec->name,
-                               message)) {
+            if (ts_diagnostic_append(diags,
+                                     "incomplete_operator_formula",
+                                     "flops",
+                                     NULL,
+                                     rec->name,
+                                     message)) {
                 return TS_ENOMEM;
             }
         }

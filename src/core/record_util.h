@@ -1,8 +1,8 @@
 /* Private to src/core: the record-keeping helpers that the operator
  * statistics (opstats.c) and the crawl session (session.c) share: growing a
- * flat array, copying a string, appending a diagnostic object. They are
- * static inline, so that the session's recording functions, which grow the
- * layer array and the call stack on every module call, keep them inlined.
+ * flat array and copying a string (static inline: the session grows its
+ * layer array and call stack on every module call), and appending a
+ * diagnostic object (record_util.c).
  */
 #ifndef TORCHSCAN_RECORD_UTIL_H
 #define TORCHSCAN_RECORD_UTIL_H
@@ -48,32 +48,16 @@ dup_string(const char *s)
     return copy;
 }
 
-/* Appends {code, severity, metric, [path|operator], message} to `list`. */
-static inline int
-add_diagnostic(json_t *list,
-               const char *code,
-               const char *metric,
-               const char *path,
-               const char *op,
-               const char *message)
-{
-    json_t *d = json_pack("{s:s, s:s, s:s}",
-                          "code",
-                          code,
-                          "severity",
-                          "warning",
-                          "metric",
-                          metric);
-    if (d == NULL) {
-        return TS_ENOMEM;
-    }
-    if ((path != NULL && json_object_set_new(d, "path", json_string(path)))
-        || (op != NULL && json_object_set_new(d, "operator", json_string(op)))
-        || json_object_set_new(d, "message", json_string(message))
-        || json_array_append_new(list, d)) {
-        return TS_ENOMEM;
-    }
-    return TS_OK;
-}
+/* Appends {code, severity "warning", metric, [path], [operator], message}
+ * to the array `list` (path and op may be NULL). TS_OK or TS_ENOMEM.
+ * Defined out of line in record_util.c: it runs only when something went
+ * wrong, and inlined into a recording function it would cost that
+ * function's common path registers. */
+int ts_diagnostic_append(json_t *list,
+                         const char *code,
+                         const char *metric,
+                         const char *path,
+                         const char *op,
+                         const char *message);
 
 #endif /* TORCHSCAN_RECORD_UTIL_H */

@@ -305,7 +305,7 @@ ts_session_add_diagnostic(ts_session *session,
     if (layer >= 0 && (size_t)layer < session->nlayers) {
         path = session->modules[session->layers[layer].module].path;
     }
-    return add_diagnostic(
+    return ts_diagnostic_append(
         session->diagnostics, code, metric, path, NULL, message);
 }
 
@@ -373,12 +373,12 @@ store_estimate(ts_session *session,
             break;
     }
     if (code != NULL && emit_diagnostic) {
-        return add_diagnostic(session->diagnostics,
-                              code,
-                              estimate_names[which],
-                              path,
-                              NULL,
-                              est->message);
+        return ts_diagnostic_append(session->diagnostics,
+                                    code,
+                                    estimate_names[which],
+                                    path,
+                                    NULL,
+                                    est->message);
     }
     return TS_OK;
 }
@@ -417,13 +417,13 @@ estimate_layer(ts_session *session,
             slots[i].status = TS_UNAVAILABLE;
             slots[i].method = MODULE_METHOD;
             layer->present |= (uint8_t)(1u << i);
-            if (add_diagnostic(session->diagnostics,
-                               "missing_metric_tensor",
-                               estimate_names[i],
-                               m->path,
-                               NULL,
-                               "The module call did not expose both an "
-                               "input and output tensor.")) {
+            if (ts_diagnostic_append(session->diagnostics,
+                                     "missing_metric_tensor",
+                                     estimate_names[i],
+                                     m->path,
+                                     NULL,
+                                     "The module call did not expose both an "
+                                     "input and output tensor.")) {
                 return TS_ENOMEM;
             }
         }
@@ -498,13 +498,13 @@ ts_session_end_call(ts_session *session,
     layer->failed = failed;
     if (failed) {
         json_decref(output);
-        if (add_diagnostic(session->diagnostics,
-                           "module_forward_error",
-                           "calls",
-                           m->path,
-                           NULL,
-                           "The module forward raised an exception that "
-                           "a parent module caught.")) {
+        if (ts_diagnostic_append(session->diagnostics,
+                                 "module_forward_error",
+                                 "calls",
+                                 m->path,
+                                 NULL,
+                                 "The module forward raised an exception that "
+                                 "a parent module caught.")) {
             return TS_ENOMEM;
         }
     }
@@ -544,15 +544,16 @@ ts_session_mark_expanded_boundary(ts_session *session, int layer)
         l->estimates[i].status = TS_UNAVAILABLE;
         l->estimates[i].method = "expanded_atomic_boundary";
         l->present |= (uint8_t)(1u << i);
-        if (add_diagnostic(session->diagnostics,
-                           "expanded_atomic_boundary",
-                           estimate_names[i],
-                           session->modules[l->module].path,
-                           NULL,
-                           "A custom handler matched a module inside this "
-                           "nn.Transformer, so its descendants' estimates "
-                           "replace the inclusive formula and the root's own "
-                           "work is not estimated.")) {
+        if (ts_diagnostic_append(
+                session->diagnostics,
+                "expanded_atomic_boundary",
+                estimate_names[i],
+                session->modules[l->module].path,
+                NULL,
+                "A custom handler matched a module inside this "
+                "nn.Transformer, so its descendants' estimates "
+                "replace the inclusive formula and the root's own "
+                "work is not estimated.")) {
             return TS_ENOMEM;
         }
     }
