@@ -98,6 +98,11 @@ json_t *ts_metric_new(ts_status status,
 /* Reads a MetricResult's status; -1 when the object is not one. */
 int ts_metric_status(const json_t *metric);
 
+/* strict mode: true when a report has any diagnostic or any total that is
+ * not complete and not not_requested. *message (malloc'd, caller frees;
+ * NULL when an allocation failed) is "Analysis is incomplete for: a, b." */
+bool ts_report_incomplete(const json_t *report, char **message);
+
 /* ---- checked integer arithmetic ---------------------------------------- */
 
 /* Each returns false on overflow, leaving *out unspecified. */

@@ -1,6 +1,6 @@
 /* Operator formulas: FLOPs of one aten operator call, keyed by operator
  * packet name ("aten.mm"). In-place and out= overloads share their packet's
- * entry. The table is sorted static data (op_formulas.c).
+ * entry. The table is sorted static data (op_table.c).
  *
  * Counting convention: torchscan_flops_v1 (contract 2.2); matmul,
  * convolution and attention formulas equal PyTorch's FlopCounterMode.

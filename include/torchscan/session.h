@@ -1,7 +1,9 @@
-/* A crawl session: the module table, one record per module call (layer),
- * and the operator statistics of one operator counter. The binding feeds it
- * from the hooks and the dispatch mode; everything else (formulas,
- * attribution, aggregation, report assembly) happens here.
+/* A crawl session: the module table and one record per module call (layer),
+ * fed by the binding's hooks and dispatch mode (session.c), and the
+ * AnalysisReport written from them (session_report.c). Module formulas,
+ * attribution, estimate ownership, aggregation and report assembly happen
+ * here. The crawl's operator counter keeps its statistics in opstats.h
+ * (included: the report embeds their FlopReport).
  */
 #ifndef TORCHSCAN_SESSION_H
 #define TORCHSCAN_SESSION_H
@@ -9,66 +11,22 @@
 #include "torchscan/core.h"
 #include "torchscan/module_formulas.h"
 #include "torchscan/op_formulas.h"
+#include "torchscan/opstats.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- operator statistics ------------------------------------------------ */
-
-typedef struct ts_opstats ts_opstats;
-
-/* New, empty statistics; NULL on allocation failure. */
-ts_opstats *ts_opstats_new(void);
-void ts_opstats_free(ts_opstats *stats);
-
-/* Registers an operator packet name (copied) and returns its id (>= 0), the
- * same id for the same name; negative TS_E* on failure. */
-int ts_opstats_intern(ts_opstats *stats, const char *packet_name);
-
-/* How an observed call was handled. */
-typedef enum {
-    TS_OPCALL_COUNTED = 0, /* flops counted (may be 0) */
-    TS_OPCALL_IGNORED,     /* on the ignore list (reason from the table) */
-    TS_OPCALL_UNCOUNTED,   /* no formula: uncounted_operator */
-    TS_OPCALL_UNSUPPORTED, /* formula refused: unsupported_operator_formula */
-} ts_opcall_kind;
-
-/* Records one call of operator `id`. For COUNTED, `flops` is added to the
- * operator's total and to `layer` (>= 0) when the call ran inside a layer;
- * `incomplete` adds one incomplete_operator_formula diagnostic per operator.
- * For UNSUPPORTED, `message` is the reason (one diagnostic per distinct
- * operator and message). `ignore_reason` is used for IGNORED. A COUNTED
- * call whose flops would overflow a sum is recorded as UNSUPPORTED instead
- * and returns TS_EOVERFLOW (the sums are unchanged). */
-int ts_opstats_record(ts_opstats *stats,
-                      int id,
-                      ts_opcall_kind kind,
-                      int64_t flops,
-                      bool incomplete,
-                      const char *message,
-                      const char *ignore_reason);
-
-/* Sum of counted flops (the known value of the total). */
-int64_t ts_opstats_total(const ts_opstats *stats);
-
-/* Builds the FlopReport {schema_version, context, total, by_module,
- * by_operator, ignored_operators, diagnostics}. `by_module` (stolen, may be
- * NULL for {}) is inserted as given. New reference or NULL. */
-json_t *ts_opstats_report(const ts_opstats *stats,
-                          const char *torch_version,
-                          const char *method,
-                          json_t *by_module);
-
-/* The FlopReport stub of structure mode (everything not_requested). */
-json_t *ts_flop_report_not_requested(const char *torch_version);
-
-/* ---- crawl session ------------------------------------------------------ */
+/* ---- recording (session.c) --------------------------------------------- */
 
 typedef struct ts_session ts_session;
 
-/* full: compute module formulas (full mode) or only structure. */
+/* A new, empty session owned by the caller; NULL on allocation failure.
+ * full: compute module formulas (full mode) or only structure. */
 ts_session *ts_session_new(bool full);
+
+/* Frees the session with every record, text and metadata tree it owns
+ * (NULL is a no-op). */
 void ts_session_free(ts_session *session);
 
 /* Adds a module; `path` and `type_name` are copied. `metric_leaf` selects the
@@ -80,9 +38,15 @@ int ts_session_add_module(ts_session *session,
                           const ts_module_desc *desc,
                           bool metric_leaf);
 
+/* Modules added so far. */
 size_t ts_session_module_count(const ts_session *session);
+
+/* A module's description, borrowed from the session: valid until the next
+ * ts_session_add_module. `module` must be an index that call returned. */
 const ts_module_desc *ts_session_module_desc(const ts_session *session,
                                              int module);
+
+/* Whether the module was added as a metric leaf (`module` as above). */
 bool ts_session_module_is_leaf(const ts_session *session, int module);
 
 /* Marks a module as estimated by a custom handler: a failed call of it
@@ -184,9 +148,6 @@ int ts_session_end_call(ts_session *session,
                         bool failed,
                         const ts_module_call *call);
 
-/* The method string of operator FLOPs. */
-#define TS_OPERATOR_METHOD "torchscan_dispatch_counter"
-
 /* Attributes one operator call to a layer record (the call's own work, its
  * child module calls excluded): `flops` are added; `complete` false marks
  * the layer's operator FLOPs as a lower bound (an uncounted or refused
@@ -195,6 +156,8 @@ void ts_session_add_layer_op(ts_session *session,
                              int layer,
                              int64_t flops,
                              bool complete);
+
+/* ---- the AnalysisReport (session_report.c) ------------------------------ */
 
 /* {path: operator FLOPs} of every module that was called: the operators
  * its calls ran themselves (children excluded), summed over its calls,
@@ -228,11 +191,6 @@ int ts_session_emit_report(const ts_session *session,
                            const json_t *inputs,
                            const ts_model_totals *totals,
                            const json_t *flop_report);
-
-/* strict mode: true when the report has any diagnostic or any total that is
- * not complete and not not_requested. *message (malloc'd, caller frees) is
- * "Analysis is incomplete for: a, b." */
-bool ts_report_incomplete(const json_t *report, char **message);
 
 #ifdef __cplusplus
 }

@@ -70,41 +70,12 @@ valid_metric(const json_t *m)
     return false;
 }
 
-int
-ts_benchmark_validate(const json_t *report, const char *which, ts_error *err)
+/* Every total is a valid MetricResult. */
+static int
+validate_metrics(const json_t *totals, const char *which, ts_error *err)
 {
-    const json_t *totals = json_object_get(report, "totals");
-    const json_t *context = json_object_get(report, "context");
-    const json_t *version = json_object_get(report, "schema_version");
-    const char *work_unit;
     const char *key;
     const json_t *value;
-    if (!json_is_object(report)) {
-        return FAIL(
-            err, TS_EINVAL, "Benchmark report '%s' must be an object.", which);
-    }
-    if (!json_is_integer(version) || json_integer_value(version) != 1) {
-        return FAIL(err,
-                    TS_EINVAL,
-                    "Benchmark report '%s' has an unsupported schema_version "
-                    "(expected 1).",
-                    which);
-    }
-    if (!json_is_object(context)
-        || !json_is_object(json_object_get(report, "inputs"))
-        || !json_is_object(json_object_get(report, "measurement"))) {
-        return FAIL(err,
-                    TS_EINVAL,
-                    "Benchmark report '%s' needs the objects context, inputs "
-                    "and measurement.",
-                    which);
-    }
-    if (!json_is_object(totals)) {
-        return FAIL(err,
-                    TS_EINVAL,
-                    "Benchmark report '%s' needs an object 'totals'.",
-                    which);
-    }
     /* json_object_foreach takes a non-const object but only reads. */
     json_object_foreach((json_t *)totals, key, value)
     {
@@ -117,9 +88,20 @@ ts_benchmark_validate(const json_t *report, const char *which, ts_error *err)
                         key);
         }
     }
-    work_unit = json_string_value(json_object_get(context, "work_unit"));
+    return TS_OK;
+}
+
+/* The timing totals are present, in seconds (throughput in work units per
+ * second), and positive (the IQR non-negative) where they have a value. */
+static int
+validate_timing(const json_t *totals,
+                const char *work_unit,
+                const char *which,
+                ts_error *err)
+{
     for (size_t i = 0; i < NTIMING; i++) {
         const json_t *m = json_object_get(totals, timing_metrics[i]);
+        const json_t *value;
         const char *unit;
         bool is_rate = strcmp(timing_metrics[i], "throughput") == 0;
         bool unit_ok;
@@ -161,9 +143,17 @@ ts_benchmark_validate(const json_t *report, const char *which, ts_error *err)
                         which);
         }
     }
-    /* Every workload total counts something (seconds, bytes, FLOPs): a
-     * negative one is invalid, and deltas of non-negative ones cannot
-     * overflow. */
+    return TS_OK;
+}
+
+/* Every workload total counts something (seconds, bytes, FLOPs): a
+ * negative one is invalid, and deltas of non-negative ones cannot
+ * overflow. */
+static int
+validate_non_negative(const json_t *totals, const char *which, ts_error *err)
+{
+    const char *key;
+    const json_t *value;
     json_object_foreach((json_t *)totals, key, value)
     {
         const json_t *v = json_object_get(value, "value");
@@ -179,6 +169,50 @@ ts_benchmark_validate(const json_t *report, const char *which, ts_error *err)
         }
     }
     return TS_OK;
+}
+
+int
+ts_benchmark_validate(const json_t *report, const char *which, ts_error *err)
+{
+    const json_t *totals = json_object_get(report, "totals");
+    const json_t *context = json_object_get(report, "context");
+    const json_t *version = json_object_get(report, "schema_version");
+    int rc;
+    if (!json_is_object(report)) {
+        return FAIL(
+            err, TS_EINVAL, "Benchmark report '%s' must be an object.", which);
+    }
+    if (!json_is_integer(version) || json_integer_value(version) != 1) {
+        return FAIL(err,
+                    TS_EINVAL,
+                    "Benchmark report '%s' has an unsupported schema_version "
+                    "(expected 1).",
+                    which);
+    }
+    if (!json_is_object(context)
+        || !json_is_object(json_object_get(report, "inputs"))
+        || !json_is_object(json_object_get(report, "measurement"))) {
+        return FAIL(err,
+                    TS_EINVAL,
+                    "Benchmark report '%s' needs the objects context, inputs "
+                    "and measurement.",
+                    which);
+    }
+    if (!json_is_object(totals)) {
+        return FAIL(err,
+                    TS_EINVAL,
+                    "Benchmark report '%s' needs an object 'totals'.",
+                    which);
+    }
+    rc = validate_metrics(totals, which, err);
+    if (rc == TS_OK) {
+        rc = validate_timing(
+            totals,
+            json_string_value(json_object_get(context, "work_unit")),
+            which,
+            err);
+    }
+    return rc != TS_OK ? rc : validate_non_negative(totals, which, err);
 }
 
 int

@@ -636,6 +636,59 @@ check_schema(const json_t *before,
     return TS_OK;
 }
 
+/* The order of two layer calls by (path, call_index). */
+static int
+call_order(const layer_call *before, const layer_call *after)
+{
+    int order = strcmp(before->path, after->path);
+    if (order == 0) {
+        json_int_t b = before->call_index;
+        json_int_t a = after->call_index;
+        order = (b > a) - (b < a);
+    }
+    return order;
+}
+
+/* Both sides are sorted by (path, call_index) with unique keys: one merge
+ * pass yields added, removed and common (changed) calls in sorted order. */
+static int
+merge_calls(const layer_call *before_calls,
+            size_t before_count,
+            const layer_call *after_calls,
+            size_t after_count,
+            json_t *added,
+            json_t *removed,
+            json_t *changed,
+            ts_error *err)
+{
+    size_t bi = 0;
+    size_t ai = 0;
+    int rc = TS_OK;
+    while (rc == TS_OK && (bi < before_count || ai < after_count)) {
+        int order;
+        if (bi == before_count) {
+            order = 1;
+        }
+        else if (ai == after_count) {
+            order = -1;
+        }
+        else {
+            order = call_order(&before_calls[bi], &after_calls[ai]);
+        }
+        if (order < 0) {
+            rc = append_snapshot(removed, &before_calls[bi++], err);
+        }
+        else if (order > 0) {
+            rc = append_snapshot(added, &after_calls[ai++], err);
+        }
+        else {
+            rc = append_changed(
+                changed, &before_calls[bi++], &after_calls[ai++], err);
+        }
+    }
+    return rc;
+}
+
 json_t *
 ts_compare_reports(const json_t *before, const json_t *after, ts_error *err)
 {
@@ -650,8 +703,6 @@ ts_compare_reports(const json_t *before, const json_t *after, ts_error *err)
     json_t *totals = NULL;
     json_t *out = NULL;
     json_t *result = NULL;
-    size_t bi = 0;
-    size_t ai = 0;
 
     ts_error_clear(err);
     if (!json_is_object(before) || !json_is_object(after)) {
@@ -672,46 +723,21 @@ ts_compare_reports(const json_t *before, const json_t *after, ts_error *err)
         ts_error_set(err, TS_ENOMEM, "out of memory");
         goto cleanup;
     }
-    /* Both sides are sorted by (path, call_index) with unique keys: one
-     * merge pass yields added, removed and common calls in sorted order. */
-    while (bi < before_count || ai < after_count) {
-        int order;
-        if (bi == before_count) {
-            order = 1;
-        }
-        else if (ai == after_count) {
-            order = -1;
-        }
-        else {
-            order = strcmp(before_calls[bi].path, after_calls[ai].path);
-            if (order == 0) {
-                json_int_t b = before_calls[bi].call_index;
-                json_int_t a = after_calls[ai].call_index;
-                order = (b > a) - (b < a);
-            }
-        }
-        if (order < 0) {
-            if (append_snapshot(removed, &before_calls[bi++], err) != TS_OK) {
-                goto cleanup;
-            }
-        }
-        else if (order > 0) {
-            if (append_snapshot(added, &after_calls[ai++], err) != TS_OK) {
-                goto cleanup;
-            }
-        }
-        else if (append_changed(
-                     changed, &before_calls[bi++], &after_calls[ai++], err)
-                 != TS_OK) {
-            goto cleanup;
-        }
-    }
-    if (diff_metric_maps(json_object_get(before, "totals"),
-                         json_object_get(after, "totals"),
-                         false,
-                         &totals,
-                         err)
-        != TS_OK) {
+    if (merge_calls(before_calls,
+                    before_count,
+                    after_calls,
+                    after_count,
+                    added,
+                    removed,
+                    changed,
+                    err)
+            != TS_OK
+        || diff_metric_maps(json_object_get(before, "totals"),
+                            json_object_get(after, "totals"),
+                            false,
+                            &totals,
+                            err)
+               != TS_OK) {
         goto cleanup;
     }
     out = json_pack("{s:I, s:O, s:{s:O, s:O, s:O}}",

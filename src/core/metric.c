@@ -1,5 +1,8 @@
-/* MetricResult construction and status names. */
+/* MetricResult construction and status names, and the strict check of a
+ * report (which metrics are not complete). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "torchscan/core.h"
@@ -84,4 +87,66 @@ ts_metric_status(const json_t *metric)
         return -1;
     }
     return ts_status_parse(json_string_value(status));
+}
+
+static int
+compare_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+bool
+ts_report_incomplete(const json_t *report, char **message)
+{
+    const json_t *totals = json_object_get(report, "totals");
+    const json_t *diags = json_object_get(report, "diagnostics");
+    const char *key;
+    json_t *value;
+    size_t n = 0, cap = json_object_size(totals) + json_array_size(diags);
+    const char **names = malloc((cap ? cap : 1) * sizeof *names);
+    bool incomplete = json_array_size(diags) > 0;
+    size_t len = 0, size;
+    char *text;
+
+    *message = NULL;
+    if (names == NULL) {
+        return incomplete;
+    }
+    json_object_foreach((json_t *)totals, key, value)
+    {
+        const char *method =
+            json_string_value(json_object_get(value, "method"));
+        if (ts_metric_status(value) != TS_COMPLETE
+            && !(method && strcmp(method, "not_requested") == 0)) {
+            incomplete = true;
+            names[n++] = key;
+        }
+    }
+    for (size_t i = 0; i < json_array_size(diags); i++) {
+        const char *metric = json_string_value(
+            json_object_get(json_array_get(diags, i), "metric"));
+        if (metric != NULL) {
+            names[n++] = metric;
+        }
+    }
+    qsort(names, n, sizeof *names, compare_cstr);
+    size = 64;
+    for (size_t i = 0; i < n; i++) {
+        size += strlen(names[i]) + 2;
+    }
+    text = malloc(size);
+    if (text != NULL) {
+        len = (size_t)snprintf(text, size, "Analysis is incomplete for: ");
+        for (size_t i = 0, shown = 0; i < n; i++) {
+            if (i > 0 && strcmp(names[i], names[i - 1]) == 0) {
+                continue;
+            }
+            len += (size_t)snprintf(
+                text + len, size - len, "%s%s", shown++ ? ", " : "", names[i]);
+        }
+        snprintf(text + len, size - len, "%s.", n ? "" : "unknown metrics");
+    }
+    free(names);
+    *message = text;
+    return incomplete;
 }

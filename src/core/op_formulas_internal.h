@@ -1,7 +1,7 @@
 /* Private to src/core/op_formulas*.c: the helpers every operator formula
- * shares (reading a ts_op_call, checked arithmetic, the reference's guards)
- * and the declarations of the formula functions that the table in
- * op_formulas.c points to.
+ * shares (reading a ts_op_call, checked arithmetic, the reference's guards),
+ * the declarations of the formula functions that the table in op_table.c
+ * points to, and the table itself (looked up in op_formulas.c).
  *
  * The helpers are static inline so that each formula file gets its own copy
  * that the compiler can inline into the hot path (one formula call per
@@ -755,30 +755,6 @@ int ts_opf_native_batch_norm_legit(const ts_op_call *call,
 int ts_opf_native_batch_norm_no_training(const ts_op_call *call,
                                          ts_op_result *out,
                                          ts_error *err);
-int ts_opf_max_pool2d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_max_pool3d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_avg_pool2d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_avg_pool3d(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_adaptive_max_pool2d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_max_pool3d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_avg_pool2d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_avg_pool3d(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
 int ts_opf_cpu_attention(const ts_op_call *call,
                          ts_op_result *out,
                          ts_error *err);
@@ -800,21 +776,6 @@ int ts_opf_vendor_batch_norm_backward(const ts_op_call *call,
 int ts_opf_layer_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
-int ts_opf_scatter_grad(const ts_op_call *call,
-                        ts_op_result *out,
-                        ts_error *err);
-int ts_opf_avg_pool2d_backward(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_avg_pool3d_backward(const ts_op_call *call,
-                               ts_op_result *out,
-                               ts_error *err);
-int ts_opf_adaptive_avg_pool2d_backward(const ts_op_call *call,
-                                        ts_op_result *out,
-                                        ts_error *err);
-int ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
-                                        ts_op_result *out,
-                                        ts_error *err);
 int ts_opf_upsample_linear1d(const ts_op_call *call,
                              ts_op_result *out,
                              ts_error *err);
@@ -842,6 +803,47 @@ int ts_opf_cpu_attention_backward(const ts_op_call *call,
 int ts_opf_group_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
+
+/* op_formulas_pooling.c */
+int ts_opf_max_pool2d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_max_pool3d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_avg_pool2d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_avg_pool3d(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_adaptive_max_pool2d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_max_pool3d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_avg_pool2d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_avg_pool3d(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_scatter_grad(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err);
+int ts_opf_avg_pool2d_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_avg_pool3d_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_adaptive_avg_pool2d_backward(const ts_op_call *call,
+                                        ts_op_result *out,
+                                        ts_error *err);
+int ts_opf_adaptive_avg_pool3d_backward(const ts_op_call *call,
+                                        ts_op_result *out,
+                                        ts_error *err);
 
 /* op_formulas_losses.c */
 int ts_opf_nll_loss(const ts_op_call *call, ts_op_result *out, ts_error *err);
@@ -943,5 +945,10 @@ int ts_opf_fused_adam(const ts_op_call *call,
 int ts_opf_fused_adamw(const ts_op_call *call,
                        ts_op_result *out,
                        ts_error *err);
+
+/* ---- the table (op_table.c) ---------------------------------------------
+ * Every entry, sorted by name with strcmp; ts_opf_table_len entries. */
+extern const ts_op_entry ts_opf_table[];
+extern const size_t ts_opf_table_len;
 
 #endif /* TORCHSCAN_OP_FORMULAS_INTERNAL_H */

@@ -102,92 +102,112 @@ set_deadline(double seconds)
     setitimer(ITIMER_REAL, &timer, NULL);
 }
 
-int
-ts_rss_supervise(char *const argv[],
-                 double timeout_seconds,
-                 const int *close_fds,
-                 size_t nclose,
-                 ts_rss_result *out,
-                 ts_error *err)
-{
+/* What supervising changes in the process's signal state, recorded so
+ * that restore_signals can put back exactly what was changed. */
+typedef struct signal_state {
+    sigset_t block;      /* the handled signals */
+    sigset_t saved_mask; /* the caller's signal mask */
+    bool masked;
     struct sigaction previous[NHANDLED];
+    bool installed[NHANDLED];
     struct sigaction chld_previous;
-    bool installed[NHANDLED] = {false};
-    bool chld_changed = false;
-    sigset_t block;
-    sigset_t saved_mask;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_t actions;
-    bool have_attr = false;
-    bool have_actions = false;
-    bool masked = false;
-    struct rusage usage;
-    int status = 0;
-    pid_t pid = -1;
-    int rc = TS_OK;
-    int e;
-    if (argv == NULL || argv[0] == NULL || out == NULL) {
-        return FAIL(err, TS_EINVAL, "a command is required");
-    }
-    memset(out, 0, sizeof *out);
-    memset(&usage, 0, sizeof usage);
-    kill_group = 0;
-    caught_signal = 0;
-    sigemptyset(&block);
+    bool chld_changed;
+} signal_state;
+
+/* Blocks the handled signals, installs on_signal for them and gives
+ * SIGCHLD its default disposition where it was ignored. *s (zeroed by the
+ * caller) records what succeeded, also on failure. TS_OK or
+ * TS_EUNSUPPORTED. */
+static int
+install_signals(signal_state *s, ts_error *err)
+{
+    sigemptyset(&s->block);
     for (size_t i = 0; i < NHANDLED; i++) {
-        sigaddset(&block, handled_signals[i]);
+        sigaddset(&s->block, handled_signals[i]);
     }
-    if (sigprocmask(SIG_BLOCK, &block, &saved_mask) != 0) {
-        rc = FAIL(err, TS_EUNSUPPORTED, "sigprocmask: %s", strerror(errno));
-        goto cleanup;
+    if (sigprocmask(SIG_BLOCK, &s->block, &s->saved_mask) != 0) {
+        return FAIL(err, TS_EUNSUPPORTED, "sigprocmask: %s", strerror(errno));
     }
-    masked = true;
+    s->masked = true;
     for (size_t i = 0; i < NHANDLED; i++) {
         struct sigaction action;
         memset(&action, 0, sizeof action);
         action.sa_handler = on_signal;
-        action.sa_mask = block;
-        if (sigaction(handled_signals[i], &action, &previous[i]) != 0) {
-            rc = FAIL(err, TS_EUNSUPPORTED, "sigaction: %s", strerror(errno));
-            goto cleanup;
+        action.sa_mask = s->block;
+        if (sigaction(handled_signals[i], &action, &s->previous[i]) != 0) {
+            return FAIL(
+                err, TS_EUNSUPPORTED, "sigaction: %s", strerror(errno));
         }
-        installed[i] = true;
+        s->installed[i] = true;
     }
     /* With SIGCHLD ignored (or SA_NOCLDWAIT) the kernel reaps the command
      * itself and wait4 finds no child: the default for the measurement; the
      * command inherits it. */
-    if (sigaction(SIGCHLD, NULL, &chld_previous) == 0
-        && (chld_previous.sa_handler == SIG_IGN
-            || (chld_previous.sa_flags & SA_NOCLDWAIT) != 0)) {
+    if (sigaction(SIGCHLD, NULL, &s->chld_previous) == 0
+        && (s->chld_previous.sa_handler == SIG_IGN
+            || (s->chld_previous.sa_flags & SA_NOCLDWAIT) != 0)) {
         struct sigaction dfl;
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
         sigemptyset(&dfl.sa_mask);
         if (sigaction(SIGCHLD, &dfl, NULL) != 0) {
-            rc = FAIL(err, TS_EUNSUPPORTED, "sigaction: %s", strerror(errno));
-            goto cleanup;
+            return FAIL(
+                err, TS_EUNSUPPORTED, "sigaction: %s", strerror(errno));
         }
-        chld_changed = true;
+        s->chld_changed = true;
     }
-#ifdef __linux__
-    /* Orphaned descendants of the command come back to us to be reaped
-     * (best effort: without it they go to init). */
-    (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-#endif
+    return TS_OK;
+}
+
+/* Puts back the caller's signal mask, handlers and SIGCHLD disposition. */
+static void
+restore_signals(const signal_state *s)
+{
+    /* A signal held since the child was reaped reaches on_signal here
+     * (with no group left to kill), not the default disposition. */
+    if (s->masked) {
+        sigprocmask(SIG_SETMASK, &s->saved_mask, NULL);
+    }
+    for (size_t i = 0; i < NHANDLED; i++) {
+        if (s->installed[i]) {
+            sigaction(handled_signals[i], &s->previous[i], NULL);
+        }
+    }
+    if (s->chld_changed) {
+        sigaction(SIGCHLD, &s->chld_previous, NULL);
+    }
+}
+
+/* Starts argv in its own process group, with the caller's signal mask and
+ * default dispositions for the handled signals, `close_fds` closed. TS_OK
+ * with *pid set, or with *spawn_errno set when posix_spawnp failed (the
+ * command's outcome, not a supervision error); TS_EUNSUPPORTED when the
+ * spawn could not be set up. */
+static int
+spawn_command(char *const argv[],
+              const int *close_fds,
+              size_t nclose,
+              const signal_state *s,
+              pid_t *pid,
+              int *spawn_errno,
+              ts_error *err)
+{
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t actions;
+    int rc = TS_OK;
+    int e;
     if ((e = posix_spawnattr_init(&attr)) != 0) {
-        rc = FAIL(
+        return FAIL(
             err, TS_EUNSUPPORTED, "posix_spawnattr_init: %s", strerror(e));
-        goto cleanup;
     }
-    have_attr = true;
     if ((e = posix_spawn_file_actions_init(&actions)) != 0) {
         rc = FAIL(err,
                   TS_EUNSUPPORTED,
                   "posix_spawn_file_actions_init: %s",
                   strerror(e));
-        goto cleanup;
+        posix_spawnattr_destroy(&attr);
+        return rc;
     }
-    have_actions = true;
     /* The child: its own process group, the caller's signal mask and
      * default dispositions for the signals handled here. */
     e = posix_spawnattr_setflags(&attr,
@@ -197,42 +217,65 @@ ts_rss_supervise(char *const argv[],
         e = posix_spawnattr_setpgroup(&attr, 0);
     }
     if (e == 0) {
-        e = posix_spawnattr_setsigmask(&attr, &saved_mask);
+        e = posix_spawnattr_setsigmask(&attr, &s->saved_mask);
     }
     if (e == 0) {
-        e = posix_spawnattr_setsigdefault(&attr, &block);
+        e = posix_spawnattr_setsigdefault(&attr, &s->block);
     }
     for (size_t i = 0; e == 0 && close_fds != NULL && i < nclose; i++) {
         e = posix_spawn_file_actions_addclose(&actions, close_fds[i]);
     }
     if (e != 0) {
         rc = FAIL(err, TS_EUNSUPPORTED, "posix_spawn setup: %s", strerror(e));
-        goto cleanup;
     }
-    e = posix_spawnp(&pid, argv[0], &actions, &attr, argv, environ);
-    if (e != 0) {
-        out->outcome = TS_RSS_SPAWN_FAILED;
-        out->code = e;
-        goto cleanup;
+    else {
+        *spawn_errno =
+            posix_spawnp(pid, argv[0], &actions, &attr, argv, environ);
     }
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
+/* Waits for the command with the handled signals unblocked (on_signal then
+ * kills its group) and the deadline armed; then kills what is left of its
+ * process group and reaps the descendants that come back. TS_OK, or
+ * TS_EUNSUPPORTED when wait4 failed. */
+static int
+wait_command(pid_t pid,
+             double timeout_seconds,
+             const sigset_t *block,
+             int *status,
+             struct rusage *usage,
+             ts_error *err)
+{
+    int rc = TS_OK;
     kill_group = (sig_atomic_t)pid;
     set_deadline(timeout_seconds);
     /* Signals that arrived since the spawn are delivered here: the handler
      * already knows the group. */
-    sigprocmask(SIG_UNBLOCK, &block, NULL);
-    while (wait4(pid, &status, 0, &usage) < 0) {
+    sigprocmask(SIG_UNBLOCK, block, NULL);
+    while (wait4(pid, status, 0, usage) < 0) {
         if (errno != EINTR) {
             rc = FAIL(err, TS_EUNSUPPORTED, "wait4: %s", strerror(errno));
             break;
         }
     }
-    sigprocmask(SIG_BLOCK, &block, NULL);
+    sigprocmask(SIG_BLOCK, block, NULL);
     set_deadline(0.0);
     kill_group = 0;
     /* Nothing of the command's process group outlives the measurement. */
     kill(-pid, SIGKILL);
     reap_descendants();
-    out->peak_bytes = ts_rss_maxrss_bytes(usage.ru_maxrss);
+    return rc;
+}
+
+/* How the command ended: a signal the supervisor caught (the deadline's
+ * SIGALRM included) wins over the command's own status. */
+static void
+set_outcome(ts_rss_result *out, int status, const struct rusage *usage)
+{
+    out->peak_bytes = ts_rss_maxrss_bytes(usage->ru_maxrss);
     if (caught_signal == SIGALRM) {
         out->outcome = TS_RSS_TIMED_OUT;
     }
@@ -248,26 +291,50 @@ ts_rss_supervise(char *const argv[],
         out->outcome = TS_RSS_EXITED;
         out->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     }
-cleanup:
-    if (have_actions) {
-        posix_spawn_file_actions_destroy(&actions);
+}
+
+int
+ts_rss_supervise(char *const argv[],
+                 double timeout_seconds,
+                 const int *close_fds,
+                 size_t nclose,
+                 ts_rss_result *out,
+                 ts_error *err)
+{
+    signal_state signals;
+    struct rusage usage;
+    int status = 0;
+    int spawn_errno = 0;
+    pid_t pid = -1;
+    int rc;
+    if (argv == NULL || argv[0] == NULL || out == NULL) {
+        return FAIL(err, TS_EINVAL, "a command is required");
     }
-    if (have_attr) {
-        posix_spawnattr_destroy(&attr);
+    memset(out, 0, sizeof *out);
+    memset(&usage, 0, sizeof usage);
+    memset(&signals, 0, sizeof signals);
+    kill_group = 0;
+    caught_signal = 0;
+    rc = install_signals(&signals, err);
+    if (rc == TS_OK) {
+#ifdef __linux__
+        /* Orphaned descendants of the command come back to us to be reaped
+         * (best effort: without it they go to init). */
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+        rc = spawn_command(
+            argv, close_fds, nclose, &signals, &pid, &spawn_errno, err);
     }
-    /* A signal held since the child was reaped reaches on_signal here
-     * (with no group left to kill), not the default disposition. */
-    if (masked) {
-        sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+    if (rc == TS_OK && spawn_errno != 0) {
+        out->outcome = TS_RSS_SPAWN_FAILED;
+        out->code = spawn_errno;
     }
-    for (size_t i = 0; i < NHANDLED; i++) {
-        if (installed[i]) {
-            sigaction(handled_signals[i], &previous[i], NULL);
-        }
+    else if (rc == TS_OK) {
+        rc = wait_command(
+            pid, timeout_seconds, &signals.block, &status, &usage, err);
+        set_outcome(out, status, &usage);
     }
-    if (chld_changed) {
-        sigaction(SIGCHLD, &chld_previous, NULL);
-    }
+    restore_signals(&signals);
     return rc;
 }
 

@@ -462,88 +462,99 @@ rows_free(row *rows, size_t count)
     free(rows);
 }
 
-static int
-build_row(row *out, const json_t *layer, size_t index, ts_error *err)
-{
-    char where[48];
+/* What a row shows of one report layer. */
+typedef struct row_fields {
     const json_t *name;
     const json_t *type;
     const json_t *output;
-    const json_t *params = json_object_get(layer, "parameters");
-    const json_t *buffers = json_object_get(layer, "buffers");
-    const json_t *metrics = json_object_get(layer, "metrics");
+    const json_t *metrics;
     long long depth;
     long long trainable;
     long long frozen;
     long long buffer_elements;
-    long long params_total;
-    long long total;
+} row_fields;
+
+/* Reads and checks the fields of report layer `index` that its row shows.
+ * TS_OK, or TS_EFORMAT naming the layer and what is wrong. */
+static int
+read_row_fields(const json_t *layer,
+                size_t index,
+                row_fields *f,
+                ts_error *err)
+{
+    char where[48];
+    const json_t *params = json_object_get(layer, "parameters");
+    const json_t *buffers = json_object_get(layer, "buffers");
     int rc;
+    f->metrics = json_object_get(layer, "metrics");
     snprintf(where, sizeof where, "report layer %zu", index);
-    if ((rc = get_string(layer, "name", where, &name, err)) != TS_OK
-        || (rc = get_string(layer, "type", where, &type, err)) != TS_OK
-        || (rc = get_int(layer, "depth", where, &depth, err)) != TS_OK) {
+    if ((rc = get_string(layer, "name", where, &f->name, err)) != TS_OK
+        || (rc = get_string(layer, "type", where, &f->type, err)) != TS_OK
+        || (rc = get_int(layer, "depth", where, &f->depth, err)) != TS_OK) {
         return rc;
     }
-    if (depth > MAX_LAYER_DEPTH) {
+    if (f->depth > MAX_LAYER_DEPTH) {
         /* its tree prefix alone would take depth * 5 bytes */
         return FAIL(err,
                     TS_EFORMAT,
                     "%s: depth %lld is beyond %d",
                     where,
-                    depth,
+                    f->depth,
                     MAX_LAYER_DEPTH);
     }
-    output = json_object_get(layer, "output");
-    if (output == NULL || !json_is_object(params) || !json_is_object(buffers)
-        || !json_is_object(metrics)) {
+    f->output = json_object_get(layer, "output");
+    if (f->output == NULL || !json_is_object(params)
+        || !json_is_object(buffers) || !json_is_object(f->metrics)) {
         return FAIL(err,
                     TS_EFORMAT,
                     "%s lacks 'output', 'parameters', 'buffers' or 'metrics'",
                     where);
     }
     snprintf(where, sizeof where, "report layer %zu parameters", index);
-    if ((rc = get_int(params, "trainable", where, &trainable, err)) != TS_OK
-        || (rc = get_int(params, "frozen", where, &frozen, err)) != TS_OK) {
+    if ((rc = get_int(params, "trainable", where, &f->trainable, err)) != TS_OK
+        || (rc = get_int(params, "frozen", where, &f->frozen, err)) != TS_OK) {
         return rc;
     }
     snprintf(where, sizeof where, "report layer %zu buffers", index);
-    if ((rc = get_int(buffers, "elements", where, &buffer_elements, err))
-        != TS_OK) {
-        return rc;
-    }
+    return get_int(buffers, "elements", where, &f->buffer_elements, err);
+}
 
-    /* Tree prefix: "├─" at depth 1, "|    " per extra level then "└─". */
+/* The Layer cell: the tree prefix ("├─" at depth 1, "|    " per extra
+ * level then "└─") and the row name. */
+static int
+append_layer_name(sbuf *cell,
+                  long long depth,
+                  const json_t *name,
+                  ts_error *err)
+{
+    int rc = TS_OK;
     if (depth == 1) {
-        rc = sb_puts(&out->cells[0], TREE_BRANCH, err);
+        rc = sb_puts(cell, TREE_BRANCH, err);
     }
     else if (depth != 0) {
-        rc = sb_repeat(
-            &out->cells[0], "|    ", depth > 1 ? (size_t)(depth - 1) : 0, err);
+        rc =
+            sb_repeat(cell, "|    ", depth > 1 ? (size_t)(depth - 1) : 0, err);
         if (rc == TS_OK) {
-            rc = sb_puts(&out->cells[0], TREE_LAST, err);
+            rc = sb_puts(cell, TREE_LAST, err);
         }
     }
-    if (rc == TS_OK) {
-        rc = sb_append(&out->cells[0],
-                       json_string_value(name),
-                       json_string_length(name),
-                       err);
-    }
-    if (rc == TS_OK) {
-        rc = sb_append(&out->cells[1],
-                       json_string_value(type),
-                       json_string_length(type),
-                       err);
-    }
-    if (rc == TS_OK) {
-        rc = append_shape(&out->cells[2], output, 0, err);
-    }
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (__builtin_add_overflow(trainable, frozen, &params_total)
-        || __builtin_add_overflow(params_total, buffer_elements, &total)) {
+    return rc != TS_OK ? rc
+                       : sb_append(cell,
+                                   json_string_value(name),
+                                   json_string_length(name),
+                                   err);
+}
+
+/* The Param # cell (parameters and buffers, grouped) and the Trainable
+ * cell. */
+static int
+append_param_cells(row *out, const row_fields *f, size_t index, ts_error *err)
+{
+    long long params_total;
+    long long total;
+    int rc;
+    if (__builtin_add_overflow(f->trainable, f->frozen, &params_total)
+        || __builtin_add_overflow(params_total, f->buffer_elements, &total)) {
         return FAIL(err,
                     TS_EOVERFLOW,
                     "report layer %zu parameter count overflows",
@@ -553,19 +564,42 @@ build_row(row *out, const json_t *layer, size_t index, ts_error *err)
         return rc;
     }
     /* "-" is decided on parameters alone: buffers do not train. */
-    rc = sb_puts(&out->cells[4],
-                 params_total == 0 ? "-"
-                 : trainable > 0   ? "True"
-                                   : "False",
-                 err);
+    return sb_puts(&out->cells[4],
+                   params_total == 0  ? "-"
+                   : f->trainable > 0 ? "True"
+                                      : "False",
+                   err);
+}
+
+/* The unwrapped text of every column of report layer `index`. */
+static int
+build_row(row *out, const json_t *layer, size_t index, ts_error *err)
+{
+    row_fields f;
+    int rc = read_row_fields(layer, index, &f, err);
     if (rc == TS_OK) {
-        rc = append_rf(&out->cells[5], metrics, "receptive_field", err);
+        rc = append_layer_name(&out->cells[0], f.depth, f.name, err);
     }
     if (rc == TS_OK) {
-        rc = append_rf(&out->cells[6], metrics, "effective_stride", err);
+        rc = sb_append(&out->cells[1],
+                       json_string_value(f.type),
+                       json_string_length(f.type),
+                       err);
     }
     if (rc == TS_OK) {
-        rc = append_rf(&out->cells[7], metrics, "effective_padding", err);
+        rc = append_shape(&out->cells[2], f.output, 0, err);
+    }
+    if (rc == TS_OK) {
+        rc = append_param_cells(out, &f, index, err);
+    }
+    if (rc == TS_OK) {
+        rc = append_rf(&out->cells[5], f.metrics, "receptive_field", err);
+    }
+    if (rc == TS_OK) {
+        rc = append_rf(&out->cells[6], f.metrics, "effective_stride", err);
+    }
+    if (rc == TS_OK) {
+        rc = append_rf(&out->cells[7], f.metrics, "effective_padding", err);
     }
     return rc;
 }
@@ -833,6 +867,145 @@ select_rows(const json_t *layers, int max_depth, bool *keep, ts_error *err)
     return TS_OK;
 }
 
+/* Builds the rows that max_depth keeps, in report order, into rows[] (one
+ * slot per layer, zeroed by the caller); *count says how many. */
+static int
+build_rows(const json_t *layers,
+           int max_depth,
+           row *rows,
+           size_t *count,
+           ts_error *err)
+{
+    size_t layer_count = json_array_size(layers);
+    bool *keep = calloc(layer_count > 0 ? layer_count : 1, sizeof *keep);
+    int rc;
+    *count = 0;
+    if (keep == NULL) {
+        return FAIL(err, TS_ENOMEM, "out of memory");
+    }
+    rc = select_rows(layers, max_depth, keep, err);
+    for (size_t i = 0; rc == TS_OK && i < layer_count; i++) {
+        if (keep[i]) {
+            rc = build_row(
+                &rows[(*count)++], json_array_get(layers, i), i, err);
+        }
+    }
+    free(keep);
+    return rc;
+}
+
+/* Widths are measured on every column, with the name mid-wrapped and the
+ * shape end-wrapped at MEASURE_WIDTH, whatever the options; a column is at
+ * least as wide as its header. */
+static int
+measure_widths(const row *rows,
+               size_t row_count,
+               size_t widths[NCOLS],
+               sbuf *scratch,
+               ts_error *err)
+{
+    for (int c = 0; c < NCOLS; c++) {
+        widths[c] = strlen(headers[c]);
+    }
+    for (size_t r = 0; r < row_count; r++) {
+        for (int c = 0; c < NCOLS; c++) {
+            const sbuf *cell = &rows[r].cells[c];
+            size_t chars;
+            if (c == 0 || c == 2) {
+                int rc;
+                scratch->len = 0;
+                rc = append_wrapped(scratch,
+                                    cell->data,
+                                    cell->len,
+                                    MEASURE_WIDTH,
+                                    c == 0 ? TS_WRAP_MID : TS_WRAP_END,
+                                    err);
+                if (rc != TS_OK) {
+                    return rc;
+                }
+                chars = utf8_count(scratch->data, scratch->len);
+            }
+            else {
+                chars = utf8_count(cell->data, cell->len);
+            }
+            if (chars > widths[c]) {
+                widths[c] = chars;
+            }
+        }
+    }
+    return TS_OK;
+}
+
+/* Caps the widths of the `ncols` shown columns and returns the length of
+ * a line: the widths and the margins between them. */
+static size_t
+fit_widths(size_t widths[NCOLS], int ncols)
+{
+    size_t line_length = 0;
+    for (int c = 0; c < ncols; c++) {
+        if (widths[c] > max_widths[c]) {
+            widths[c] = max_widths[c];
+        }
+        line_length += widths[c] + (c > 0 ? MARGIN : 0);
+    }
+    return line_length;
+}
+
+/* The head of the table: a rule of "_", the column headers and a rule of
+ * "=". */
+static int
+append_table_head(sbuf *out,
+                  const size_t widths[NCOLS],
+                  int ncols,
+                  size_t line_length,
+                  ts_error *err)
+{
+    int rc = sb_repeat(out, "_", line_length, err);
+    if (rc == TS_OK) {
+        rc = sb_puts(out, "\n", err);
+    }
+    for (int c = 0; rc == TS_OK && c < ncols; c++) {
+        if (c > 0) {
+            rc = sb_repeat(out, " ", MARGIN, err);
+        }
+        if (rc == TS_OK) {
+            rc = append_cell(
+                out, headers[c], strlen(headers[c]), widths[c], err);
+        }
+    }
+    if (rc == TS_OK) {
+        rc = sb_puts(out, "\n", err);
+    }
+    return rc != TS_OK ? rc : sb_repeat(out, "=", line_length, err);
+}
+
+/* One line per row, each column wrapped, padded and cut to its width. */
+static int
+append_rows(sbuf *out,
+            const row *rows,
+            size_t row_count,
+            const size_t widths[NCOLS],
+            int ncols,
+            ts_wrap_mode mode,
+            sbuf *scratch,
+            ts_error *err)
+{
+    int rc = TS_OK;
+    for (size_t r = 0; rc == TS_OK && r < row_count; r++) {
+        rc = sb_puts(out, "\n", err);
+        for (int c = 0; rc == TS_OK && c < ncols; c++) {
+            if (c > 0) {
+                rc = sb_repeat(out, " ", MARGIN, err);
+            }
+            if (rc == TS_OK) {
+                rc = append_column(
+                    out, &rows[r].cells[c], c, widths[c], mode, scratch, err);
+            }
+        }
+    }
+    return rc;
+}
+
 char *
 ts_format_summary(const json_t *report,
                   const ts_table_options *options,
@@ -842,16 +1015,16 @@ ts_format_summary(const json_t *report,
     const json_t *layers = json_object_get(report, "layers");
     const json_t *totals = json_object_get(report, "totals");
     const json_t *diagnostics = json_object_get(report, "diagnostics");
-    size_t layer_count = 0;
-    bool *keep = NULL;
-    row *rows = NULL;
+    size_t layer_count;
+    row *rows;
     size_t row_count = 0;
     size_t widths[NCOLS];
     int ncols;
-    size_t line_length;
+    size_t line_length = 0;
     sbuf out = {NULL, 0, 0};
     sbuf scratch = {NULL, 0, 0};
     char *result = NULL;
+    int rc;
 
     ts_error_clear(err);
     if (options == NULL) {
@@ -862,116 +1035,50 @@ ts_format_summary(const json_t *report,
         ts_error_set(err,
                      TS_EFORMAT,
                      "report lacks 'layers', 'totals' or 'diagnostics'");
-        goto cleanup;
+        return NULL;
     }
     layer_count = json_array_size(layers);
-    keep = calloc(layer_count > 0 ? layer_count : 1, sizeof *keep);
     rows = calloc(layer_count > 0 ? layer_count : 1, sizeof *rows);
-    if (keep == NULL || rows == NULL) {
+    if (rows == NULL) {
         ts_error_set(err, TS_ENOMEM, "out of memory");
-        goto cleanup;
+        return NULL;
     }
-    if (select_rows(layers, options->max_depth, keep, err) != TS_OK) {
-        goto cleanup;
-    }
-    for (size_t i = 0; i < layer_count; i++) {
-        if (!keep[i]) {
-            continue;
-        }
-        if (build_row(&rows[row_count++], json_array_get(layers, i), i, err)
-            != TS_OK) {
-            goto cleanup;
-        }
-    }
-
-    /* Widths are measured on every column, with the name mid-wrapped and the
-     * shape end-wrapped at MEASURE_WIDTH, whatever the options. */
-    for (int c = 0; c < NCOLS; c++) {
-        widths[c] = strlen(headers[c]);
-    }
-    for (size_t r = 0; r < row_count; r++) {
-        for (int c = 0; c < NCOLS; c++) {
-            const sbuf *cell = &rows[r].cells[c];
-            size_t chars;
-            if (c == 0 || c == 2) {
-                scratch.len = 0;
-                if (append_wrapped(&scratch,
-                                   cell->data,
-                                   cell->len,
-                                   MEASURE_WIDTH,
-                                   c == 0 ? TS_WRAP_MID : TS_WRAP_END,
-                                   err)
-                    != TS_OK) {
-                    goto cleanup;
-                }
-                chars = utf8_count(scratch.data, scratch.len);
-            }
-            else {
-                chars = utf8_count(cell->data, cell->len);
-            }
-            if (chars > widths[c]) {
-                widths[c] = chars;
-            }
-        }
-    }
-    line_length = 0;
     ncols = !options->receptive_field      ? 5
             : !options->effective_rf_stats ? 6
                                            : NCOLS;
-    for (int c = 0; c < ncols; c++) {
-        if (widths[c] > max_widths[c]) {
-            widths[c] = max_widths[c];
-        }
-        line_length += widths[c] + (c > 0 ? MARGIN : 0);
+    rc = build_rows(layers, options->max_depth, rows, &row_count, err);
+    if (rc == TS_OK) {
+        rc = measure_widths(rows, row_count, widths, &scratch, err);
     }
-
-    if (sb_repeat(&out, "_", line_length, err) != TS_OK
-        || sb_puts(&out, "\n", err) != TS_OK) {
-        goto cleanup;
+    if (rc == TS_OK) {
+        line_length = fit_widths(widths, ncols);
+        rc = append_table_head(&out, widths, ncols, line_length, err);
     }
-    for (int c = 0; c < ncols; c++) {
-        if ((c > 0 && sb_repeat(&out, " ", MARGIN, err) != TS_OK)
-            || append_cell(
-                   &out, headers[c], strlen(headers[c]), widths[c], err)
-                   != TS_OK) {
-            goto cleanup;
-        }
+    if (rc == TS_OK) {
+        rc = append_rows(&out,
+                         rows,
+                         row_count,
+                         widths,
+                         ncols,
+                         options->wrap_mode,
+                         &scratch,
+                         err);
     }
-    if (sb_puts(&out, "\n", err) != TS_OK
-        || sb_repeat(&out, "=", line_length, err) != TS_OK) {
-        goto cleanup;
+    if (rc == TS_OK) {
+        rc = sb_puts(&out, "\n", err);
     }
-    for (size_t r = 0; r < row_count; r++) {
-        if (sb_puts(&out, "\n", err) != TS_OK) {
-            goto cleanup;
-        }
-        for (int c = 0; c < ncols; c++) {
-            if ((c > 0 && sb_repeat(&out, " ", MARGIN, err) != TS_OK)
-                || append_column(&out,
-                                 &rows[r].cells[c],
-                                 c,
-                                 widths[c],
-                                 options->wrap_mode,
-                                 &scratch,
-                                 err)
-                       != TS_OK) {
-                goto cleanup;
-            }
-        }
+    if (rc == TS_OK) {
+        rc = sb_repeat(&out, "=", line_length, err);
     }
-    if (sb_puts(&out, "\n", err) != TS_OK
-        || sb_repeat(&out, "=", line_length, err) != TS_OK
-        || append_footer(&out, totals, diagnostics, line_length, err)
-               != TS_OK) {
-        goto cleanup;
+    if (rc == TS_OK) {
+        rc = append_footer(&out, totals, diagnostics, line_length, err);
     }
-    result = out.data;
-    out.data = NULL;
-
-cleanup:
+    if (rc == TS_OK) {
+        result = out.data;
+        out.data = NULL;
+    }
     free(out.data);
     free(scratch.data);
     rows_free(rows, layer_count);
-    free(keep);
     return result;
 }

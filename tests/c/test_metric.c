@@ -1,4 +1,6 @@
-/* MetricResult invariants and status names. */
+/* MetricResult invariants, status names and the strict check. */
+#include <stdlib.h>
+
 #include "harness.h"
 #include "torchscan/core.h"
 
@@ -62,11 +64,55 @@ test_checked_math(void)
     CHECK_EQ_INT(out, 1);
 }
 
+/* The strict message names every total that is neither complete nor
+ * not_requested and every diagnostic's metric, sorted, each once. */
+static void
+test_strict_check(void)
+{
+    json_t *report = json_pack(
+        "{s:{s:o, s:o, s:o, s:o}, s:[{s:s}, {s:s}, {s:s}]}",
+        "totals",
+        "a",
+        ts_metric_new(TS_COMPLETE, ts_int(1), "FLOPs", "forward", "x"),
+        "d",
+        ts_metric_new(TS_UNAVAILABLE, ts_int(0), "FLOPs", "forward", "x"),
+        "b",
+        ts_metric_new(TS_PARTIAL, ts_int(1), "FLOPs", "forward", "x"),
+        "c",
+        ts_metric_new(
+            TS_UNAVAILABLE, ts_int(0), "FLOPs", "forward", "not_requested"),
+        "diagnostics",
+        "metric",
+        "b",
+        "metric",
+        "a",
+        "code",
+        "no_metric");
+    char *message = NULL;
+    CHECK(ts_report_incomplete(report, &message));
+    CHECK_EQ_STR(message, "Analysis is incomplete for: a, b, d.");
+    free(message);
+    json_decref(report);
+
+    /* complete totals and no diagnostic: nothing to report */
+    report = json_pack(
+        "{s:{s:o}, s:[]}",
+        "totals",
+        "a",
+        ts_metric_new(TS_COMPLETE, ts_int(1), "FLOPs", "forward", "x"),
+        "diagnostics");
+    CHECK(!ts_report_incomplete(report, &message));
+    CHECK(message != NULL);
+    free(message);
+    json_decref(report);
+}
+
 int
 main(void)
 {
     test_invariants();
     test_names();
     test_checked_math();
+    test_strict_check();
     return ts_test_report();
 }

@@ -1,4 +1,5 @@
-/* Tests for src/core/op_formulas.c.
+/* Tests for the operator formulas: src/core/op_formulas*.c and the table in
+ * src/core/op_table.c.
  *
  * Native (FlopCounterMode) numbers were obtained with torch 2.13 in
  * /work/main/.venv/bin/python with this prelude:

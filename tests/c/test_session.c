@@ -1,5 +1,5 @@
-/* Layer bookkeeping, aggregation, operator statistics and the strict
- * message. */
+/* Layer bookkeeping, aggregation, the AnalysisReport and the strict
+ * message on it. */
 #include "harness.h"
 #include "torchscan/session.h"
 
@@ -197,88 +197,6 @@ test_failed_call_and_structure(void)
     ts_session_free(s);
 }
 
-static void
-test_opstats(void)
-{
-    ts_opstats *ops = ts_opstats_new();
-    int sin_id = ts_opstats_intern(ops, "aten.sin");
-    int mm = ts_opstats_intern(ops, "aten.mm");
-    int view = ts_opstats_intern(ops, "aten.view");
-    CHECK_EQ_INT(ts_opstats_intern(ops, "aten.sin"), sin_id);
-    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
-    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
-    ts_opstats_record(ops, sin_id, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
-    ts_opstats_record(ops,
-                      view,
-                      TS_OPCALL_IGNORED,
-                      0,
-                      false,
-                      NULL,
-                      "Metadata-only tensor view.");
-    CHECK_EQ_INT(ts_opstats_total(ops), 96);
-    json_t *r = ts_opstats_report(ops, "2.13.0", "m", NULL);
-    CHECK_EQ_INT(json_integer_value(json_object_get(
-                     json_object_get(r, "by_operator"), "aten.mm")),
-                 96);
-    CHECK(json_object_get(json_object_get(r, "by_operator"), "aten.sin")
-          == NULL);
-    CHECK_EQ_INT(json_integer_value(json_object_get(
-                     json_object_get(json_object_get(r, "ignored_operators"),
-                                     "aten.view"),
-                     "calls")),
-                 1);
-    json_t *d = json_array_get(json_object_get(r, "diagnostics"), 0);
-    CHECK_EQ_STR(json_string_value(json_object_get(d, "code")),
-                 "uncounted_operator");
-    CHECK_EQ_STR(json_string_value(json_object_get(d, "operator")),
-                 "aten.sin");
-    CHECK_EQ_STR(json_string_value(json_object_get(d, "message")),
-                 "aten.sin was observed 1 time(s), but no FLOP formula is "
-                 "registered.");
-    json_t *total = json_object_get(r, "total");
-    CHECK_EQ_STR(json_string_value(json_object_get(total, "status")),
-                 "partial");
-    CHECK_EQ_INT(json_integer_value(json_object_get(total, "known_value")),
-                 96);
-    json_decref(r);
-
-    /* repeated refusals of one operator give one diagnostic */
-    int pw = ts_opstats_intern(ops, "aten.pow");
-    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3", NULL);
-    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3", NULL);
-    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
-    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 2);
-    json_decref(r);
-    ts_opstats_free(ops);
-
-    /* a call whose flops would overflow a sum is noted, not counted */
-    ops = ts_opstats_new();
-    int big = ts_opstats_intern(ops, "aten.mm");
-    CHECK_EQ_INT(
-        ts_opstats_record(
-            ops, big, TS_OPCALL_COUNTED, INT64_MAX - 5, false, NULL, NULL),
-        TS_OK);
-    CHECK_EQ_INT(
-        ts_opstats_record(ops, big, TS_OPCALL_COUNTED, 6, false, NULL, NULL),
-        TS_EOVERFLOW);
-    CHECK_EQ_INT(ts_opstats_total(ops), INT64_MAX - 5);
-    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
-    total = json_object_get(r, "total");
-    CHECK_EQ_STR(json_string_value(json_object_get(total, "status")),
-                 "partial");
-    CHECK_EQ_INT(json_integer_value(json_object_get(total, "known_value")),
-                 INT64_MAX - 5);
-    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 1);
-    json_decref(r);
-    ts_opstats_free(ops);
-
-    r = ts_flop_report_not_requested("2.13.0");
-    CHECK_EQ_STR(json_string_value(
-                     json_object_get(json_object_get(r, "total"), "method")),
-                 "not_requested");
-    json_decref(r);
-}
-
 /* A handler on the root owns module_flops for its subtree. */
 static void
 test_ownership(void)
@@ -352,6 +270,5 @@ main(void)
     test_ownership();
     test_crawl_report();
     test_failed_call_and_structure();
-    test_opstats();
     return ts_test_report();
 }

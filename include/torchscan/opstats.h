@@ -1,0 +1,78 @@
+/* Operator statistics: what one operator counter observed (calls per
+ * operator packet, counted FLOPs, ignored, uncounted and refused calls),
+ * written as a FlopReport. The binding's dispatch mode feeds them, for
+ * measure_flops and for a crawl (whose AnalysisReport embeds the
+ * FlopReport, session.h).
+ */
+#ifndef TORCHSCAN_OPSTATS_H
+#define TORCHSCAN_OPSTATS_H
+
+#include "torchscan/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ts_opstats ts_opstats;
+
+/* New, empty statistics, owned by the caller; NULL on allocation failure. */
+ts_opstats *ts_opstats_new(void);
+
+/* Frees the statistics with the names and messages they copied (NULL is a
+ * no-op). */
+void ts_opstats_free(ts_opstats *stats);
+
+/* Registers an operator packet name (copied) and returns its id (>= 0), the
+ * same id for the same name; negative TS_E* on failure. */
+int ts_opstats_intern(ts_opstats *stats, const char *packet_name);
+
+/* How an observed call was handled. */
+typedef enum {
+    TS_OPCALL_COUNTED = 0, /* flops counted (may be 0) */
+    TS_OPCALL_IGNORED,     /* on the ignore list (reason from the table) */
+    TS_OPCALL_UNCOUNTED,   /* no formula: uncounted_operator */
+    TS_OPCALL_UNSUPPORTED, /* formula refused: unsupported_operator_formula */
+} ts_opcall_kind;
+
+/* Records one call of operator `id`. For COUNTED, `flops` is added to the
+ * operator's total and to the statistics' total (a crawl attributes them to
+ * its layer with ts_session_add_layer_op); `incomplete` adds one
+ * incomplete_operator_formula diagnostic per operator. For UNSUPPORTED,
+ * `message` (copied) is the reason (one diagnostic per distinct operator and
+ * message). For IGNORED, `ignore_reason` is kept by address (a static string
+ * of the operator table). A COUNTED call whose flops would overflow a sum
+ * is recorded as UNSUPPORTED instead and returns TS_EOVERFLOW (the sums are
+ * unchanged). Otherwise TS_OK, TS_EINVAL for an unknown id or kind, or
+ * TS_ENOMEM. */
+int ts_opstats_record(ts_opstats *stats,
+                      int id,
+                      ts_opcall_kind kind,
+                      int64_t flops,
+                      bool incomplete,
+                      const char *message,
+                      const char *ignore_reason);
+
+/* Sum of counted flops (the known value of the total). */
+int64_t ts_opstats_total(const ts_opstats *stats);
+
+/* Builds the FlopReport {schema_version, context, total, by_module,
+ * by_operator, ignored_operators, diagnostics}. `by_module` (stolen, also on
+ * failure; NULL for {}) is inserted as given. New reference, or NULL when an
+ * allocation failed. */
+json_t *ts_opstats_report(const ts_opstats *stats,
+                          const char *torch_version,
+                          const char *method,
+                          json_t *by_module);
+
+/* The FlopReport stub of structure mode (everything not_requested). New
+ * reference, or NULL when an allocation failed. */
+json_t *ts_flop_report_not_requested(const char *torch_version);
+
+/* The method string of operator FLOPs. */
+#define TS_OPERATOR_METHOD "torchscan_dispatch_counter"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TORCHSCAN_OPSTATS_H */

@@ -1,0 +1,400 @@
+/* Operator statistics (opstats.h): per-operator counts on a flat array while
+ * the counter runs, the FlopReport at the end. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record_util.h"
+#include "torchscan/opstats.h"
+
+typedef struct op_record {
+    char *name;
+    int64_t flops;
+    int64_t counted_calls;
+    int64_t ignored_calls;
+    int64_t uncounted_calls;
+    const char *ignore_reason;
+    bool incomplete;
+    bool unsupported;
+} op_record;
+
+typedef struct unsupported_note {
+    int id;
+    char *message;
+} unsupported_note;
+
+struct ts_opstats {
+    op_record *ops;
+    size_t nops, cap;
+    unsupported_note *notes;
+    size_t nnotes, notes_cap;
+    int64_t total;
+};
+
+ts_opstats *
+ts_opstats_new(void)
+{
+    return calloc(1, sizeof(ts_opstats));
+}
+
+void
+ts_opstats_free(ts_opstats *stats)
+{
+    if (stats == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < stats->nops; i++) {
+        free(stats->ops[i].name);
+    }
+    for (size_t i = 0; i < stats->nnotes; i++) {
+        free(stats->notes[i].message);
+    }
+    free(stats->ops);
+    free(stats->notes);
+    free(stats);
+}
+
+int
+ts_opstats_intern(ts_opstats *stats, const char *packet_name)
+{
+    /* Called once per distinct overload object (the binding caches ids), so
+     * a linear scan over the ~100 packets a model runs is enough. */
+    for (size_t i = 0; i < stats->nops; i++) {
+        if (strcmp(stats->ops[i].name, packet_name) == 0) {
+            return (int)i;
+        }
+    }
+    if (stats->nops >= INT32_MAX
+        || grow((void **)&stats->ops,
+                &stats->cap,
+                stats->nops + 1,
+                sizeof(op_record))) {
+        return TS_ENOMEM;
+    }
+    op_record *rec = &stats->ops[stats->nops];
+    memset(rec, 0, sizeof *rec);
+    rec->name = dup_string(packet_name);
+    if (rec->name == NULL) {
+        return TS_ENOMEM;
+    }
+    return (int)stats->nops++;
+}
+
+/* One unsupported_operator_formula note per operator and message. */
+static int
+note_unsupported(ts_opstats *stats,
+                 op_record *rec,
+                 int id,
+                 const char *message)
+{
+    rec->unsupported = true;
+    for (size_t i = 0; i < stats->nnotes; i++) {
+        if (stats->notes[i].id == id
+            && strcmp(stats->notes[i].message, message) == 0) {
+            return TS_OK;
+        }
+    }
+    if (grow((void **)&stats->notes,
+             &stats->notes_cap,
+             stats->nnotes + 1,
+             sizeof(unsupported_note))) {
+        return TS_ENOMEM;
+    }
+    stats->notes[stats->nnotes].id = id;
+    stats->notes[stats->nnotes].message = dup_string(message);
+    if (stats->notes[stats->nnotes].message == NULL) {
+        return TS_ENOMEM;
+    }
+    stats->nnotes++;
+    return TS_OK;
+}
+
+int
+ts_opstats_record(ts_opstats *stats,
+                  int id,
+                  ts_opcall_kind kind,
+                  int64_t flops,
+                  bool incomplete,
+                  const char *message,
+                  const char *ignore_reason)
+{
+    op_record *rec;
+    int64_t op_sum, total;
+    int rc;
+    if (id < 0 || (size_t)id >= stats->nops) {
+        return TS_EINVAL;
+    }
+    rec = &stats->ops[id];
+    switch (kind) {
+        case TS_OPCALL_COUNTED:
+            if (ts_add(rec->flops, flops, &op_sum)
+                && ts_add(stats->total, flops, &total)) {
+                rec->flops = op_sum;
+                stats->total = total;
+                rec->counted_calls++;
+                rec->incomplete |= incomplete;
+                return TS_OK;
+            }
+            /* The sums keep what fits; the call is noted like a formula
+             * whose count does not fit (the total becomes partial). */
+            rc = note_unsupported(stats,
+                                  rec,
+                                  id,
+                                  "The operator's FLOPs no longer fit in a "
+                                  "signed 64-bit sum; this call is not "
+                                  "counted.");
+            return rc == TS_OK ? TS_EOVERFLOW : rc;
+        case TS_OPCALL_IGNORED:
+            rec->ignored_calls++;
+            rec->ignore_reason = ignore_reason;
+            return TS_OK;
+        case TS_OPCALL_UNCOUNTED:
+            rec->uncounted_calls++;
+            return TS_OK;
+        case TS_OPCALL_UNSUPPORTED:
+            return note_unsupported(stats, rec, id, message);
+        default:
+            return TS_EINVAL;
+    }
+}
+
+int64_t
+ts_opstats_total(const ts_opstats *stats)
+{
+    return stats->total;
+}
+
+static int
+compare_records_by_name(const void *a, const void *b)
+{
+    const op_record *const *x = a;
+    const op_record *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+/* The records sorted by operator name: malloc'd (the caller frees), NULL
+ * when out of memory. */
+static const op_record **
+sorted_by_name(const ts_opstats *stats)
+{
+    const op_record **sorted =
+        malloc((stats->nops ? stats->nops : 1) * sizeof(const op_record *));
+    if (sorted == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < stats->nops; i++) {
+        sorted[i] = &stats->ops[i];
+    }
+    qsort(sorted,
+          stats->nops,
+          sizeof(const op_record *),
+          compare_records_by_name);
+    return sorted;
+}
+
+/* by_operator {name: flops} of the counted operators and ignored_operators
+ * {name: {calls, reason}}, in name order. TS_OK or TS_ENOMEM. */
+static int
+fill_operator_maps(const op_record *const *sorted,
+                   size_t n,
+                   json_t *by_op,
+                   json_t *ignored)
+{
+    for (size_t i = 0; i < n; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->counted_calls > 0
+            && json_object_set_new(
+                by_op, rec->name, json_integer(rec->flops))) {
+            return TS_ENOMEM;
+        }
+        if (rec->ignored_calls > 0
+            && json_object_set_new(
+                ignored,
+                rec->name,
+                json_pack("{s:I, s:s}",
+                          "calls",
+                          (json_int_t)rec->ignored_calls,
+                          "reason",
+                          rec->ignore_reason ? rec->ignore_reason : ""))) {
+            return TS_ENOMEM;
+        }
+    }
+    return TS_OK;
+}
+
+/* uncounted_operator for each operator that ran without a formula (and
+ * had no refused call), in name order. TS_OK or TS_ENOMEM. */
+static int
+add_uncounted_diagnostics(const op_record *const *sorted,
+                          size_t n,
+                          json_t *diags)
+{
+    char message[512];
+    for (size_t i = 0; i < n; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->uncounted_calls > 0 && !rec->unsupported) {
+            snprintf(message,
+                     sizeof message,
+                     strncmp(rec->name, "higher_order.", 13) == 0
+                         ? "%s was observed %lld time(s): a higher-order "
+                           "operator whose inner operators TorchScan cannot "
+                           "observe ran uncounted."
+                         : "%s was observed %lld time(s), but no FLOP "
+                           "formula is registered.",
+                     rec->name,
+                     (long long)rec->uncounted_calls);
+            if (ts_diagnostic_append(diags,
+                                     "uncounted_operator",
+                                     "flops",
+                                     NULL,
+                                     rec->name,
+                                     message)) {
+                return TS_ENOMEM;
+            }
+        }
+    }
+    return TS_OK;
+}
+
+/* unsupported_operator_formula for each distinct operator and refusal
+ * message, in first-seen order. TS_OK or TS_ENOMEM. */
+static int
+add_refused_diagnostics(const ts_opstats *stats, json_t *diags)
+{
+    for (size_t i = 0; i < stats->nnotes; i++) {
+        const op_record *rec = &stats->ops[stats->notes[i].id];
+        if (ts_diagnostic_append(diags,
+                                 "unsupported_operator_formula",
+                                 "flops",
+                                 NULL,
+                                 rec->name,
+                                 stats->notes[i].message)) {
+            return TS_ENOMEM;
+        }
+    }
+    return TS_OK;
+}
+
+/* incomplete_operator_formula for each operator counted with a formula
+ * that leaves work out, in name order. TS_OK or TS_ENOMEM. */
+static int
+add_incomplete_diagnostics(const op_record *const *sorted,
+                           size_t n,
+                           json_t *diags)
+{
+    char message[512];
+    for (size_t i = 0; i < n; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->incomplete) {
+            snprintf(message,
+                     sizeof message,
+                     "%s was counted with a formula that leaves work out "
+                     "(complex arithmetic or the softmax and scaling of "
+                     "fused attention); the count is a lower bound.",
+                     rec->name);
+            if (ts_diagnostic_append(diags,
+                                     "incomplete_operator_formula",
+                                     "flops",
+                                     NULL,
+                                     rec->name,
+                                     message)) {
+                return TS_ENOMEM;
+            }
+        }
+    }
+    return TS_OK;
+}
+
+json_t *
+ts_opstats_report(const ts_opstats *stats,
+                  const char *torch_version,
+                  const char *method,
+                  json_t *by_module)
+{
+    json_t *report = NULL, *by_op = NULL, *ignored = NULL, *diags = NULL;
+    json_t *total = NULL;
+    const op_record **sorted = NULL;
+
+    if (by_module == NULL) {
+        by_module = json_object();
+    }
+    by_op = json_object();
+    ignored = json_object();
+    diags = json_array();
+    if (by_module == NULL || by_op == NULL || ignored == NULL
+        || diags == NULL) {
+        goto error;
+    }
+    sorted = sorted_by_name(stats);
+    /* Diagnostics: uncounted operators (sorted by name), refused formulas
+     * (first-seen order), then incomplete native formulas (sorted). */
+    if (sorted == NULL
+        || fill_operator_maps(sorted, stats->nops, by_op, ignored) != TS_OK
+        || add_uncounted_diagnostics(sorted, stats->nops, diags) != TS_OK
+        || add_refused_diagnostics(stats, diags) != TS_OK
+        || add_incomplete_diagnostics(sorted, stats->nops, diags) != TS_OK) {
+        goto error;
+    }
+    total = ts_metric_new(json_array_size(diags) ? TS_PARTIAL : TS_COMPLETE,
+                          ts_int(stats->total),
+                          "FLOPs",
+                          "workload",
+                          method);
+    if (total == NULL) {
+        goto error;
+    }
+    report = json_pack("{s:i, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:o, s:o}",
+                       "schema_version",
+                       1,
+                       "context",
+                       "torch_version",
+                       torch_version,
+                       "method",
+                       method,
+                       "counting_convention",
+                       "torchscan_flops_v1",
+                       "total",
+                       total,
+                       "by_module",
+                       by_module,
+                       "by_operator",
+                       by_op,
+                       "ignored_operators",
+                       ignored,
+                       "diagnostics",
+                       diags);
+    free(sorted);
+    return report; /* json_pack's "o" stole every reference, also on error */
+error:
+    free(sorted);
+    json_decref(by_module);
+    json_decref(by_op);
+    json_decref(ignored);
+    json_decref(diags);
+    json_decref(total);
+    return NULL;
+}
+
+json_t *
+ts_flop_report_not_requested(const char *torch_version)
+{
+    json_t *total = ts_metric_new(
+        TS_UNAVAILABLE, ts_int(0), "FLOPs", "workload", "not_requested");
+    if (total == NULL) {
+        return NULL;
+    }
+    return json_pack("{s:i, s:{s:s, s:s}, s:o, s:{}, s:{}, s:{}, s:[]}",
+                     "schema_version",
+                     1,
+                     "context",
+                     "torch_version",
+                     torch_version,
+                     "method",
+                     "not_requested",
+                     "total",
+                     total,
+                     "by_module",
+                     "by_operator",
+                     "ignored_operators",
+                     "diagnostics");
+}

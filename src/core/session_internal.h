@@ -1,0 +1,77 @@
+/* Private to the crawl session's two files: session.c records modules and
+ * calls into these structs (plain data, no JSON per hook call) and
+ * session_report.c writes the AnalysisReport from them.
+ */
+#ifndef TORCHSCAN_SESSION_INTERNAL_H
+#define TORCHSCAN_SESSION_INTERNAL_H
+
+#include "torchscan/session.h"
+
+/* The method of the built-in module formulas. */
+#define MODULE_METHOD "torchscan_module_formula"
+
+typedef struct module_record {
+    char *path;
+    char *type_name;
+    const char *name; /* the row name: last path part; root: type, lowered */
+    ts_module_desc desc;
+    bool metric_leaf;
+    bool handler; /* a custom handler estimates this module */
+    int32_t calls;
+} module_record;
+
+/* The six module estimates, in report order. */
+enum {
+    N_ESTIMATES = 6,
+    N_SUMMED = 3 /* the first three have model totals */
+};
+static const char *const estimate_names[N_ESTIMATES] = {"module_flops",
+                                                        "macs",
+                                                        "dmas",
+                                                        "receptive_field",
+                                                        "effective_stride",
+                                                        "effective_padding"};
+
+/* One estimate of one call, kept as plain data until the report is
+ * written (no JSON per hook call). Methods are static strings. */
+typedef struct metric_slot {
+    ts_status status;
+    ts_number value;
+    const char *method; /* static, or `owned` */
+    char *owned;        /* a handler's method string (malloc'd) */
+    bool subtree;       /* scope "subtree" (else "module_call") */
+} metric_slot;
+
+typedef struct layer_record {
+    int module;
+    int32_t call_index;
+    json_t *input;
+    json_t *output; /* NULL while pending */
+    ts_attribution attribution;
+    int64_t op_flops;
+    uint8_t present; /* estimates with a slot (bit i: estimate_names[i]) */
+    uint8_t handled; /* estimates a handler supplied (metric_ownership) */
+    uint8_t owns;    /* estimates this call owns for its whole subtree */
+    uint8_t covered; /* estimates an enclosing call owns */
+    bool failed;
+    bool op_incomplete;
+    int owner[N_ESTIMATES]; /* covering layer per covered estimate */
+    metric_slot estimates[N_ESTIMATES];
+} layer_record;
+
+/* Module paths and type names (session.c: session_text). */
+struct text_chunk;
+
+struct ts_session {
+    bool full;
+    struct text_chunk *texts;
+    module_record *modules;
+    size_t nmodules, modules_cap;
+    layer_record *layers;
+    size_t nlayers, layers_cap;
+    int *stack;
+    size_t depth, stack_cap;
+    json_t *diagnostics;
+};
+
+#endif /* TORCHSCAN_SESSION_INTERNAL_H */

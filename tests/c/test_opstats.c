@@ -1,0 +1,181 @@
+/* Operator statistics: interning, the four kinds of calls and the
+ * FlopReport with its diagnostics. */
+#include "harness.h"
+#include "torchscan/opstats.h"
+
+static void
+test_opstats(void)
+{
+    ts_opstats *ops = ts_opstats_new();
+    int sin_id = ts_opstats_intern(ops, "aten.sin");
+    int mm = ts_opstats_intern(ops, "aten.mm");
+    int view = ts_opstats_intern(ops, "aten.view");
+    CHECK_EQ_INT(ts_opstats_intern(ops, "aten.sin"), sin_id);
+    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
+    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
+    ts_opstats_record(ops, sin_id, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
+    ts_opstats_record(ops,
+                      view,
+                      TS_OPCALL_IGNORED,
+                      0,
+                      false,
+                      NULL,
+                      "Metadata-only tensor view.");
+    CHECK_EQ_INT(ts_opstats_total(ops), 96);
+    json_t *r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(r, "by_operator"), "aten.mm")),
+                 96);
+    CHECK(json_object_get(json_object_get(r, "by_operator"), "aten.sin")
+          == NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(r, "ignored_operators"),
+                                     "aten.view"),
+                     "calls")),
+                 1);
+    json_t *d = json_array_get(json_object_get(r, "diagnostics"), 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "code")),
+                 "uncounted_operator");
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "operator")),
+                 "aten.sin");
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "message")),
+                 "aten.sin was observed 1 time(s), but no FLOP formula is "
+                 "registered.");
+    json_t *total = json_object_get(r, "total");
+    CHECK_EQ_STR(json_string_value(json_object_get(total, "status")),
+                 "partial");
+    CHECK_EQ_INT(json_integer_value(json_object_get(total, "known_value")),
+                 96);
+    json_decref(r);
+
+    /* repeated refusals of one operator give one diagnostic */
+    int pw = ts_opstats_intern(ops, "aten.pow");
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3", NULL);
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "exp 3", NULL);
+    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 2);
+    json_decref(r);
+    ts_opstats_free(ops);
+
+    /* a call whose flops would overflow a sum is noted, not counted */
+    ops = ts_opstats_new();
+    int big = ts_opstats_intern(ops, "aten.mm");
+    CHECK_EQ_INT(
+        ts_opstats_record(
+            ops, big, TS_OPCALL_COUNTED, INT64_MAX - 5, false, NULL, NULL),
+        TS_OK);
+    CHECK_EQ_INT(
+        ts_opstats_record(ops, big, TS_OPCALL_COUNTED, 6, false, NULL, NULL),
+        TS_EOVERFLOW);
+    CHECK_EQ_INT(ts_opstats_total(ops), INT64_MAX - 5);
+    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    total = json_object_get(r, "total");
+    CHECK_EQ_STR(json_string_value(json_object_get(total, "status")),
+                 "partial");
+    CHECK_EQ_INT(json_integer_value(json_object_get(total, "known_value")),
+                 INT64_MAX - 5);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 1);
+    json_decref(r);
+    ts_opstats_free(ops);
+
+    r = ts_flop_report_not_requested("2.13.0");
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(r, "total"), "method")),
+                 "not_requested");
+    json_decref(r);
+}
+
+/* Diagnostics come in three groups: uncounted operators sorted by name,
+ * refused formulas in first-seen order, then incomplete formulas sorted by
+ * name; an operator with a refused call is not also reported uncounted. */
+static void
+test_diagnostic_order(void)
+{
+    ts_opstats *ops = ts_opstats_new();
+    int zeta = ts_opstats_intern(ops, "aten.zeta");
+    int cond = ts_opstats_intern(ops, "higher_order.cond");
+    int sdpa = ts_opstats_intern(ops, "aten._scaled_dot_product_x");
+    int pw = ts_opstats_intern(ops, "aten.pow");
+    int abs_id = ts_opstats_intern(ops, "aten.abs");
+    int bmm = ts_opstats_intern(ops, "aten.bmm");
+    ts_opstats_record(ops, zeta, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
+    ts_opstats_record(ops, zeta, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
+    ts_opstats_record(ops, cond, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
+    ts_opstats_record(ops, bmm, TS_OPCALL_UNSUPPORTED, 0, false, "b", NULL);
+    ts_opstats_record(ops, pw, TS_OPCALL_UNSUPPORTED, 0, false, "p", NULL);
+    ts_opstats_record(ops, pw, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL);
+    ts_opstats_record(ops, sdpa, TS_OPCALL_COUNTED, 10, true, NULL, NULL);
+    ts_opstats_record(ops, abs_id, TS_OPCALL_COUNTED, 3, true, NULL, NULL);
+    json_t *r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    json_t *d = json_object_get(r, "diagnostics");
+    static const char *const codes[6] = {"uncounted_operator",
+                                         "uncounted_operator",
+                                         "unsupported_operator_formula",
+                                         "unsupported_operator_formula",
+                                         "incomplete_operator_formula",
+                                         "incomplete_operator_formula"};
+    static const char *const names[6] = {"aten.zeta",
+                                         "higher_order.cond",
+                                         "aten.bmm",
+                                         "aten.pow",
+                                         "aten._scaled_dot_product_x",
+                                         "aten.abs"};
+    CHECK_EQ_INT(json_array_size(d), 6);
+    for (size_t i = 0; i < 6 && i < json_array_size(d); i++) {
+        json_t *item = json_array_get(d, i);
+        CHECK_EQ_STR(json_string_value(json_object_get(item, "code")),
+                     codes[i]);
+        CHECK_EQ_STR(json_string_value(json_object_get(item, "operator")),
+                     names[i]);
+        CHECK_EQ_STR(json_string_value(json_object_get(item, "metric")),
+                     "flops");
+    }
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(d, 0), "message")),
+        "aten.zeta was observed 2 time(s), but no FLOP formula is "
+        "registered.");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(d, 1), "message")),
+        "higher_order.cond was observed 1 time(s): a higher-order "
+        "operator whose inner operators TorchScan cannot observe "
+        "ran uncounted.");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(d, 2), "message")),
+        "b");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(d, 5), "message")),
+        "aten.abs was counted with a formula that leaves work out "
+        "(complex arithmetic or the softmax and scaling of fused "
+        "attention); the count is a lower bound.");
+    json_t *by_op = json_object_get(r, "by_operator");
+    CHECK_EQ_INT(json_object_size(by_op), 2);
+    CHECK_EQ_INT(json_integer_value(json_object_get(by_op, "aten.abs")), 3);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(r, "total"), "known_value")),
+                 13);
+    json_decref(r);
+
+    /* nothing observed: a complete zero, and by_module kept as given */
+    ts_opstats_free(ops);
+    ops = ts_opstats_new();
+    r = ts_opstats_report(ops, "2.13.0", "m", json_pack("{s:I}", "a", 1));
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(r, "total"), "status")),
+                 "complete");
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_object_get(r, "by_module"), "a")),
+                 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(r, "context"), "counting_convention")),
+                 "torchscan_flops_v1");
+    json_decref(r);
+    ts_opstats_free(ops);
+}
+
+int
+main(void)
+{
+    test_opstats();
+    test_diagnostic_order();
+    return ts_test_report();
+}
