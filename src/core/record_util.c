@@ -21,9 +21,10 @@ ts_diagnostic_append(json_t *list,
     }
     if ((path != NULL && json_object_set_new(d, "path", json_string(path)))
         || (op != NULL && json_object_set_new(d, "operator", json_string(op)))
-        || json_object_set_new(d, "message", json_string(message))
-        || json_array_append_new(list, d)) {
+        || json_object_set_new(d, "message", json_string(message))) {
+        json_decref(d); /* set_new released the value, not the object */
         return TS_ENOMEM;
     }
-    return TS_OK;
+    /* append_new releases d when it fails */
+    return json_array_append_new(list, d) == 0 ? TS_OK : TS_ENOMEM;
 }
