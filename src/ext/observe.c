@@ -225,6 +225,7 @@ run_handler(tsx_crawl *c,
         .requested =
             TS_ALL_ESTIMATES & ~ts_session_layer_covered(c->session, layer),
         .owns = e->owns,
+        .inclusive = e->builtin_owns,
         .estimate = e->estimate,
         .identity = e->identity,
         .module_call_cls = c->module_call,

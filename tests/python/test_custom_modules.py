@@ -483,3 +483,30 @@ def test_each_total_names_the_methods_of_its_own_rows():
         assert report["totals"][key]["method"] == expected
     assert report["totals"]["macs"]["method"] == "torchscan_module_formula"
     assert report["totals"]["module_flops"]["method"].startswith("sum_module_estimates[custom_module_handler:")
+
+
+def test_a_value_replacing_a_transformer_layers_inclusive_estimate_covers_its_subtree():
+    # The built-in estimates of an encoder layer cover its sub-layers, so those are never estimated on their
+    # own. A handler value replaces the inclusive estimate: the row must say it covers the subtree (it said
+    # module_call while the children stayed covered, so their work vanished from a total reported complete).
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    report = crawl_module(layer, (4, 8), custom_modules={nn.TransformerEncoderLayer: ModuleHandler(lambda c: {"module_flops": 1})})
+    root = report["layers"][0]
+    assert root["path"] == "" and root["metrics"]["module_flops"]["value"] == 1
+    assert root["metrics"]["module_flops"]["scope"] == "subtree"
+    assert root["metric_ownership"]["module_flops"] == "subtree"
+    children = report["layers"][1:]
+    assert {child["path"] for child in children} >= {"self_attn", "linear1", "linear2", "norm1", "norm2"}
+    for child in children:
+        assert child["metric_owners"]["module_flops"] == {"path": "", "call_index": 0}
+        assert "module_flops" not in child["metrics"]
+    assert report["totals"]["module_flops"]["value"] == 1
+    # the fields the handler omitted keep the built-in inclusive estimates: the same as without a handler
+    plain = crawl_module(layer, (4, 8))
+    for name in ("macs", "dmas"):
+        assert report["totals"][name] == plain["totals"][name]
+        assert root["metrics"][name]["scope"] == "subtree"
+    # a leaf's handler value stays the module call's own
+    linear = crawl_module(nn.Linear(4, 4), (4,), custom_modules={nn.Linear: ModuleHandler(lambda c: {"module_flops": 1})})
+    assert linear["layers"][0]["metric_ownership"]["module_flops"] == "module_call"
