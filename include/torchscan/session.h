@@ -115,7 +115,9 @@ int ts_session_mark_expanded_boundary(ts_session *session, int layer);
 
 /* Makes the open call `layer` own `mask` for its whole subtree after the
  * fact: the estimates its descendants recorded for those bits are dropped
- * and they get metric_owners. Call before the layer's own end_call. */
+ * and they get metric_owners. Bits the layer already holds an estimate for
+ * (a handler supplied it for the call alone) or that an enclosing owner
+ * covers are left out. Call before the layer's own end_call. */
 int ts_session_own_retroactively(ts_session *session,
                                  int layer,
                                  unsigned mask);

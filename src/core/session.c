@@ -568,7 +568,10 @@ ts_session_own_retroactively(ts_session *session, int layer, unsigned mask)
         return TS_EINVAL;
     }
     owner = &session->layers[layer];
-    mask &= TS_ALL_ESTIMATES & ~(unsigned)owner->covered;
+    /* an estimate the owner already holds (a handler supplied it for the
+     * call alone) is not taken over */
+    mask &= TS_ALL_ESTIMATES & ~(unsigned)owner->covered
+            & ~(unsigned)owner->present;
     owner->owns |= (uint8_t)mask;
     /* Every layer recorded after an open call is one of its descendants;
      * the outer owner wins over owners nested inside it. */

@@ -434,7 +434,7 @@ store_metric(const tsx_handler_call *h,
                  k,
                  status,
                  number,
-                 subtree || ((h->inclusive >> k) & 1u),
+                 subtree,
                  method,
                  code,
                  message);

@@ -24,10 +24,6 @@ typedef struct tsx_handler_call {
     int layer;
     unsigned requested; /* estimates not covered by an enclosing owner */
     unsigned owns;      /* the handler's subtree_metrics */
-    /* estimates whose built-in value covers the subtree (native Transformer
-     * family): a value the estimate supplies replaces that inclusive value,
-     * so it is stored with scope subtree, as the children stay covered */
-    unsigned inclusive;
     PyObject *estimate, *identity, *module_call_cls;
     PyObject *counter; /* paused while the estimate runs; NULL/None: none */
     PyObject *module, *args, *kwargs, *output; /* borrowed */

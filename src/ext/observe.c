@@ -161,8 +161,15 @@ tsx_call_begin(
         json_decref(input);
         return -1;
     }
+    /* A caller handler's row owns upfront only what its subtree_metrics
+     * declare: the built-in inclusive estimates take over afterwards, for
+     * what the handler did not supply (settle_builtin_owner). */
     layer = ts_session_begin_owned_call(
-        c->session, index, input, &a, e->owns | e->builtin_owns);
+        c->session,
+        index,
+        input,
+        &a,
+        e->owns | (e->estimate != NULL ? 0u : e->builtin_owns));
     if (layer < 0) {
         return session_failed(layer);
     }
@@ -225,7 +232,6 @@ run_handler(tsx_crawl *c,
         .requested =
             TS_ALL_ESTIMATES & ~ts_session_layer_covered(c->session, layer),
         .owns = e->owns,
-        .inclusive = e->builtin_owns,
         .estimate = e->estimate,
         .identity = e->identity,
         .module_call_cls = c->module_call,
@@ -240,6 +246,19 @@ run_handler(tsx_crawl *c,
     }
     c->handler_calls += index != 0; /* calls below the root */
     return tsx_handler_run(&hc);
+}
+
+/* A caller handler ran on a module whose built-in estimates are inclusive
+ * (native Transformer family): the built-in answers the estimates the
+ * handler did not supply, and those take ownership of the descendants'
+ * estimates retroactively (contract 1.3, step 3). What the handler supplied
+ * stays its own, and the descendants keep theirs for it. */
+static int
+settle_builtin_owner(tsx_crawl *c, int index, int layer)
+{
+    int rc = ts_session_own_retroactively(
+        c->session, layer, c->modules[index].builtin_owns);
+    return rc != TS_OK ? session_failed(rc) : 0;
 }
 
 /* An nn.Transformer root that a handler expanded: a handler that ran
@@ -360,7 +379,9 @@ tsx_call_end(tsx_crawl *c,
         c->open--;
     }
     if (c->full && !failed && layer >= 0 && c->modules[index].estimate != NULL
-        && run_handler(c, index, layer, args, kwargs, output) < 0) {
+        && (run_handler(c, index, layer, args, kwargs, output) < 0
+            || (c->modules[index].builtin_owns
+                && settle_builtin_owner(c, index, layer) < 0))) {
         return -1;
     }
     if (c->expanded_root && index == 0 && layer >= 0 && !failed

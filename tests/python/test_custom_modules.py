@@ -485,28 +485,32 @@ def test_each_total_names_the_methods_of_its_own_rows():
     assert report["totals"]["module_flops"]["method"].startswith("sum_module_estimates[custom_module_handler:")
 
 
-def test_a_value_replacing_a_transformer_layers_inclusive_estimate_covers_its_subtree():
-    # The built-in estimates of an encoder layer cover its sub-layers, so those are never estimated on their
-    # own. A handler value replaces the inclusive estimate: the row must say it covers the subtree (it said
-    # module_call while the children stayed covered, so their work vanished from a total reported complete).
+def test_a_handler_on_a_transformer_layer_keeps_its_own_value_and_the_children_theirs():
+    # Contract 1.3 step 3: a caller handler runs first; the built-in handler of the native Transformer family
+    # then answers what it did not supply, and only those inclusive fields take the descendants' estimates over.
+    # A value the handler supplies is the layer's own (module_call): the children keep theirs for it. (The
+    # children were covered for every metric before, so the handler's 1 FLOP stood alone in a complete total.)
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
     report = crawl_module(layer, (4, 8), custom_modules={nn.TransformerEncoderLayer: ModuleHandler(lambda c: {"module_flops": 1})})
-    root = report["layers"][0]
-    assert root["path"] == "" and root["metrics"]["module_flops"]["value"] == 1
-    assert root["metrics"]["module_flops"]["scope"] == "subtree"
-    assert root["metric_ownership"]["module_flops"] == "subtree"
-    children = report["layers"][1:]
-    assert {child["path"] for child in children} >= {"self_attn", "linear1", "linear2", "norm1", "norm2"}
-    for child in children:
-        assert child["metric_owners"]["module_flops"] == {"path": "", "call_index": 0}
-        assert "module_flops" not in child["metrics"]
-    assert report["totals"]["module_flops"]["value"] == 1
-    # the fields the handler omitted keep the built-in inclusive estimates: the same as without a handler
+    rows = {row["path"]: row for row in report["layers"]}
+    root = rows.pop("")
+    assert root["metric_ownership"]["module_flops"] == "module_call"
+    assert root["metrics"]["module_flops"]["value"] == 1
+    flops = {path: row["metrics"]["module_flops"]["value"] for path, row in rows.items()}
+    # Linear(8, 16) on (1, 4, 8): 4*16 outputs of 2*8 - 1 operations plus the bias; LayerNorm(8): 6N + 2R + 2N
+    assert flops["linear1"] == flops["linear2"] == 4 * 16 * (2 * 8 - 1) + 4 * 16
+    assert flops["norm1"] == flops["norm2"] == 6 * 32 + 2 * 4 + 2 * 32
+    assert flops["dropout1"] == flops["dropout"] == flops["dropout2"] == 0
+    x = torch.rand(1, 4, 8)
+    attention = crawl_module(layer.self_attn, args=(x, x, x), kwargs={"need_weights": False})
+    assert flops["self_attn"] == attention["totals"]["module_flops"]["value"]
+    total = report["totals"]["module_flops"]
+    assert total["status"] == "complete" and total["value"] == 1 + sum(flops.values())
+    # The fields the handler left to the built-in stay inclusive and own the subtree, as without a handler.
     plain = crawl_module(layer, (4, 8))
     for name in ("macs", "dmas"):
+        assert root["metric_ownership"][name] == "subtree"
         assert report["totals"][name] == plain["totals"][name]
-        assert root["metrics"][name]["scope"] == "subtree"
-    # a leaf's handler value stays the module call's own
-    linear = crawl_module(nn.Linear(4, 4), (4,), custom_modules={nn.Linear: ModuleHandler(lambda c: {"module_flops": 1})})
-    assert linear["layers"][0]["metric_ownership"]["module_flops"] == "module_call"
+        assert all(row["metric_owners"][name] == {"path": "", "call_index": 0} for row in rows.values())
+    assert report["diagnostics"] == []
