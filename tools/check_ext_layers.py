@@ -18,6 +18,10 @@
    `if`'s), or the part before `?` of a conditional expression in the same statement. Raises that follow a
    failed Python or jansson allocation, or an argument check, are not about engine statuses and stay where
    they are.
+
+3. One helper for every other raise. Outside convert.c, an exception with a message is raised only through
+   tsx_fail (src/ext/fail.h): PyErr_SetString, PyErr_Format, PyErr_FormatV, PyErr_SetNone and
+   PyErr_SetObject appear nowhere else. (PyErr_NoMemory after our own failed allocation stays where it is.)
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ LAYERS = [
     "module",  # the module definition and method table (the top)
 ]
 
-RAISES = re.compile(r"\b(PyErr_NoMemory|PyErr_SetString|PyErr_Format|PyErr_SetNone|PyErr_SetObject)\s*\(")
+RAISES = re.compile(r"\b(PyErr_NoMemory|PyErr_SetString|PyErr_Format|PyErr_SetNone|PyErr_SetObject|tsx_fail)\s*\(")
+# Raising with a message: convert.c (engine statuses) and fail.h's tsx_fail (every other check) only.
+DIRECT_RAISES = re.compile(r"\b(PyErr_SetString|PyErr_Format|PyErr_FormatV|PyErr_SetNone|PyErr_SetObject)\s*\(")
 ENGINE_CALL = re.compile(r"\bts_\w+\s*\(")
 ENGINE_STATUS = re.compile(r"\bTS_(?:OK|E[A-Z]+)\b")
 
@@ -222,11 +228,26 @@ def check_statuses() -> list[str]:
     return errors
 
 
+def check_direct_raises() -> list[str]:
+    errors = []
+    for source in sorted([*EXT.glob("*.c"), *EXT.glob("*.h")]):
+        if source.name in ("convert.c", "fail.h"):
+            continue
+        code = strip_code(source.read_text())
+        for m in DIRECT_RAISES.finditer(code):
+            line = code.count("\n", 0, m.start()) + 1
+            errors.append(
+                f"src/ext/{source.name}:{line}: {m.group(1)}: raise through tsx_fail (fail.h), or "
+                "tsx_raise/tsx_raise_status (convert.c) for an engine status"
+            )
+    return errors
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default=os.environ.get("CC", "cc"))
     args = parser.parse_args()
-    errors = check_layers(args.cc) + check_statuses()
+    errors = check_layers(args.cc) + check_statuses() + check_direct_raises()
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     print(f"check_ext_layers: {len(errors)} violation(s)")

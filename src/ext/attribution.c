@@ -3,6 +3,7 @@
  * and the model totals over every unique tensor (attribution.h). Module
  * dicts are read in C: the Python generators cost tens of microseconds per
  * call. */
+#include "fail.h"
 #include "attribution.h"
 
 /* ---- a pointer set holding strong references ---------------------------- */
@@ -256,7 +257,7 @@ each_subtree_tensor(tsx_state *st,
         return rc; /* met before (0), or an error */
     }
     if (depth > 10000) {
-        PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
+        tsx_fail(PyExc_RecursionError, "module tree is too deep");
         return -1;
     }
     if (tsx_optional_attr(st, module, pass ? "_buffers" : "_parameters", &own)
@@ -378,7 +379,7 @@ collect_modules(tsx_state *st,
         return rc; /* met before (0), or an error */
     }
     if (depth > 10000) {
-        PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
+        tsx_fail(PyExc_RecursionError, "module tree is too deep");
         return -1;
     }
     children =

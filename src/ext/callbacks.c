@@ -5,6 +5,7 @@
  * diagnostic, or an interrupt to propagate. */
 #include <math.h>
 
+#include "fail.h"
 #include "callbacks.h"
 
 /* ---- the rule ------------------------------------------------------------
@@ -570,10 +571,10 @@ tsx_attr_tuple(tsx_state *st,
         }
     }
     else {
-        PyErr_Format(PyExc_TypeError,
-                     "unexpected %s of type %.100s",
-                     name,
-                     Py_TYPE(v)->tp_name);
+        tsx_fail(PyExc_TypeError,
+                 "unexpected %s of type %.100s",
+                 name,
+                 Py_TYPE(v)->tp_name);
     }
     Py_DECREF(v);
     return rc;

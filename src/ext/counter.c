@@ -6,6 +6,7 @@
  * and two additions. Everything that needs strings (packet names, schemas,
  * decomposability) is resolved once per overload object and kept for the
  * life of the module, so every new counter starts warm. */
+#include "fail.h"
 #include "counter.h"
 
 #include <math.h>
@@ -272,7 +273,7 @@ read_overload(tsx_state *st, PyObject *func, op_slot *s, PyObject **pname)
     s->op = PyObject_GetAttr(func, st->s_op);
     s->overload = s->op ? tsx_getattr(st, func, "_overloadname") : NULL;
     if (s->overload != NULL && !PyUnicode_Check(s->overload)) {
-        PyErr_SetString(PyExc_TypeError, "an overload name is not a str");
+        tsx_fail(PyExc_TypeError, "an overload name is not a str");
     }
     if (s->overload == NULL || !PyUnicode_Check(s->overload)) {
         return -1;
@@ -825,13 +826,13 @@ counter_dispatch(tsx_counter *c,
         }
     }
     if (nargs < 2) {
-        PyErr_SetString(PyExc_TypeError,
-                        "__torch_dispatch__(func, types, args, kwargs)");
+        tsx_fail(PyExc_TypeError,
+                 "__torch_dispatch__(func, types, args, kwargs)");
         return NULL;
     }
     func = argv[0];
     if (args == NULL || !PyTuple_Check(args)) {
-        PyErr_SetString(PyExc_TypeError, "dispatch args must be a tuple");
+        tsx_fail(PyExc_TypeError, "dispatch args must be a tuple");
         return NULL;
     }
     if (kwargs == Py_None || (kwargs != NULL && !PyDict_Check(kwargs))) {
@@ -917,7 +918,7 @@ counter_configure(tsx_counter *c, PyObject *custom)
         Py_RETURN_NONE;
     }
     if (!PyDict_Check(custom)) {
-        PyErr_SetString(PyExc_TypeError, "custom_mapping must be a dict");
+        tsx_fail(PyExc_TypeError, "custom_mapping must be a dict");
         return NULL;
     }
     Py_XSETREF(c->custom, PyDict_Copy(custom));
@@ -935,7 +936,7 @@ tsx_counter_attach(tsx_state *st,
 {
     tsx_counter *c = (tsx_counter *)counter;
     if (!PyObject_TypeCheck(counter, st->counter_type)) {
-        PyErr_SetString(PyExc_TypeError, "counter must be a Counter or None");
+        tsx_fail(PyExc_TypeError, "counter must be a Counter or None");
         return -1;
     }
     Py_XSETREF(c->owner, session != NULL ? Py_XNewRef(owner) : NULL);

@@ -5,6 +5,7 @@
  * report() assembles the AnalysisReport (the engine writes it straight
  * into Python objects, convert.c). Python's torchscan.crawler holds a
  * Crawl; the engine's per-crawl record is its ts_session. */
+#include "fail.h"
 #include "crawl.h"
 
 #include "torchscan/emit.h"
@@ -26,7 +27,7 @@ walk_modules(tsx_state *st,
         return added;
     }
     if (depth > 10000) {
-        PyErr_SetString(PyExc_RecursionError, "module tree is too deep");
+        tsx_fail(PyExc_RecursionError, "module tree is too deep");
         return -1;
     }
     pair = PyTuple_Pack(2, prefix, module);
@@ -162,7 +163,7 @@ add_module(tsx_crawl *c,
     }
     if (strlen(p) != (size_t)psize) {
         /* report paths are C strings: "a\0b" would become "a" */
-        PyErr_Format(
+        tsx_fail(
             PyExc_ValueError, "module name %R contains a NUL character", path);
         return -1;
     }
@@ -298,8 +299,8 @@ crawl_init(tsx_crawl *c,
     b.reader.memo = &b.descs;
     if (handlers != Py_None) {
         if (!PyDict_Check(handlers) || module_call == Py_None) {
-            PyErr_SetString(PyExc_TypeError,
-                            "handlers must be a dict, with module_call");
+            tsx_fail(PyExc_TypeError,
+                     "handlers must be a dict, with module_call");
             return -1;
         }
         c->handlers = Py_NewRef(handlers);
@@ -383,7 +384,7 @@ crawl_install(tsx_crawl *c, PyObject *args)
         return NULL;
     }
     if (c->installed) {
-        PyErr_SetString(PyExc_RuntimeError, "the crawl is already installed");
+        tsx_fail(PyExc_RuntimeError, "the crawl is already installed");
         return NULL;
     }
     if (tsx_hooks_install(c, evaluate) < 0
@@ -447,7 +448,7 @@ crawl_report(tsx_crawl *c, PyObject *args)
     }
     if (counter != Py_None
         && !PyObject_TypeCheck(counter, c->st->counter_type)) {
-        PyErr_SetString(PyExc_TypeError, "counter must be a Counter or None");
+        tsx_fail(PyExc_TypeError, "counter must be a Counter or None");
         return NULL;
     }
     version = PyUnicode_AsUTF8(torch_version);

@@ -2,6 +2,7 @@
  * container structure, never values, file paths or reprs. */
 #include <string.h>
 
+#include "fail.h"
 #include "describe.h"
 
 #define DESCRIBE_MAX_DEPTH 64
@@ -21,7 +22,7 @@ tsx_dtype_info(tsx_state *st, PyObject *dtype)
         }
     }
     if (st->ndtypes == TSX_MAX_DTYPES) {
-        PyErr_SetString(PyExc_RuntimeError, "too many distinct dtypes");
+        tsx_fail(PyExc_RuntimeError, "too many distinct dtypes");
         return NULL;
     }
     d = &st->dtypes[st->ndtypes];
@@ -102,7 +103,7 @@ tsx_number_index(tsx_state *st, PyObject *value)
         Py_XDECREF(node);
         if (hint != NULL && !PyLong_CheckExact(hint)) {
             Py_CLEAR(hint);
-            PyErr_SetString(PyExc_TypeError, "a SymInt without a hint");
+            tsx_fail(PyExc_TypeError, "a SymInt without a hint");
         }
         return hint;
     }
@@ -198,7 +199,7 @@ tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
         return -1;
     }
     if (!PyTuple_Check(size)) {
-        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
+        tsx_fail(PyExc_TypeError, "tensor.shape is not a tuple");
         goto done;
     }
     flag = PyObject_GetAttr(tensor, st->s_layout);
@@ -516,7 +517,7 @@ describe_tensor(tsx_state *st,
         goto done;
     }
     if (!PyTuple_Check(ta.size)) {
-        PyErr_SetString(PyExc_TypeError, "tensor.shape is not a tuple");
+        tsx_fail(PyExc_TypeError, "tensor.shape is not a tuple");
         goto done;
     }
     if ((concrete = read_shape(st, &ta, &shape)) < 0
@@ -640,7 +641,7 @@ describe_mapping(tsx_state *st,
         PyObject *key, *item, *key_type;
         json_t *entry, *vm;
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "mapping items are not pairs");
+            tsx_fail(PyExc_TypeError, "mapping items are not pairs");
             goto done;
         }
         key = PyTuple_GET_ITEM(pair, 0);
@@ -786,7 +787,7 @@ describe_kwargs(
         json_t *m;
         int ident, bad;
         if (!PyUnicode_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "keyword names must be strings");
+            tsx_fail(PyExc_TypeError, "keyword names must be strings");
             return -1;
         }
         ident = PyUnicode_IsIdentifier(key);

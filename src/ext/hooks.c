@@ -2,6 +2,7 @@
  * always-called forward hooks and forward wrappers, all C callables),
  * their installation and removal, and the save and restore of training
  * flags. What a call records is observe.c's. */
+#include "fail.h"
 #include "hooks.h"
 
 #include <stddef.h>
@@ -59,8 +60,8 @@ hook_vectorcall(PyObject *self,
     bool post = h->kind == HOOK_POST;
     int rc;
     if (kwnames != NULL || n != (post ? 4 : 3)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "torchscan hook called with unexpected arguments");
+        tsx_fail(PyExc_TypeError,
+                 "torchscan hook called with unexpected arguments");
         return NULL;
     }
     if (h->crawl == NULL || !h->crawl->installed) {
@@ -91,7 +92,7 @@ forward_vectorcall(PyObject *self,
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *targs = NULL, *tkwargs = NULL, *out = NULL;
     if (h->forward == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "torchscan wrapper was cleared");
+        tsx_fail(PyExc_RuntimeError, "torchscan wrapper was cleared");
         return NULL;
     }
     if (c == NULL || !c->installed) {
@@ -124,8 +125,8 @@ forward_vectorcall(PyObject *self,
             tsx_restore(exc);
         }
         else if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_SystemError,
-                            "forward returned NULL without an exception");
+            tsx_fail(PyExc_SystemError,
+                     "forward returned NULL without an exception");
         }
     }
     else if (tsx_call_end(c, h->module, targs, tkwargs, out, 0) < 0) {
@@ -191,8 +192,7 @@ hook_deepcopy(PyObject *self, PyObject *memo)
     if (h->kind == HOOK_FORWARD) {
         PyObject *copy, *result = NULL;
         if (h->forward == NULL) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "torchscan wrapper was cleared");
+            tsx_fail(PyExc_RuntimeError, "torchscan wrapper was cleared");
             return NULL;
         }
         copy = PyImport_ImportModule("copy");

@@ -2,6 +2,7 @@
  * profiler allocation events, profile rows, workload totals and summary,
  * benchmark comparison and the RSS supervisor's result line. Each converts
  * its arguments once and lets the engine work. */
+#include "fail.h"
 #include "measure.h"
 
 #include "torchscan/memory.h"
@@ -20,7 +21,7 @@ report_json(PyObject *obj, const char *what)
     json_t *j = tsx_to_json(obj, what);
     if (j == NULL && PyErr_ExceptionMatches(PyExc_UnicodeError)) {
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
+        tsx_fail(PyExc_ValueError, "%s holds invalid text", what);
     }
     return j;
 }
@@ -220,7 +221,7 @@ read_profile_row(tsx_state *st,
         return -1;
     }
     if (!PyUnicode_Check(*key)) {
-        PyErr_SetString(PyExc_TypeError, "profiler keys must be str");
+        tsx_fail(PyExc_TypeError, "profiler keys must be str");
         return -1;
     }
     row->op = PyUnicode_AsUTF8(*key);
@@ -278,7 +279,7 @@ tsx_engine_profile_rows(PyObject *module, PyObject *args)
         return NULL;
     }
     if (limit < 1) {
-        PyErr_SetString(PyExc_ValueError, "limit must be at least 1");
+        tsx_fail(PyExc_ValueError, "limit must be at least 1");
         return NULL;
     }
     seq = PySequence_Fast(events, "events must be a sequence");
@@ -405,7 +406,7 @@ tsx_engine_compare_benchmarks(PyObject *module, PyObject *args)
         return NULL;
     }
     if (!PyCallable_Check(check)) {
-        PyErr_SetString(PyExc_TypeError, "check must be callable.");
+        tsx_fail(PyExc_TypeError, "check must be callable.");
         return NULL;
     }
     jb = report_json(before, "before");
@@ -433,7 +434,7 @@ tsx_engine_compare_benchmarks(PyObject *module, PyObject *args)
         passed = false;
     }
     else {
-        PyErr_SetString(
+        tsx_fail(
             PyExc_ValueError,
             "check must return None/True on success or False on failure.");
         goto cleanup;

@@ -4,6 +4,7 @@
  * families' sub-layers included. The attribute reads themselves are
  * callbacks.c's module readers (a subclass may make any of them a
  * property). */
+#include "fail.h"
 #include "module_desc.h"
 
 #define TRY(expr)         \
@@ -67,8 +68,7 @@ read_normalized_shape(tsx_state *st, PyObject *module, ts_module_desc *d)
     Py_DECREF(ns);
     if (n < 0 || n > TS_MAX_DIMS) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError,
-                            "normalized_shape has too many dims");
+            tsx_fail(PyExc_ValueError, "normalized_shape has too many dims");
         }
         return -1;
     }
@@ -864,7 +864,7 @@ read_constant_pad(const tsx_desc_reader *r,
     Py_XDECREF(pad);
     if (n < 0 || n > 6) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "padding is too long");
+            tsx_fail(PyExc_ValueError, "padding is too long");
         }
         return -1;
     }

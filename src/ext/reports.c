@@ -1,6 +1,7 @@
 /* Module functions on reports (reports.h): comparison, the summary table,
  * the strict-mode check, call metadata and the benchmark HTML page. Each
  * converts its arguments once (convert.c) and lets the engine work. */
+#include "fail.h"
 #include "reports.h"
 
 #include "torchscan/diff.h"
@@ -104,8 +105,7 @@ tsx_engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
         opt.wrap_mode = TS_WRAP_END;
     }
     else {
-        PyErr_SetString(PyExc_ValueError,
-                        "wrap_mode must be 'mid', 'end' or None.");
+        tsx_fail(PyExc_ValueError, "wrap_mode must be 'mid', 'end' or None.");
         return NULL;
     }
     opt.receptive_field = rf;
@@ -185,14 +185,14 @@ tsx_engine_render_benchmark_html(PyObject *module, PyObject *args)
     title_text = PyUnicode_AsUTF8AndSize(title, &title_len);
     if (title_text == NULL || strlen(title_text) != (size_t)title_len) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_ValueError, "title holds invalid text");
+        tsx_fail(PyExc_ValueError, "title holds invalid text");
         return NULL;
     }
     j = tsx_to_json(report, "report");
     if (j == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
             PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "report holds invalid text");
+            tsx_fail(PyExc_ValueError, "report holds invalid text");
         }
         return NULL;
     }

@@ -2,6 +2,7 @@
  * the interned names, and their release. The caches of the layers above
  * (resolved operators, tensor metadata, report strings) hang off the state
  * too; each layer frees its own (module.c's clear calls them). */
+#include "fail.h"
 #include "state.h"
 
 #define INTERN(field, text)                           \
@@ -73,9 +74,9 @@ tsx_state_of_type(PyTypeObject *type, newfunc own_new)
             return tsx_get_state(((PyHeapTypeObject *)t)->ht_module);
         }
     }
-    PyErr_Format(PyExc_TypeError,
-                 "%.100s is not a torchscan._engine type",
-                 type->tp_name);
+    tsx_fail(PyExc_TypeError,
+             "%.100s is not a torchscan._engine type",
+             type->tp_name);
     return NULL;
 }
 

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <time.h>
 
+#include "fail.h"
 #include "timing.h"
 
 #include "torchscan/stats.h"
@@ -60,8 +61,8 @@ bad_duration(double seconds)
     if (isfinite(seconds) && seconds > 0.0) {
         return 0;
     }
-    PyErr_SetString(PyExc_RuntimeError,
-                    "Timing must produce positive finite durations.");
+    tsx_fail(PyExc_RuntimeError,
+             "Timing must produce positive finite durations.");
     return -1;
 }
 
@@ -214,13 +215,12 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
     }
     if (!PyCallable_Check(workload)
         || (sync != Py_None && !PyCallable_Check(sync))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "workload and synchronize must be callable");
+        tsx_fail(PyExc_TypeError, "workload and synchronize must be callable");
         return NULL;
     }
     if (warmup < 0 || min_repeats < 1 || !isfinite(min_run_time)
         || min_run_time <= 0.0 || !isfinite(work_units) || work_units <= 0.0) {
-        PyErr_SetString(PyExc_ValueError, "invalid timing settings");
+        tsx_fail(PyExc_ValueError, "invalid timing settings");
         return NULL;
     }
     if (first_call_and_warmup(workload, sync, warmup, &first_call) < 0) {
