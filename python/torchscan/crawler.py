@@ -36,6 +36,37 @@ def _model_defaults(module: nn.Module) -> tuple[torch.device, torch.dtype]:
     return tensor.device, tensor.dtype
 
 
+def _target_device(device: Any) -> torch.device:
+    """``device`` as a torch.device that exists in this process, or a clear error naming the argument."""
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {type(device).__name__}.")
+    try:
+        target = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"device {device!r} is not a device name: {error}") from None
+    if target.type in ("cpu", "meta"):
+        return target
+    if target.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"device {device!r}: CUDA is not available in this process.")
+        count = torch.cuda.device_count()
+        if target.index is not None and target.index >= count:
+            raise RuntimeError(f"device {device!r}: CUDA device index out of range ({count} device(s) available).")
+        return target
+    if target.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise RuntimeError(f"device {device!r}: MPS is not available in this process.")
+        if target.index not in (None, 0):
+            raise RuntimeError(f"device {device!r}: MPS has a single device (index 0).")
+        return target
+    try:  # other backends (xla, privateuse1, ...): ask PyTorch with an empty tensor
+        torch.empty(0, device=target)
+    except Exception as error:  # noqa: BLE001 - any failure means the device cannot hold the inputs
+        raise RuntimeError(f"device {device!r} cannot hold tensors here: {type(error).__name__}: {error}") from None
+    return target
+
+
 def _generated_inputs(
     module: nn.Module,
     input_shape: Any,
@@ -47,8 +78,11 @@ def _generated_inputs(
         raise TypeError("input_shape must be a tuple or a non-empty list of tuples.")
     if any(not isinstance(dim, int) or isinstance(dim, bool) for shape in shapes for dim in shape):
         raise TypeError("Every input_shape dimension must be an integer.")
+    negative = [shape for shape in shapes if any(dim < 0 for dim in shape)]
+    if negative:
+        raise ValueError(f"input_shape dimensions must be >= 0, got {negative[0]!r}.")
     default_device, default_dtype = _model_defaults(module)
-    target = default_device if device is None else torch.device(device)
+    target = default_device if device is None else _target_device(device)
     if dtype is None:
         dtypes = [default_dtype] * len(shapes)
     elif isinstance(dtype, torch.dtype):
@@ -79,12 +113,16 @@ def _prepare(
     args: Any,
     kwargs: Any,
     device: Any,
+    strict: Any,
     mode: Any,
     custom_mapping: Any,
 ) -> tuple[tuple[Any, ...], dict[str, Any], str, dict[Any, Any] | None]:
     """Validates every argument before anything runs."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}.")
+    if type(strict) is not bool and not (type(strict) is int and strict in (0, 1)):
+        # the reference takes any truthy value; 0 and 1 stay accepted, "yes" or None are mistakes
+        raise TypeError(f"strict must be a bool, got {strict!r}.")
     if mode not in ("full", "structure"):
         raise ValueError("mode must be 'full' or 'structure'.")
     mapping = _check_custom_mapping(custom_mapping)
@@ -143,7 +181,11 @@ def crawl_module(
         custom_mapping: operator-packet formula overrides for this call.
 
     Raises:
-        ValueError, TypeError: bad arguments, before the model runs.
+        ValueError, TypeError: bad arguments, before the model runs: a
+            negative ``input_shape`` dimension, a device name PyTorch does not
+            know, a ``strict`` that is not a bool (0 and 1 are accepted), ...
+        RuntimeError: a ``device`` this process cannot use (``"cuda:7"``
+            without that GPU, CUDA or MPS unavailable), before the model runs.
     """
     return _crawl(module, input_shape, dtype, args, kwargs, device, strict, mode, custom_modules, custom_mapping)
 
@@ -164,7 +206,7 @@ def _crawl(
     """crawl_module's body; ``table_depth``: summary's max_depth, refused before the forward when no module
     is that deep."""
     call_args, call_kwargs, source, mapping = _prepare(
-        module, input_shape, dtype, args, kwargs, device, mode, custom_mapping
+        module, input_shape, dtype, args, kwargs, device, strict, mode, custom_mapping
     )
     handlers = _validate_custom_modules(custom_modules)
     full = mode == "full"

@@ -45,6 +45,20 @@ BAD_CRAWL_CALLS = [
     pytest.param(dict(input_shape=(4,), dtype=["float32"]), TypeError, None, id="dtype-entry-str"),
     pytest.param(dict(input_shape=(4,), dtype="float32"), TypeError, None, id="dtype-str"),
     pytest.param(dict(input_shape=(4,), mode="fast"), ValueError, None, id="unknown-mode"),
+    pytest.param(dict(input_shape=(3, -4)), ValueError, r"input_shape dimensions must be >= 0, got \(3, -4\)", id="shape-negative"),
+    pytest.param(dict(input_shape=[(4,), (2, -1)]), ValueError, "input_shape", id="shape-negative-second"),
+    pytest.param(dict(input_shape=(4,), device="gpu"), ValueError, "device 'gpu' is not a device name", id="device-bad-name"),
+    pytest.param(dict(input_shape=(4,), device=0.5), TypeError, "device must be a str", id="device-float"),
+    pytest.param(
+        dict(input_shape=(4,), device="cuda:7"),
+        RuntimeError,
+        "device 'cuda:7': CUDA",
+        id="device-cuda-missing",
+        marks=pytest.mark.skipif(torch.cuda.device_count() > 7, reason="this machine has a cuda:7"),
+    ),
+    pytest.param(dict(input_shape=(4,), strict="yes"), TypeError, "strict must be a bool, got 'yes'", id="strict-str"),
+    pytest.param(dict(input_shape=(4,), strict=None), TypeError, "strict must be a bool", id="strict-none"),
+    pytest.param(dict(input_shape=(4,), strict=2), TypeError, "strict must be a bool", id="strict-two"),
     pytest.param(
         dict(input_shape=(4,), custom_mapping={torch.ops.aten.addmm.default: lambda *a, **k: 0}),
         TypeError,
@@ -63,6 +77,20 @@ def test_crawl_module_rejects_bad_arguments_before_running(kwargs, error, match)
     assert model.calls == 0
     assert training_flags(model) == flags
     assert_nothing_left(model)
+
+
+def test_what_the_reference_accepts_stays_accepted():
+    # strict=1 and strict=0 work in the reference; a zero dimension is an empty input, not a mistake; meta holds
+    # the generated inputs of a model on any device
+    model = nn.Linear(4, 2)
+    assert crawl_module(model, (4,), strict=1)["totals"]["module_flops"]["status"] == "complete"
+    assert crawl_module(model, (4,), strict=0)["totals"]["parameters"]["value"] == 10
+    assert crawl_module(model, (0, 4))["inputs"]["args"][0]["shape"] == [1, 0, 4]
+    meta = crawl_module(nn.Linear(4, 2, device="meta"), (4,), device="meta")
+    assert meta["inputs"]["args"][0]["device"] == "meta"
+    # Linear(4, 2) on one row: 2 outputs of 2*4 - 1 operations plus the bias
+    assert meta["totals"]["module_flops"]["value"] == 2 * (2 * 4 - 1) + 2
+    assert crawl_module(model, (4,), device=torch.device("cpu"))["inputs"]["args"][0]["device"] == "cpu"
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), BAD_CRAWL_CALLS[:6])
