@@ -48,6 +48,8 @@
  * they do no arithmetic. */
 #define MARK "Profiler annotation: no arithmetic."
 #define RANDOM "Random number generation is excluded from FLOPs."
+/* linalg functions check LAPACK's info codes through this operator */
+#define CHECKS "Checks a linear-algebra result for errors: no arithmetic."
 
 #define T_MM "2*m*n*k (FlopCounterMode)"
 #define T_BMM "2*b*m*n*k (FlopCounterMode)"
@@ -351,6 +353,7 @@ const ts_op_entry ts_opf_table[] = {
         "Without accumulate a scatter (data movement). values must have the "
         "full rank of the indexed positions (broadcast to a higher rank is "
         "unsupported)."),
+    IGNORED_EXT("aten._linalg_check_errors", CHECKS),
     IGNORED_EXT("aten._local_scalar_dense", MOVE),
     SUPP("aten._log_softmax", ts_opf_log_softmax, "4*N - rows", NULL),
     EXT("aten._log_softmax_backward_data",
@@ -726,6 +729,7 @@ const ts_op_entry ts_opf_table[] = {
          NULL),
     IGNORED("aten.expand", VIEW),
     IGNORED_EXT("aten.exponential_", RANDOM),
+    IGNORED_EXT("aten.eye", CREATE),
     IGNORED("aten.fill_", MOVE),
     IGNORED_EXT("aten.flip", MOVE),
     IGNORED("aten.full", CREATE),
@@ -863,6 +867,7 @@ const ts_op_entry ts_opf_table[] = {
          ts_opf_norm,
          "2N (order 2 or None) or max(0, 2N - out) (order 1 or +/-inf)",
          NULL),
+    IGNORED_EXT("aten.linspace", CREATE),
     SUPP("aten.log", ts_opf_unit, T_UNIT, NULL),
     SUPP("aten.log_", ts_opf_unit, T_UNIT, NULL),
     IGNORED_EXT("aten.log_normal_", RANDOM),
@@ -872,6 +877,7 @@ const ts_op_entry ts_opf_table[] = {
         "(max_deriv - sign*z/(1 + z))*grad with z saved by the forward; the "
         "two selections and the comparison count 1 each."),
     SUPP("aten.log_sigmoid_forward", ts_opf_in7, T_IN("7"), NULL),
+    IGNORED_EXT("aten.logspace", CREATE),
     EXT("aten.logsumexp",
         ts_opf_logsumexp,
         "4N",
@@ -1238,6 +1244,7 @@ const ts_op_entry ts_opf_table[] = {
         "out (0 for integer/boolean input)",
         "Positional masking: one selection per element, as masked_fill; the "
         "position test is integer work."),
+    IGNORED_EXT("aten.tril_indices", CREATE),
     EXT("aten.triu",
         ts_opf_masked_fill,
         "out (0 for integer/boolean input)",
@@ -1248,6 +1255,7 @@ const ts_op_entry ts_opf_table[] = {
         "out (0 for integer/boolean input)",
         "Positional masking: one selection per element, as masked_fill; the "
         "position test is integer work."),
+    IGNORED_EXT("aten.triu_indices", CREATE),
     IGNORED("aten.unbind", VIEW),
     IGNORED_EXT("aten.unfold", VIEW),
     IGNORED_EXT("aten.uniform", RANDOM),

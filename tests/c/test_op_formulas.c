@@ -303,8 +303,14 @@ test_table(void)
      * randn(_like), randint(_like), randperm, normal(_), normal_functional,
      * uniform(_), exponential_, geometric_, cauchy_, log_normal_, random_,
      * multinomial, poisson, binomial, _standard_gamma, _sample_dirichlet),
-     * 3 profiler annotations = 66. */
-    CHECK_EQ_INT(ignored, 104);
+     * 3 profiler annotations = 66; then 5 more creation operators (eye,
+     * linspace, logspace, tril_indices, triu_indices) and one error check
+     * (_linalg_check_errors) = 72. */
+    CHECK_EQ_INT(ignored, 110);
+    CHECK_EQ_STR(ts_op_lookup("aten.linspace")->ignore_reason,
+                 "Tensor creation is excluded from FLOPs.");
+    CHECK_EQ_STR(ts_op_lookup("aten._linalg_check_errors")->ignore_reason,
+                 "Checks a linear-algebra result for errors: no arithmetic.");
     CHECK_EQ_STR(ts_op_lookup("aten.randn")->ignore_reason,
                  "Random number generation is excluded from FLOPs.");
     CHECK_EQ_STR(ts_op_lookup("profiler._record_function_exit")->ignore_reason,
@@ -316,9 +322,9 @@ test_table(void)
     /* 110 contract 2.2 packets and 171 extensions with formulas (with
      * cudnn_ and miopen_batch_norm(_backward)). */
     CHECK_EQ_INT(supplemental, 281);
-    CHECK_EQ_INT(extension, 171 + 66);
+    CHECK_EQ_INT(extension, 171 + 72);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 406);
+    CHECK_EQ_INT(n, 412);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -3086,7 +3092,7 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "406 operator packets") != NULL);
+        CHECK(strstr(generated, "412 operator packets") != NULL);
     }
     free(generated);
     free(checked_in);

@@ -999,3 +999,26 @@ def test_other_higher_order_operators_run_uncounted_and_say_so():
     single = crawl_module(nn.Linear(8, 8), args=(x,))["totals"]["module_flops"]["value"]
     assert crawl["totals"]["module_flops"]["value"] == 3 * single
     assert_nothing_left(model)
+
+
+def test_creation_operators_and_error_checks_are_ignored_not_uncounted():
+    # eye, linspace, logspace and the tril/triu index builders create tensors, as arange and full do; linalg
+    # functions check LAPACK's result through _linalg_check_errors, which does no arithmetic. They made every
+    # report that used them partial.
+    def workload():
+        torch.eye(3)
+        torch.linspace(0, 1, 5)
+        torch.logspace(0, 1, 5)
+        torch.tril_indices(3, 3)
+        torch.triu_indices(3, 3)
+        torch.linalg.inv(torch.eye(2) * 2)  # inv_ex, then _linalg_check_errors on its info
+
+    report = measure_flops(workload)
+    ignored = report["ignored_operators"]
+    for name in ("aten.eye", "aten.linspace", "aten.logspace", "aten.tril_indices", "aten.triu_indices"):
+        assert ignored[name]["reason"] == "Tensor creation is excluded from FLOPs.", name
+    assert [d["code"] for d in report["diagnostics"]] == ["uncounted_operator"]  # the inverse itself has no formula
+    assert report["diagnostics"][0]["operator"] == "aten.linalg_inv_ex"
+    assert ignored["aten._linalg_check_errors"]["reason"] == "Checks a linear-algebra result for errors: no arithmetic."
+    # what is counted: the product eye(2) * 2, 4 multiplications
+    assert report["total"]["known_value"] == 4 and report["by_operator"] == {"aten.mul": 4}
