@@ -248,7 +248,28 @@ def test_profiler_start_and_stop_print_nothing_but_the_workload_does():
     assert _stderr_of(QUIET) == "workload line\nworkload line\nafter\n"
 
 
+RAW = """
+import os, torch
+from torch.profiler import ProfilerActivity, profile
+
+def workload():
+    os.write(2, b"workload line\\n")
+    return torch.ones(10)
+
+with profile(activities=[ProfilerActivity.CPU], profile_memory=True):
+    workload()
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True):
+    workload()
+os.write(2, b"after\\n")
+"""
+
+
 def test_a_kineto_log_level_set_by_the_user_is_respected():
-    err = _stderr_of(QUIET, KINETO_LOG_LEVEL="0")
-    assert "profiler_start" in err and "profiler_stop" in err
-    assert err.count("workload line\n") == 2 and err.endswith("after\n")
+    # With the user's level, the profiler prints what it prints without TorchScan (what that is depends on the
+    # PyTorch release: 2.13 prints USDT, INFO and STAGE lines at level 0): the same number of lines.
+    ours = _stderr_of(QUIET, KINETO_LOG_LEVEL="0").splitlines()
+    raw = _stderr_of(RAW, KINETO_LOG_LEVEL="0").splitlines()
+    assert ours.count("workload line") == raw.count("workload line") == 2 and ours[-1] == raw[-1] == "after"
+    assert len(ours) == len(raw)
+    if torch.__version__.startswith("2.13"):
+        assert any("profiler_start" in line for line in ours)
