@@ -409,7 +409,9 @@ estimate_layer(ts_session *session,
         return TS_OK;
     }
     if (call == NULL || !call->has_input || !call->has_output) {
-        for (int i = 0; i < 3; i++) {
+        /* every wanted estimate, the receptive-field trio included, with a
+         * diagnostic each (contract 1.3, step 4) */
+        for (int i = 0; i < N_ESTIMATES; i++) {
             if (!(wanted & (1u << i))) {
                 continue;
             }

@@ -1827,3 +1827,15 @@ def test_totals_follow_the_module_tree_as_the_forward_left_it():
         expected = sum(p.numel() for p in model.parameters())  # as parameters() shows it after the call
         assert report["totals"]["parameters"]["value"] == expected
     assert expected == 20
+
+
+def test_a_leaf_call_without_tensors_has_every_estimate_unavailable_with_a_diagnostic_each():
+    # Contract 1.3 step 4: no input or no output tensor -> every requested metric unavailable and one
+    # missing_metric_tensor per metric. The receptive-field trio was left out of the row.
+    report = crawl_module(nn.Identity(), args=(3,))
+    metrics = report["layers"][0]["metrics"]
+    names = ["module_flops", "macs", "dmas", "receptive_field", "effective_stride", "effective_padding"]
+    for name in names:
+        assert metrics[name]["status"] == "unavailable" and metrics[name]["value"] is None, name
+    diagnostics = [(d["code"], d["metric"], d["path"]) for d in report["diagnostics"]]
+    assert diagnostics == [("missing_metric_tensor", name, "") for name in names]
