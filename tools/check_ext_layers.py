@@ -55,6 +55,7 @@ LAYERS = [
     "hooks",  # the observer objects, install/uninstall, flags
     "crawl",  # the crawl (type Crawl) and its report
     "reports",  # module functions on reports
+    "formulas",  # module function: one call's module formulas (torchscan.modules)
     "timing",  # measure_latency's loop
     "measure",  # module functions of workload measurements
     "module",  # the module definition and method table (the top)

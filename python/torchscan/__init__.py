@@ -7,7 +7,7 @@ Every number carries a status (``complete``, ``partial`` lower bound, or
 from importlib.metadata import PackageNotFoundError, version
 
 from . import _engine  # noqa: F401  (the C engine)
-from . import crawler, process
+from . import crawler, modules, process, utils
 from .benchmark import BenchmarkReport, measure_latency
 from .benchmark_compare import BenchmarkComparison, compare_benchmarks
 from .compare import ReportDiff, compare_reports
@@ -53,8 +53,10 @@ __all__ = [
     "measure_latency",
     "measure_workload",
     "metric_result",
+    "modules",
     "process",
     "profile_workload",
     "render_report",
     "summary",
+    "utils",
 ]

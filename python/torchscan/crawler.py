@@ -14,7 +14,9 @@ from torch import nn
 from . import _engine
 from .extensions import ModuleCall, ModuleHandler, _validate_custom_modules
 from .flops import _check_custom_mapping, _OperatorCounter
+from .modules import module_dmas, module_flops, module_macs, module_rf  # noqa: F401  (0.2.0's crawler names)
 from .report import AnalysisReport, IncompleteAnalysisError
+from .utils import aggregate_info, format_info  # noqa: F401  (0.2.0's crawler names)
 
 __all__ = ["crawl_module", "summary"]
 

@@ -1,9 +1,10 @@
 /* torchscan._engine: the module definition (multi-phase init, module
  * state in state.c), its method table and its types. This is the top layer
- * of src/ext: the functions it lists live in reports.c, measure.c and
- * timing.c, the types in crawl.c, hooks.c and counter.c (state.h lists
- * the layers). */
+ * of src/ext: the functions it lists live in reports.c, formulas.c,
+ * measure.c and timing.c, the types in crawl.c, hooks.c and counter.c (state.h
+ * lists the layers). */
 #include "crawl.h"
+#include "formulas.h"
 #include "measure.h"
 #include "reports.h"
 #include "timing.h"
@@ -26,6 +27,11 @@ static PyMethodDef engine_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "format_summary(report, wrap_mode='mid', receptive_field=False, "
      "effective_rf_stats=False, max_depth=-1) -> str"},
+    {"module_estimates",
+     tsx_engine_module_estimates,
+     METH_VARARGS,
+     "module_estimates(module, args, kwargs, output) -> {metric: (kind, "
+     "value, message)} or None (no input or output tensor)"},
     {"incomplete",
      tsx_engine_incomplete,
      METH_O,
