@@ -8,6 +8,10 @@
  * as `python -m torchscan demo` writes): `table` prints each under its name,
  * `compare` pairs them by name.
  *
+ * Every report is checked first (torchscan/report_check.h): a bad one is
+ * refused with a message naming the file, the report's name in a collection
+ * and where inside it, as "torchscan: a.json: cnn: layers[3].depth: ...".
+ *
  * Exit status: 0 on success, 1 on a bad report or an output error, 2 on bad
  * usage (unknown option, a --max-depth deeper than the model). */
 #include <limits.h>
@@ -17,6 +21,7 @@
 
 #include "torchscan/diff.h"
 #include "torchscan/json_text.h"
+#include "torchscan/report_check.h"
 #include "torchscan/table.h"
 
 static int
@@ -36,8 +41,16 @@ load(const char *path)
     json_error_t error;
     json_t *report = json_load_file(path, JSON_REJECT_DUPLICATES, &error);
     if (report == NULL) {
-        fprintf(
-            stderr, "torchscan: %s:%d: %s\n", path, error.line, error.text);
+        /* an integer past 2^63 is refused by jansson: "too big integer" */
+        fprintf(stderr,
+                "torchscan: %s:%d:%d: %s%s\n",
+                path,
+                error.line,
+                error.column,
+                error.text,
+                strstr(error.text, "too big") != NULL
+                    ? " (integers must fit in 64 bits)"
+                    : "");
     }
     return report;
 }
@@ -57,6 +70,45 @@ is_collection(const json_t *doc)
     {
         if (!json_is_object(value)
             || json_object_get(value, "layers") == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The check of one report; `name` is its key in a collection, or NULL.
+ * Prints the problem and returns false when the report is bad. */
+static bool
+check_report(const json_t *report, const char *file, const char *name)
+{
+    char where[512];
+    ts_error err;
+    if (name != NULL) {
+        snprintf(where, sizeof where, "%s: %s", file, name);
+    }
+    else {
+        snprintf(where, sizeof where, "%s", file);
+    }
+    ts_error_clear(&err);
+    if (ts_analysis_report_check(report, where, &err) != TS_OK) {
+        fprintf(stderr, "torchscan: %s\n", err.message);
+        return false;
+    }
+    return true;
+}
+
+/* Checks a document: one report, or each report of a collection. */
+static bool
+check_document(const json_t *doc, const char *file)
+{
+    const char *key;
+    json_t *report;
+    if (!is_collection(doc)) {
+        return check_report(doc, file, NULL);
+    }
+    json_object_foreach((json_t *)doc, key, report)
+    {
+        if (!check_report(report, file, key)) {
             return false;
         }
     }
@@ -154,6 +206,10 @@ cmd_table(int argc, char **argv)
     if (doc == NULL) {
         return 1;
     }
+    if (!check_document(doc, path)) {
+        json_decref(doc);
+        return 1;
+    }
     if (is_collection(doc)) {
         const char *key;
         json_t *report;
@@ -238,7 +294,8 @@ cmd_compare(int argc, char **argv)
     }
     before = load(argv[0]);
     after = before ? load(argv[1]) : NULL;
-    if (after != NULL) {
+    if (after != NULL && check_document(before, argv[0])
+        && check_document(after, argv[1])) {
         diff = compare(before, after);
     }
     if (diff != NULL) {

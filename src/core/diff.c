@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "torchscan/diff.h"
+#include "torchscan/report_check.h"
 
 /* ts_error_set returns its code; spelling the code out as the value lets the
  * static analyzer see that an error path never yields TS_OK. */
@@ -614,9 +615,12 @@ check_schema(const json_t *before,
 {
     const json_t *b = json_object_get(before, "schema_version");
     const json_t *a = json_object_get(after, "schema_version");
-    if (!json_is_integer(b) || !json_is_integer(a)) {
-        return FAIL(
-            err, TS_EFORMAT, "report lacks an integer 'schema_version'");
+    if (!json_is_integer(b)) {
+        /* refused by the check, which names the side and the value */
+        return ts_analysis_report_check(before, "before", err);
+    }
+    if (!json_is_integer(a)) {
+        return ts_analysis_report_check(after, "after", err);
     }
     *version = json_integer_value(b);
     if (*version != json_integer_value(a)) {
@@ -709,7 +713,10 @@ ts_compare_reports(const json_t *before, const json_t *after, ts_error *err)
         ts_error_set(err, TS_EINVAL, "reports must be JSON objects");
         goto cleanup;
     }
+    /* both reports are checked whole before any arithmetic */
     if (check_schema(before, after, &version, err) != TS_OK
+        || ts_analysis_report_check(before, "before", err) != TS_OK
+        || ts_analysis_report_check(after, "after", err) != TS_OK
         || collect_calls(before, "before", &before_calls, &before_count, err)
                != TS_OK
         || collect_calls(after, "after", &after_calls, &after_count, err)

@@ -354,10 +354,59 @@ convert_json(const json_t *value, str_cache *cache)
     }
 }
 
-static json_t *to_json(PyObject *obj, const char *what, int depth);
+/* Python -> JSON keeps the path of the value it converts, so that a
+ * refusal names where it is, as the engine's report check does:
+ * "before: layers[1].metrics.macs.value: an integer outside the 64-bit
+ * range". */
+#define CONV_PATH_SIZE 256
+
+typedef struct conv_ctx {
+    const char *what;
+    char path[CONV_PATH_SIZE];
+    size_t len;
+} conv_ctx;
+
+static size_t
+conv_push(conv_ctx *c, const char *fmt, const char *key, Py_ssize_t index)
+{
+    size_t saved = c->len;
+    size_t room = CONV_PATH_SIZE - c->len;
+    int n = key != NULL ? snprintf(c->path + c->len, room, fmt, key)
+                        : snprintf(c->path + c->len, room, fmt, index);
+    if (n < 0 || (size_t)n >= room) {
+        memcpy(c->path + CONV_PATH_SIZE - 4, "...", 4);
+        c->len = CONV_PATH_SIZE - 1;
+    }
+    else {
+        c->len += (size_t)n;
+    }
+    return saved;
+}
+
+static void
+conv_pop(conv_ctx *c, size_t saved)
+{
+    c->len = saved;
+    c->path[saved] = '\0';
+}
+
+/* Raises type with "<what>: <path>: <problem>" (no path at the top). */
+static json_t *
+conv_fail(conv_ctx *c, PyObject *type, const char *problem)
+{
+    if (c->len > 0) {
+        PyErr_Format(type, "%s: %s: %s", c->what, c->path, problem);
+    }
+    else {
+        PyErr_Format(type, "%s: %s", c->what, problem);
+    }
+    return NULL;
+}
+
+static json_t *to_json(PyObject *obj, conv_ctx *c, int depth);
 
 static json_t *
-int_to_json(PyObject *obj, const char *what)
+int_to_json(PyObject *obj, conv_ctx *c)
 {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
@@ -365,38 +414,40 @@ int_to_json(PyObject *obj, const char *what)
         return NULL;
     }
     if (overflow) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s holds an integer outside the 64-bit range",
-                     what);
-        return NULL;
+        return conv_fail(c,
+                         PyExc_ValueError,
+                         "an integer outside the 64-bit range (past 2^63)");
     }
     return json_integer(v);
 }
 
 static json_t *
-text_to_json(PyObject *obj, const char *what)
+text_to_json(PyObject *obj, conv_ctx *c)
 {
     Py_ssize_t size;
     json_t *result;
     const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
     if (s == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+            PyErr_Clear();
+            return conv_fail(
+                c, PyExc_ValueError, "invalid text (a surrogate)");
+        }
         return NULL;
     }
     if (memchr(s, '\0', (size_t)size) != NULL) {
         /* the engine reads text as C strings: it would be cut short */
-        PyErr_Format(
-            PyExc_ValueError, "%s holds text with a NUL character", what);
-        return NULL;
+        return conv_fail(c, PyExc_ValueError, "text with a NUL character");
     }
     result = json_stringn(s, (size_t)size);
     if (result == NULL) {
-        PyErr_Format(PyExc_ValueError, "%s holds invalid text", what);
+        return conv_fail(c, PyExc_ValueError, "invalid text");
     }
     return result;
 }
 
 static json_t *
-dict_to_json(PyObject *obj, const char *what, int depth)
+dict_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     PyObject *key, *value;
     Py_ssize_t pos = 0;
@@ -407,22 +458,34 @@ dict_to_json(PyObject *obj, const char *what, int depth)
     while (PyDict_Next(obj, &pos, &key, &value)) {
         Py_ssize_t size;
         const char *k;
-        json_t *v;
+        json_t *v = NULL;
         if (!PyUnicode_Check(key)) {
             PyErr_Format(PyExc_ValueError,
-                         "%s has a non-string key (%.100s)",
-                         what,
+                         "%s%s%s: a non-string key (%.100s)",
+                         c->what,
+                         c->len > 0 ? ": " : "",
+                         c->path,
                          Py_TYPE(key)->tp_name);
             json_decref(result);
             return NULL;
         }
         k = PyUnicode_AsUTF8AndSize(key, &size);
-        if (k != NULL && memchr(k, '\0', (size_t)size) != NULL) {
-            PyErr_Format(
-                PyExc_ValueError, "%s has a key with a NUL character", what);
+        if (k == NULL && PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+            PyErr_Clear();
+            conv_fail(
+                c, PyExc_ValueError, "a key with invalid text (a surrogate)");
+        }
+        else if (k != NULL && memchr(k, '\0', (size_t)size) != NULL) {
+            conv_fail(c, PyExc_ValueError, "a key with a NUL character");
             k = NULL;
         }
-        v = k ? to_json(value, what, depth + 1) : NULL;
+        if (k != NULL) {
+            size_t saved = conv_push(c, c->len == 0 ? "%s" : ".%s", k, 0);
+            v = to_json(value, c, depth + 1);
+            if (v != NULL) {
+                conv_pop(c, saved);
+            }
+        }
         if (v == NULL || json_object_setn_new(result, k, (size_t)size, v)) {
             if (v != NULL && !PyErr_Occurred()) {
                 PyErr_NoMemory();
@@ -435,7 +498,7 @@ dict_to_json(PyObject *obj, const char *what, int depth)
 }
 
 static json_t *
-list_to_json(PyObject *obj, const char *what, int depth)
+list_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     PyObject *seq = PySequence_Fast(obj, "");
     json_t *result;
@@ -446,13 +509,17 @@ list_to_json(PyObject *obj, const char *what, int depth)
     n = PySequence_Fast_GET_SIZE(seq);
     result = json_array();
     for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-        json_t *v = to_json(PySequence_Fast_GET_ITEM(seq, i), what, depth + 1);
+        size_t saved = conv_push(c, "[%zd]", NULL, i);
+        json_t *v = to_json(PySequence_Fast_GET_ITEM(seq, i), c, depth + 1);
         if (v == NULL || json_array_append_new(result, v)) {
             if (v != NULL && !PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
             json_decref(result);
             result = NULL;
+        }
+        else {
+            conv_pop(c, saved);
         }
     }
     Py_DECREF(seq);
@@ -463,12 +530,10 @@ list_to_json(PyObject *obj, const char *what, int depth)
 }
 
 static json_t *
-to_json(PyObject *obj, const char *what, int depth)
+to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     if (depth > 200) {
-        PyErr_Format(
-            PyExc_ValueError, "%s is nested too deeply (or is cyclic)", what);
-        return NULL;
+        return conv_fail(c, PyExc_ValueError, "nested too deeply (or cyclic)");
     }
     if (obj == Py_None) {
         return json_null();
@@ -477,30 +542,30 @@ to_json(PyObject *obj, const char *what, int depth)
         return json_boolean(obj == Py_True);
     }
     if (PyLong_Check(obj)) {
-        return int_to_json(obj, what);
+        return int_to_json(obj, c);
     }
     if (PyFloat_Check(obj)) {
         double d = PyFloat_AS_DOUBLE(obj);
         if (!isfinite(d)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s holds a non-finite number (NaN or infinity)",
-                         what);
-            return NULL;
+            return conv_fail(
+                c, PyExc_ValueError, "a non-finite number (NaN or infinity)");
         }
         return json_real(d);
     }
     if (PyUnicode_Check(obj)) {
-        return text_to_json(obj, what);
+        return text_to_json(obj, c);
     }
     if (PyDict_Check(obj)) {
-        return dict_to_json(obj, what, depth);
+        return dict_to_json(obj, c, depth);
     }
     if (PyList_Check(obj) || PyTuple_Check(obj)) {
-        return list_to_json(obj, what, depth);
+        return list_to_json(obj, c, depth);
     }
     PyErr_Format(PyExc_ValueError,
-                 "%s holds a non-JSON value of type %.100s",
-                 what,
+                 "%s%s%s: a non-JSON value of type %.100s",
+                 c->what,
+                 c->len > 0 ? ": " : "",
+                 c->path,
                  Py_TYPE(obj)->tp_name);
     return NULL;
 }
@@ -508,7 +573,11 @@ to_json(PyObject *obj, const char *what, int depth)
 json_t *
 tsx_to_json(PyObject *obj, const char *what)
 {
-    return to_json(obj, what, 0);
+    conv_ctx c;
+    c.what = what;
+    c.path[0] = '\0';
+    c.len = 0;
+    return to_json(obj, &c, 0);
 }
 
 PyObject *

@@ -1,0 +1,1066 @@
+/* The validator of AnalysisReports read back (report_check.h). One walk
+ * keeps the path of the value it looks at, so that every message names
+ * where the problem is. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "torchscan/diff.h"
+#include "torchscan/report_check.h"
+
+#define MAX_DEPTH 512
+#define PATH_SIZE 256
+
+typedef struct checker {
+    const char *where;
+    ts_error *err;
+    char path[PATH_SIZE];
+    size_t len;
+} checker;
+
+static void
+checker_init(checker *c, const char *where, ts_error *err)
+{
+    c->where = where != NULL ? where : "report";
+    c->err = err;
+    c->path[0] = '\0';
+    c->len = 0;
+}
+
+/* Appends ".key" (or "key" at the root) to the path; returns the length
+ * to restore. A path that no longer fits ends in "...". */
+static size_t
+push_key(checker *c, const char *key)
+{
+    size_t saved = c->len;
+    int n = snprintf(
+        c->path + c->len, PATH_SIZE - c->len, c->len == 0 ? "%s" : ".%s", key);
+    if (n < 0 || (size_t)n >= PATH_SIZE - c->len) {
+        memcpy(c->path + PATH_SIZE - 4, "...", 4);
+        c->len = PATH_SIZE - 1;
+    }
+    else {
+        c->len += (size_t)n;
+    }
+    return saved;
+}
+
+static size_t
+push_index(checker *c, size_t index)
+{
+    char text[32];
+    size_t saved = c->len;
+    int n;
+    snprintf(text, sizeof text, "[%zu]", index);
+    n = snprintf(c->path + c->len, PATH_SIZE - c->len, "%s", text);
+    if (n < 0 || (size_t)n >= PATH_SIZE - c->len) {
+        memcpy(c->path + PATH_SIZE - 4, "...", 4);
+        c->len = PATH_SIZE - 1;
+    }
+    else {
+        c->len += (size_t)n;
+    }
+    return saved;
+}
+
+static void
+pop(checker *c, size_t saved)
+{
+    c->len = saved;
+    c->path[saved] = '\0';
+}
+
+/* "<where>: <path>: <text>" (no path at the root); returns TS_EFORMAT. */
+static int fail(checker *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static int
+fail(checker *c, const char *fmt, ...)
+{
+    char text[TS_ERROR_MESSAGE_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (c->len > 0) {
+        return ts_error_set(
+            c->err, TS_EFORMAT, "%s: %s: %s", c->where, c->path, text);
+    }
+    return ts_error_set(c->err, TS_EFORMAT, "%s: %s", c->where, text);
+}
+
+/* Python's repr() of a str, truncated: single quotes unless the text holds
+ * one and no double quote; control characters escaped. */
+static void
+py_repr(char *buf, size_t size, const char *s)
+{
+    char quote =
+        strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
+    size_t n = 0;
+    buf[n++] = quote;
+    for (; *s != '\0' && n + 8 < size; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '\\' || ch == (unsigned char)quote) {
+            buf[n++] = '\\';
+            buf[n++] = (char)ch;
+        }
+        else if (ch == '\n' || ch == '\r' || ch == '\t') {
+            buf[n++] = '\\';
+            buf[n++] = ch == '\n' ? 'n' : ch == '\r' ? 'r' : 't';
+        }
+        else if (ch < 0x20 || ch == 0x7f) {
+            n += (size_t)snprintf(buf + n, size - n, "\\x%02x", ch);
+        }
+        else {
+            buf[n++] = (char)ch;
+        }
+    }
+    if (*s != '\0') {
+        buf[n++] = '.';
+        buf[n++] = '.';
+        buf[n++] = '.';
+    }
+    buf[n++] = quote;
+    buf[n] = '\0';
+}
+
+/* A short description of a value for "got ..." in messages. */
+static const char *
+describe(const json_t *value, char *buf, size_t size)
+{
+    switch (json_typeof(value)) {
+        case JSON_STRING:
+            py_repr(buf, size < 48 ? size : 48, json_string_value(value));
+            return buf;
+        case JSON_INTEGER:
+            snprintf(
+                buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+            return buf;
+        case JSON_REAL:
+            snprintf(buf, size, "%.17g", json_real_value(value));
+            return buf;
+        case JSON_TRUE:
+            return "True";
+        case JSON_FALSE:
+            return "False";
+        case JSON_NULL:
+            return "None";
+        case JSON_OBJECT:
+            return "an object";
+        case JSON_ARRAY:
+            return "a list";
+    }
+    return "a value";
+}
+
+#define GOT(value, buf) describe((value), (buf), sizeof(buf))
+
+/* ---- JSON data ---------------------------------------------------------- */
+
+/* Text a report may hold: no NUL (a C string would be cut short), no
+ * control character but tab, CR and LF, no surrogate, no U+FFFE/U+FFFF. */
+static const char *
+text_problem(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t k = 0; k < len; k++) {
+        unsigned char ch = p[k];
+        if (ch == 0) {
+            return "a NUL character";
+        }
+        if ((ch < 0x20 && ch != '\t' && ch != '\r' && ch != '\n')
+            || ch == 0x7f) {
+            return "a control character";
+        }
+        if (ch == 0xc2 && k + 1 < len && p[k + 1] >= 0x80
+            && p[k + 1] <= 0x9f) {
+            return "a control character";
+        }
+        if (ch == 0xed && k + 1 < len && p[k + 1] >= 0xa0) {
+            return "a surrogate";
+        }
+        if (ch == 0xef && k + 2 < len && p[k + 1] == 0xbf
+            && (p[k + 2] == 0xbe || p[k + 2] == 0xbf)) {
+            return "a non-character (U+FFFE or U+FFFF)";
+        }
+    }
+    return NULL;
+}
+
+static int
+data_check(checker *c, const json_t *value, int depth)
+{
+    if (depth > MAX_DEPTH) {
+        return fail(c, "nested too deeply (more than %d levels)", MAX_DEPTH);
+    }
+    if (json_is_string(value)) {
+        const char *problem =
+            text_problem(json_string_value(value), json_string_length(value));
+        return problem == NULL ? TS_OK : fail(c, "text holds %s", problem);
+    }
+    if (json_is_array(value)) {
+        for (size_t k = 0; k < json_array_size(value); k++) {
+            size_t saved = push_index(c, k);
+            int rc = data_check(c, json_array_get(value, k), depth + 1);
+            if (rc != TS_OK) {
+                return rc;
+            }
+            pop(c, saved);
+        }
+        return TS_OK;
+    }
+    if (json_is_object(value)) {
+        /* json_object_iter takes a non-const pointer but only reads. */
+        for (void *it = json_object_iter((json_t *)value); it != NULL;
+             it = json_object_iter_next((json_t *)value, it)) {
+            const char *key = json_object_iter_key(it);
+            const char *problem =
+                text_problem(key, json_object_iter_key_len(it));
+            size_t saved;
+            int rc;
+            if (problem != NULL) {
+                return fail(c, "a key holds %s", problem);
+            }
+            saved = push_key(c, key);
+            rc = data_check(c, json_object_iter_value(it), depth + 1);
+            if (rc != TS_OK) {
+                return rc;
+            }
+            pop(c, saved);
+        }
+    }
+    return TS_OK;
+}
+
+int
+ts_json_data_check(const json_t *value, const char *where, ts_error *err)
+{
+    checker c;
+    checker_init(&c, where, err);
+    return data_check(&c, value, 0);
+}
+
+/* ---- typed fields ------------------------------------------------------- */
+
+/* A non-negative integer (bools are not integers in jansson). */
+static int
+check_count(checker *c, const json_t *value)
+{
+    char buf[64];
+    if (!json_is_integer(value) || json_integer_value(value) < 0) {
+        return fail(c,
+                    "expected a non-negative int, got %s",
+                    value == NULL ? "nothing" : GOT(value, buf));
+    }
+    return TS_OK;
+}
+
+static int
+check_member_count(checker *c, const json_t *object, const char *key)
+{
+    size_t saved = push_key(c, key);
+    int rc = check_count(c, json_object_get(object, key));
+    if (rc == TS_OK) {
+        pop(c, saved);
+    }
+    return rc;
+}
+
+/* object[key] is a str (or absent, when optional). */
+static int
+check_member_str(checker *c,
+                 const json_t *object,
+                 const char *key,
+                 bool optional)
+{
+    const json_t *value = json_object_get(object, key);
+    char buf[64];
+    size_t saved;
+    if (json_is_string(value) || (optional && value == NULL)) {
+        return TS_OK;
+    }
+    saved = push_key(c, key);
+    (void)saved;
+    return fail(c,
+                "expected a str, got %s",
+                value == NULL ? "nothing" : GOT(value, buf));
+}
+
+static int
+check_object(checker *c, const json_t *value, const char *what)
+{
+    char buf[64];
+    if (!json_is_object(value)) {
+        return fail(c,
+                    "expected %s, got %s",
+                    what,
+                    value == NULL ? "nothing" : GOT(value, buf));
+    }
+    return TS_OK;
+}
+
+static int
+check_list(checker *c, const json_t *value)
+{
+    char buf[64];
+    if (!json_is_array(value)) {
+        return fail(c,
+                    "expected a list, got %s",
+                    value == NULL ? "nothing" : GOT(value, buf));
+    }
+    return TS_OK;
+}
+
+static int
+check_schema_version(checker *c, const json_t *object)
+{
+    const json_t *version = json_object_get(object, "schema_version");
+    char buf[64];
+    if (!json_is_integer(version) || json_integer_value(version) != 1) {
+        size_t saved = push_key(c, "schema_version");
+        (void)saved;
+        return fail(c,
+                    "expected 1, got %s",
+                    version == NULL ? "nothing" : GOT(version, buf));
+    }
+    return TS_OK;
+}
+
+/* ---- MetricResult ------------------------------------------------------- */
+
+static int
+metric_check(checker *c, const json_t *metric)
+{
+    const json_t *status;
+    const json_t *value;
+    const json_t *known;
+    const char *name;
+    char buf[64];
+    int rc = check_object(c, metric, "a MetricResult object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    status = json_object_get(metric, "status");
+    value = json_object_get(metric, "value");
+    known = json_object_get(metric, "known_value");
+    name = json_string_value(status);
+    if (name == NULL || ts_status_parse(name) < 0) {
+        push_key(c, "status");
+        return fail(c,
+                    "expected 'complete', 'partial' or 'unavailable', got %s",
+                    status == NULL ? "nothing" : GOT(status, buf));
+    }
+    if (value == NULL || known == NULL) {
+        push_key(c, value == NULL ? "value" : "known_value");
+        return fail(c, "missing (a MetricResult has every key)");
+    }
+    switch ((ts_status)ts_status_parse(name)) {
+        case TS_COMPLETE:
+            if (!json_is_number(value)) {
+                push_key(c, "value");
+                return fail(c,
+                            "a complete metric needs a number, got %s",
+                            GOT(value, buf));
+            }
+            if (!json_is_number(known)) {
+                push_key(c, "known_value");
+                return fail(c,
+                            "a complete metric needs a number, got %s",
+                            GOT(known, buf));
+            }
+            if (!ts_json_equal(value, known)) {
+                push_key(c, "known_value");
+                return fail(c,
+                            "a complete metric needs known_value == value, "
+                            "got %s",
+                            GOT(known, buf));
+            }
+            break;
+        case TS_PARTIAL:
+            if (!json_is_null(value)) {
+                push_key(c, "value");
+                return fail(
+                    c, "a partial metric needs None, got %s", GOT(value, buf));
+            }
+            if (!json_is_number(known)) {
+                push_key(c, "known_value");
+                return fail(c,
+                            "a partial metric needs a numeric lower bound, "
+                            "got %s",
+                            GOT(known, buf));
+            }
+            break;
+        case TS_UNAVAILABLE:
+            if (!json_is_null(value) || !json_is_null(known)) {
+                const json_t *bad = json_is_null(value) ? known : value;
+                push_key(c, json_is_null(value) ? "known_value" : "value");
+                return fail(c,
+                            "an unavailable metric needs None, got %s",
+                            GOT(bad, buf));
+            }
+            break;
+    }
+    if ((rc = check_member_str(c, metric, "unit", false)) != TS_OK
+        || (rc = check_member_str(c, metric, "scope", false)) != TS_OK
+        || (rc = check_member_str(c, metric, "method", false)) != TS_OK) {
+        return rc;
+    }
+    return TS_OK;
+}
+
+int
+ts_metric_result_check(const json_t *metric, const char *where, ts_error *err)
+{
+    checker c;
+    checker_init(&c, where, err);
+    return metric_check(&c, metric);
+}
+
+/* Metrics whose numbers add up: a negative one is corrupt. */
+static bool
+is_additive(const char *name)
+{
+    static const char *const names[] = {
+        "calls",
+        "module_flops",
+        "macs",
+        "dmas",
+        "operator_flops",
+        "parameters",
+        "trainable_parameters",
+        "frozen_parameters",
+        "parameter_bytes",
+        "buffer_elements",
+        "buffer_bytes",
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        if (strcmp(name, names[k]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool
+is_negative(const json_t *number)
+{
+    return json_is_integer(number) ? json_integer_value(number) < 0
+           : json_is_real(number)  ? json_real_value(number) < 0.0
+                                   : false;
+}
+
+/* {name: MetricResult} at the current path. */
+static int
+metrics_check(checker *c, const json_t *metrics)
+{
+    const char *name;
+    const json_t *metric;
+    int rc = check_object(c, metrics, "an object of MetricResults");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    json_object_foreach((json_t *)metrics, name, metric)
+    {
+        size_t saved = push_key(c, name);
+        if ((rc = metric_check(c, metric)) != TS_OK) {
+            return rc;
+        }
+        if (is_additive(name)
+            && is_negative(json_object_get(metric, "known_value"))) {
+            char buf[64];
+            push_key(c, "known_value");
+            return fail(c,
+                        "a cost cannot be negative, got %s",
+                        GOT(json_object_get(metric, "known_value"), buf));
+        }
+        pop(c, saved);
+    }
+    return TS_OK;
+}
+
+/* ---- diagnostics, context, operator_flops ------------------------------- */
+
+static int
+diagnostics_check(checker *c, const json_t *diagnostics)
+{
+    int rc = check_list(c, diagnostics);
+    for (size_t k = 0; rc == TS_OK && k < json_array_size(diagnostics); k++) {
+        const json_t *d = json_array_get(diagnostics, k);
+        const char *severity =
+            json_string_value(json_object_get(d, "severity"));
+        size_t saved = push_index(c, k);
+        char buf[64];
+        if ((rc = check_object(c, d, "a Diagnostic object")) != TS_OK
+            || (rc = check_member_str(c, d, "code", false)) != TS_OK) {
+            return rc;
+        }
+        if (severity == NULL
+            || (strcmp(severity, "warning") != 0
+                && strcmp(severity, "error") != 0)) {
+            const json_t *value = json_object_get(d, "severity");
+            push_key(c, "severity");
+            return fail(c,
+                        "expected 'warning' or 'error', got %s",
+                        value == NULL ? "nothing" : GOT(value, buf));
+        }
+        if ((rc = check_member_str(c, d, "metric", true)) != TS_OK
+            || (rc = check_member_str(c, d, "message", true)) != TS_OK
+            || (rc = check_member_str(c, d, "path", true)) != TS_OK
+            || (rc = check_member_str(c, d, "operator", true)) != TS_OK) {
+            return rc;
+        }
+        pop(c, saved);
+    }
+    return rc;
+}
+
+/* An optional member: runs check on it when the object has it. */
+#define OPTIONAL_MEMBER(c, object, key, call)                     \
+    do {                                                          \
+        const json_t *member_ = json_object_get((object), (key)); \
+        if (member_ != NULL) {                                    \
+            size_t saved_ = push_key((c), (key));                 \
+            int rc_ = call((c), member_);                         \
+            if (rc_ != TS_OK) {                                   \
+                return rc_;                                       \
+            }                                                     \
+            pop((c), saved_);                                     \
+        }                                                         \
+    } while (0)
+
+static int
+str_list_check(checker *c, const json_t *list)
+{
+    int rc = check_list(c, list);
+    for (size_t k = 0; rc == TS_OK && k < json_array_size(list); k++) {
+        const json_t *item = json_array_get(list, k);
+        if (!json_is_string(item)) {
+            char buf[64];
+            push_index(c, k);
+            return fail(c, "expected a str, got %s", GOT(item, buf));
+        }
+    }
+    return rc;
+}
+
+static int
+context_check(checker *c, const json_t *context)
+{
+    int rc = check_object(c, context, "an object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    OPTIONAL_MEMBER(c, context, "devices", str_list_check);
+    OPTIONAL_MEMBER(c, context, "dtypes", str_list_check);
+    return TS_OK;
+}
+
+static int
+inputs_check(checker *c, const json_t *inputs)
+{
+    return check_object(c, inputs, "an object");
+}
+
+/* {key: non-negative int} */
+static int
+counts_check(checker *c, const json_t *counts)
+{
+    const char *key;
+    const json_t *value;
+    int rc = check_object(c, counts, "an object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    json_object_foreach((json_t *)counts, key, value)
+    {
+        size_t saved = push_key(c, key);
+        if ((rc = check_count(c, value)) != TS_OK) {
+            return rc;
+        }
+        pop(c, saved);
+    }
+    return TS_OK;
+}
+
+static int
+ignored_check(checker *c, const json_t *ignored)
+{
+    const char *key;
+    const json_t *value;
+    int rc = check_object(c, ignored, "an object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    json_object_foreach((json_t *)ignored, key, value)
+    {
+        size_t saved = push_key(c, key);
+        if ((rc = check_object(c, value, "an object {calls, reason}")) != TS_OK
+            || (rc = check_member_count(c, value, "calls")) != TS_OK
+            || (rc = check_member_str(c, value, "reason", false)) != TS_OK) {
+            return rc;
+        }
+        pop(c, saved);
+    }
+    return TS_OK;
+}
+
+static int
+flop_report_check(checker *c, const json_t *flops)
+{
+    const json_t *total;
+    size_t saved;
+    int rc = check_object(c, flops, "a FlopReport object");
+    if (rc != TS_OK || (rc = check_schema_version(c, flops)) != TS_OK) {
+        return rc;
+    }
+    OPTIONAL_MEMBER(c, flops, "context", inputs_check);
+    total = json_object_get(flops, "total");
+    saved = push_key(c, "total");
+    if ((rc = metric_check(c, total)) != TS_OK) {
+        return rc;
+    }
+    if (is_negative(json_object_get(total, "known_value"))) {
+        push_key(c, "known_value");
+        return fail(c, "a cost cannot be negative");
+    }
+    pop(c, saved);
+    OPTIONAL_MEMBER(c, flops, "by_operator", counts_check);
+    OPTIONAL_MEMBER(c, flops, "by_module", counts_check);
+    OPTIONAL_MEMBER(c, flops, "ignored_operators", ignored_check);
+    OPTIONAL_MEMBER(c, flops, "diagnostics", diagnostics_check);
+    return TS_OK;
+}
+
+/* ---- layers ------------------------------------------------------------- */
+
+static int
+path_check(checker *c, const json_t *path)
+{
+    const char *s = json_string_value(path);
+    char buf[64];
+    if (s == NULL) {
+        return fail(c,
+                    "expected a str, got %s",
+                    path == NULL ? "nothing" : GOT(path, buf));
+    }
+    if (s[0] == '\0') {
+        return TS_OK; /* the root */
+    }
+    for (const char *p = s;; p++) {
+        bool starts = p == s || p[-1] == '.';
+        if ((*p == '.' || *p == '\0') && starts) {
+            return fail(c,
+                        "a module path has an empty component, got %s",
+                        GOT(path, buf));
+        }
+        if (*p == '\0') {
+            break;
+        }
+    }
+    return TS_OK;
+}
+
+static int
+parameters_check(checker *c, const json_t *parameters)
+{
+    int rc = check_object(c, parameters, "an object");
+    if (rc != TS_OK || (rc = check_member_count(c, parameters, "trainable"))
+        || (rc = check_member_count(c, parameters, "frozen"))
+        || (rc = check_member_count(c, parameters, "bytes"))) {
+        return rc;
+    }
+    if (!json_is_boolean(json_object_get(parameters, "shared"))) {
+        push_key(c, "shared");
+        return fail(c, "expected a bool");
+    }
+    return TS_OK;
+}
+
+static int
+buffers_check(checker *c, const json_t *buffers)
+{
+    int rc = check_object(c, buffers, "an object");
+    if (rc != TS_OK || (rc = check_member_count(c, buffers, "elements"))
+        || (rc = check_member_count(c, buffers, "bytes"))) {
+        return rc;
+    }
+    if (!json_is_boolean(json_object_get(buffers, "shared"))) {
+        push_key(c, "shared");
+        return fail(c, "expected a bool");
+    }
+    return TS_OK;
+}
+
+static int
+ownership_check(checker *c, const json_t *ownership)
+{
+    const char *key;
+    const json_t *value;
+    int rc = check_object(c, ownership, "an object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    json_object_foreach((json_t *)ownership, key, value)
+    {
+        const char *scope = json_string_value(value);
+        if (scope == NULL
+            || (strcmp(scope, "module_call") != 0
+                && strcmp(scope, "subtree") != 0)) {
+            char buf[64];
+            push_key(c, key);
+            return fail(c,
+                        "expected 'module_call' or 'subtree', got %s",
+                        GOT(value, buf));
+        }
+    }
+    return TS_OK;
+}
+
+static int
+owners_shape_check(checker *c, const json_t *owners)
+{
+    const char *key;
+    const json_t *owner;
+    int rc = check_object(c, owners, "an object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    json_object_foreach((json_t *)owners, key, owner)
+    {
+        size_t saved = push_key(c, key);
+        if ((rc = check_object(c, owner, "an Owner object {path, call_index}"))
+                != TS_OK
+            || (rc = check_member_str(c, owner, "path", false)) != TS_OK
+            || (rc = check_member_count(c, owner, "call_index")) != TS_OK) {
+            return rc;
+        }
+        pop(c, saved);
+    }
+    return TS_OK;
+}
+
+static int
+layer_check(checker *c, const json_t *layer)
+{
+    size_t saved;
+    int rc = check_object(c, layer, "a LayerReport object");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    saved = push_key(c, "path");
+    if ((rc = path_check(c, json_object_get(layer, "path"))) != TS_OK) {
+        return rc;
+    }
+    pop(c, saved);
+    if ((rc = check_member_count(c, layer, "call_index")) != TS_OK) {
+        return rc;
+    }
+    if (json_object_get(layer, "depth") != NULL
+        && (rc = check_member_count(c, layer, "depth")) != TS_OK) {
+        return rc;
+    }
+    saved = push_key(c, "metrics");
+    if ((rc = metrics_check(c, json_object_get(layer, "metrics"))) != TS_OK) {
+        return rc;
+    }
+    pop(c, saved);
+    OPTIONAL_MEMBER(c, layer, "parameters", parameters_check);
+    OPTIONAL_MEMBER(c, layer, "buffers", buffers_check);
+    OPTIONAL_MEMBER(c, layer, "metric_ownership", ownership_check);
+    OPTIONAL_MEMBER(c, layer, "metric_owners", owners_shape_check);
+    return TS_OK;
+}
+
+/* ---- layer calls: duplicates and ownership ------------------------------ */
+
+typedef struct call_key {
+    const char *path;
+    json_int_t call_index;
+    size_t position;
+} call_key;
+
+static int
+compare_keys(const void *pa, const void *pb)
+{
+    const call_key *a = pa;
+    const call_key *b = pb;
+    int order = strcmp(a->path, b->path);
+    if (order == 0) {
+        order =
+            (a->call_index > b->call_index) - (a->call_index < b->call_index);
+    }
+    if (order == 0) {
+        order = (a->position > b->position) - (a->position < b->position);
+    }
+    return order;
+}
+
+/* The row of (path, call_index), or SIZE_MAX. */
+static size_t
+find_row(const call_key *keys, size_t n, const char *path, json_int_t index)
+{
+    call_key probe = {path, index, 0};
+    size_t lo = 0;
+    size_t hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int order = strcmp(keys[mid].path, probe.path);
+        if (order == 0) {
+            order = (keys[mid].call_index > index)
+                    - (keys[mid].call_index < index);
+        }
+        if (order < 0) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo < n && strcmp(keys[lo].path, path) == 0
+                   && keys[lo].call_index == index
+               ? keys[lo].position
+               : SIZE_MAX;
+}
+
+static int
+duplicates_check(checker *c, const call_key *keys, size_t n)
+{
+    size_t repeat = SIZE_MAX;
+    /* The first repeat in report order is the earliest-placed second
+     * element of any run of equal keys. */
+    for (size_t k = 1; k < n; k++) {
+        if (strcmp(keys[k - 1].path, keys[k].path) == 0
+            && keys[k - 1].call_index == keys[k].call_index
+            && (repeat == SIZE_MAX
+                || keys[k].position < keys[repeat].position)) {
+            repeat = k;
+        }
+    }
+    if (repeat != SIZE_MAX) {
+        char repr[192];
+        py_repr(repr, sizeof repr, keys[repeat].path);
+        return ts_error_set(c->err,
+                            TS_EFORMAT,
+                            "%s contains duplicate layer call (%s, "
+                            "%" JSON_INTEGER_FORMAT ")",
+                            c->where,
+                            repr,
+                            keys[repeat].call_index);
+    }
+    return TS_OK;
+}
+
+/* For each covered metric: the owner row exists, is not the row itself,
+ * lists the metric in metric_ownership, and the covered row lacks it. */
+static int
+owners_check(checker *c,
+             const json_t *layers,
+             const call_key *keys,
+             size_t n,
+             size_t *owner_of,
+             const char *metric_name)
+{
+    unsigned char *state;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *layer = json_array_get(layers, k);
+        const json_t *owner = json_object_get(
+            json_object_get(layer, "metric_owners"), metric_name);
+        size_t row;
+        owner_of[k] = SIZE_MAX;
+        if (owner == NULL) {
+            continue;
+        }
+        push_key(c, "layers");
+        push_index(c, k);
+        if (json_object_get(json_object_get(layer, "metrics"), metric_name)
+            != NULL) {
+            push_key(c, "metrics");
+            push_key(c, metric_name);
+            return fail(c,
+                        "a metric covered by metric_owners cannot also be "
+                        "on the covered row");
+        }
+        push_key(c, "metric_owners");
+        push_key(c, metric_name);
+        row =
+            find_row(keys,
+                     n,
+                     json_string_value(json_object_get(owner, "path")),
+                     json_integer_value(json_object_get(owner, "call_index")));
+        if (row == SIZE_MAX) {
+            return fail(c, "names no row of layers");
+        }
+        if (row == k) {
+            return fail(c, "names the row itself");
+        }
+        if (json_object_get(json_object_get(json_array_get(layers, row),
+                                            "metric_ownership"),
+                            metric_name)
+            == NULL) {
+            return fail(c,
+                        "names layers[%zu], whose metric_ownership lacks "
+                        "the metric",
+                        row);
+        }
+        pop(c, 0);
+        owner_of[k] = row;
+    }
+    /* owner_of is a functional graph: find a cycle with three colours. */
+    state = calloc(n, 1);
+    if (state == NULL) {
+        return ts_error_set(c->err, TS_ENOMEM, "out of memory");
+    }
+    for (size_t start = 0; start < n; start++) {
+        size_t k = start;
+        while (k != SIZE_MAX && state[k] == 0) {
+            state[k] = 1;
+            k = owner_of[k];
+        }
+        if (k != SIZE_MAX && state[k] == 1) {
+            free(state);
+            push_key(c, "layers");
+            push_index(c, k);
+            push_key(c, "metric_owners");
+            push_key(c, metric_name);
+            return fail(c, "the owners of this metric form a cycle");
+        }
+        for (k = start; k != SIZE_MAX && state[k] == 1; k = owner_of[k]) {
+            state[k] = 2;
+        }
+    }
+    free(state);
+    return TS_OK;
+}
+
+static int
+calls_check(checker *c, const json_t *layers)
+{
+    static const char *const owned[] = {
+        "module_flops",
+        "macs",
+        "dmas",
+        "receptive_field",
+        "effective_stride",
+        "effective_padding",
+    };
+    size_t n = json_array_size(layers);
+    call_key *keys;
+    size_t *owner_of;
+    int rc = TS_OK;
+    bool any_owners = false;
+    if (n == 0) {
+        return TS_OK;
+    }
+    keys = calloc(n, sizeof *keys);
+    owner_of = calloc(n, sizeof *owner_of);
+    if (keys == NULL || owner_of == NULL) {
+        free(keys);
+        free(owner_of);
+        return ts_error_set(c->err, TS_ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < n; k++) {
+        const json_t *layer = json_array_get(layers, k);
+        keys[k].path = json_string_value(json_object_get(layer, "path"));
+        keys[k].call_index =
+            json_integer_value(json_object_get(layer, "call_index"));
+        keys[k].position = k;
+        any_owners |= json_object_get(layer, "metric_owners") != NULL;
+    }
+    qsort(keys, n, sizeof *keys, compare_keys);
+    rc = duplicates_check(c, keys, n);
+    if (rc == TS_OK && any_owners) {
+        /* every metric name a row's metric_owners holds */
+        for (size_t m = 0; rc == TS_OK && m < sizeof owned / sizeof owned[0];
+             m++) {
+            rc = owners_check(c, layers, keys, n, owner_of, owned[m]);
+        }
+        for (size_t k = 0; rc == TS_OK && k < n; k++) {
+            const char *name;
+            const json_t *owner;
+            json_object_foreach(
+                json_object_get(json_array_get(layers, k), "metric_owners"),
+                name,
+                owner)
+            {
+                bool known = false;
+                for (size_t m = 0; m < sizeof owned / sizeof owned[0]; m++) {
+                    known |= strcmp(name, owned[m]) == 0;
+                }
+                if (!known) {
+                    /* a metric outside the estimates: its own pass */
+                    rc = owners_check(c, layers, keys, n, owner_of, name);
+                    if (rc != TS_OK) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    free(keys);
+    free(owner_of);
+    return rc;
+}
+
+/* ---- the report --------------------------------------------------------- */
+
+int
+ts_analysis_report_check(const json_t *report,
+                         const char *where,
+                         ts_error *err)
+{
+    checker c;
+    const json_t *layers;
+    const json_t *flops;
+    int rc;
+    checker_init(&c, where, err);
+    if (!json_is_object(report)) {
+        return fail(&c, "an AnalysisReport is a JSON object");
+    }
+    if ((rc = data_check(&c, report, 0)) != TS_OK
+        || (rc = check_schema_version(&c, report)) != TS_OK) {
+        return rc;
+    }
+    OPTIONAL_MEMBER(&c, report, "context", context_check);
+    OPTIONAL_MEMBER(&c, report, "inputs", inputs_check);
+    OPTIONAL_MEMBER(&c, report, "diagnostics", diagnostics_check);
+    layers = json_object_get(report, "layers");
+    push_key(&c, "layers");
+    if ((rc = check_list(&c, layers)) != TS_OK) {
+        return rc;
+    }
+    for (size_t k = 0; k < json_array_size(layers); k++) {
+        size_t saved = push_index(&c, k);
+        if ((rc = layer_check(&c, json_array_get(layers, k))) != TS_OK) {
+            return rc;
+        }
+        pop(&c, saved);
+    }
+    pop(&c, 0);
+    push_key(&c, "totals");
+    if ((rc = metrics_check(&c, json_object_get(report, "totals"))) != TS_OK) {
+        return rc;
+    }
+    pop(&c, 0);
+    flops = json_object_get(report, "operator_flops");
+    if (flops != NULL) {
+        const json_t *total = json_object_get(
+            json_object_get(report, "totals"), "operator_flops");
+        push_key(&c, "operator_flops");
+        if ((rc = flop_report_check(&c, flops)) != TS_OK) {
+            return rc;
+        }
+        pop(&c, 0);
+        if (total != NULL
+            && !ts_json_equal(total, json_object_get(flops, "total"))) {
+            push_key(&c, "totals");
+            push_key(&c, "operator_flops");
+            return fail(&c, "must match operator_flops.total");
+        }
+    }
+    return calls_check(&c, layers);
+}
