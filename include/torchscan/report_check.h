@@ -31,12 +31,13 @@
 extern "C" {
 #endif
 
-/* Checks that `value` is JSON data a report may hold, at every depth: text
- * (keys included) without NUL, control characters other than tab, CR and
- * LF (C0, DEL and C1), UTF-16 surrogates or U+FFFE/U+FFFF, and nesting no
- * deeper than 512. (jansson already refuses NaN, infinities and integers
- * outside the 64-bit range; Python's side refuses them while converting,
- * naming where.) Returns TS_OK or TS_EFORMAT with err naming where. */
+/* Checks that `value` is JSON data a page may display, at every depth
+ * (the render rule of contract 1.13): text (keys included) without NUL,
+ * control characters other than tab, CR and LF (C0, DEL and C1), UTF-16
+ * surrogates or U+FFFE/U+FFFF, and nesting no deeper than 512. (jansson
+ * already refuses NaN, infinities and integers outside the 64-bit range;
+ * Python's side refuses them while converting, naming where.) Returns TS_OK or
+ * TS_EFORMAT with err naming where. */
 int ts_json_data_check(const json_t *value, const char *where, ts_error *err);
 
 /* Checks one MetricResult: an object with the keys status, value,
@@ -51,7 +52,11 @@ int ts_metric_result_check(const json_t *metric,
                            ts_error *err);
 
 /* Checks an AnalysisReport (contract 1.13), in this order:
- *  - the data rules of ts_json_data_check on the whole report;
+ *  - the data rules of ts_json_data_check on the whole report, except
+ *    that text may hold control characters and U+FFFE/U+FFFF (a module
+ *    name or a user exception message the crawl copied: compare_reports
+ *    and the table read those reports; a renderer checks the text it
+ *    displays with ts_json_data_check or escapes it);
  *  - schema_version: the integer 1 (true, 2 and "1" are refused);
  *  - context and inputs: objects; context.devices and context.dtypes:
  *    lists of str;

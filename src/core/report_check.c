@@ -18,6 +18,9 @@ typedef struct checker {
     ts_error *err;
     char path[PATH_SIZE];
     size_t len;
+    /* refuse control characters and non-characters in text (the render
+     * rule); reports read back may hold them (see text_problem) */
+    bool display_text;
 } checker;
 
 static void
@@ -27,6 +30,7 @@ checker_init(checker *c, const char *where, ts_error *err)
     c->err = err;
     c->path[0] = '\0';
     c->len = 0;
+    c->display_text = false;
 }
 
 /* Appends ".key" (or "key" at the root) to the path; returns the length
@@ -162,16 +166,25 @@ describe(const json_t *value, char *buf, size_t size)
 
 /* ---- JSON data ---------------------------------------------------------- */
 
-/* Text a report may hold: no NUL (a C string would be cut short), no
- * control character but tab, CR and LF, no surrogate, no U+FFFE/U+FFFF. */
+/* Text a report may hold: no NUL (a C string would be cut short) and no
+ * surrogate. Text for display (`display`, the render rule) also holds no
+ * control character but tab, CR and LF, and no U+FFFE/U+FFFF. Reports the
+ * crawl writes can hold those: a module name or a user exception message
+ * is any Python str, so a report read back keeps them. */
 static const char *
-text_problem(const char *s, size_t len)
+text_problem(const char *s, size_t len, bool display)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t k = 0; k < len; k++) {
         unsigned char ch = p[k];
         if (ch == 0) {
             return "a NUL character";
+        }
+        if (ch == 0xed && k + 1 < len && p[k + 1] >= 0xa0) {
+            return "a surrogate";
+        }
+        if (!display) {
+            continue;
         }
         if ((ch < 0x20 && ch != '\t' && ch != '\r' && ch != '\n')
             || ch == 0x7f) {
@@ -180,9 +193,6 @@ text_problem(const char *s, size_t len)
         if (ch == 0xc2 && k + 1 < len && p[k + 1] >= 0x80
             && p[k + 1] <= 0x9f) {
             return "a control character";
-        }
-        if (ch == 0xed && k + 1 < len && p[k + 1] >= 0xa0) {
-            return "a surrogate";
         }
         if (ch == 0xef && k + 2 < len && p[k + 1] == 0xbf
             && (p[k + 2] == 0xbe || p[k + 2] == 0xbf)) {
@@ -199,8 +209,9 @@ data_check(checker *c, const json_t *value, int depth)
         return fail(c, "nested too deeply (more than %d levels)", MAX_DEPTH);
     }
     if (json_is_string(value)) {
-        const char *problem =
-            text_problem(json_string_value(value), json_string_length(value));
+        const char *problem = text_problem(json_string_value(value),
+                                           json_string_length(value),
+                                           c->display_text);
         return problem == NULL ? TS_OK : fail(c, "text holds %s", problem);
     }
     if (json_is_array(value)) {
@@ -219,8 +230,8 @@ data_check(checker *c, const json_t *value, int depth)
         for (void *it = json_object_iter((json_t *)value); it != NULL;
              it = json_object_iter_next((json_t *)value, it)) {
             const char *key = json_object_iter_key(it);
-            const char *problem =
-                text_problem(key, json_object_iter_key_len(it));
+            const char *problem = text_problem(
+                key, json_object_iter_key_len(it), c->display_text);
             size_t saved;
             int rc;
             if (problem != NULL) {
@@ -242,6 +253,7 @@ ts_json_data_check(const json_t *value, const char *where, ts_error *err)
 {
     checker c;
     checker_init(&c, where, err);
+    c.display_text = true;
     return data_check(&c, value, 0);
 }
 
