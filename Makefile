@@ -58,6 +58,17 @@ bench: build
 bench-instructions: build
 	$(PY) bench/instructions.py
 
+# libFuzzer over saved report JSON -> report check -> compare/table/JSON text
+# (tests/fuzz/fuzz_report.c), under ASan+UBSan, for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 600
+fuzz: $(STAMP)
+	sh tools/install-system-deps.sh fuzz
+	mkdir -p build-fuzz/corpus
+	clang-14 -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -Iinclude src/core/*.c tests/fuzz/fuzz_report.c -ljansson -lm -o build-fuzz/fuzz_report
+	cd build-fuzz && ./fuzz_report -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=10 \
+	    -rss_limit_mb=2048 corpus ../tests/fuzz/corpus
+
 format-check: $(STAMP)
 	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
 
@@ -69,4 +80,4 @@ format:
 	clang-format -i src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
 
 clean:
-	rm -rf build-c build-asan build $(BUILT)
+	rm -rf build-c build-asan build build-fuzz $(BUILT)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages the build needs: jansson (the engine's JSON
 # value trees), pkg-config (meson finds jansson with it), clang-format and
-# clang-tidy (make lint), GNU time (the RSS tests compare with /usr/bin/time -v).
+# clang-tidy (make lint), GNU time (the RSS tests compare with /usr/bin/time -v);
+# with the argument fuzz, clang-14 and libFuzzer (make fuzz).
 # Runs apt-get only when something is missing.
 set -eu
 missing=""
@@ -9,6 +10,12 @@ pkg-config --exists jansson 2>/dev/null || missing="$missing libjansson-dev pkg-
 command -v clang-format >/dev/null 2>&1 || missing="$missing clang-format"
 command -v clang-tidy >/dev/null 2>&1 || missing="$missing clang-tidy"
 [ -x /usr/bin/time ] || missing="$missing time"
+# `make fuzz` (sh tools/install-system-deps.sh fuzz): clang-14 and libFuzzer
+if [ "${1:-}" = fuzz ]; then
+    command -v clang-14 >/dev/null 2>&1 || missing="$missing clang-14"
+    ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
+        || missing="$missing libfuzzer-14-dev libclang-rt-14-dev"
+fi
 [ -z "$missing" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"

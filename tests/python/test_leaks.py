@@ -185,6 +185,40 @@ def test_compare_reports_does_not_leak():
     _check_no_growth(call)
 
 
+def test_compare_reports_refusals_and_the_020_functions_do_not_leak():
+    import copy
+    import warnings
+
+    from torchscan import modules, utils
+
+    report = crawl_module(nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()), (3, 16, 16))
+    hostile = copy.deepcopy(report)
+    hostile["layers"][1]["metrics"]["macs"]["status"] = "weird"  # refused deep inside the C check
+    huge = copy.deepcopy(report)
+    huge["totals"]["parameters"]["value"] = 2**64  # refused while converting to JSON
+    conv, relu, odd = nn.Conv2d(3, 8, 3), nn.ReLU(), UnsupportedLeaf()
+    x = torch.rand(1, 3, 8, 8)
+    y, z = conv(x), odd(x)
+
+    def call():
+        for bad in (hostile, huge):
+            try:
+                compare_reports(report, bad)
+            except ValueError:
+                pass
+        modules.module_flops(conv, (x,), y)
+        modules.module_macs(relu, y, y)
+        modules.module_dmas(conv, x, y)
+        modules.module_rf(conv, x, y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert modules.module_flops(odd, (x,), z) == 0  # no formula: warns and returns 0
+        assert caught
+        utils.format_info(report)
+
+    _check_no_growth(call)
+
+
 def test_crawl_releases_model_inputs_and_activations():
     activations = []
 

@@ -1,0 +1,48 @@
+/* libFuzzer target over the path every saved report takes: JSON text ->
+ * jansson (as the `torchscan` command reads files) -> the report check ->
+ * compare_reports, the summary table and Python-style JSON text, which
+ * read only checked reports. Built and run by `make fuzz` (clang-14,
+ * -fsanitize=fuzzer,address,undefined); seeds in tests/fuzz/corpus/. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "torchscan/diff.h"
+#include "torchscan/json_text.h"
+#include "torchscan/report_check.h"
+#include "torchscan/table.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_error_t jerr;
+    ts_error err;
+    json_t *report =
+        json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
+    if (report == NULL) {
+        return 0;
+    }
+    ts_error_clear(&err);
+    if (ts_analysis_report_check(report, "fuzz", &err) == TS_OK) {
+        static const ts_table_options options[2] = {
+            {TS_WRAP_MID, false, false, -1},
+            {TS_WRAP_END, true, true, 1},
+        };
+        json_t *diff = ts_compare_reports(report, report, &err);
+        char *text = diff != NULL ? ts_json_text(diff, 2) : NULL;
+        free(text);
+        json_decref(diff);
+        for (int k = 0; k < 2; k++) {
+            free(ts_format_summary(report, &options[k], &err));
+        }
+    }
+    else {
+        (void)ts_json_data_check(report, "fuzz", &err);
+    }
+    json_decref(report);
+    return 0;
+}
