@@ -15,7 +15,7 @@ from . import _engine
 from .extensions import ModuleCall, ModuleHandler, _validate_custom_modules
 from .flops import _check_custom_mapping, _OperatorCounter
 from .modules import module_dmas, module_flops, module_macs, module_rf  # noqa: F401  (0.2.0's crawler names)
-from .report import AnalysisReport, IncompleteAnalysisError
+from .report import AnalysisReport, IncompleteAnalysisError, _check_flag
 from .utils import aggregate_info, format_info  # noqa: F401  (0.2.0's crawler names)
 
 __all__ = ["crawl_module", "summary"]
@@ -122,9 +122,8 @@ def _prepare(
     """Validates every argument before anything runs."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}.")
-    if type(strict) is not bool and not (type(strict) is int and strict in (0, 1)):
-        # the reference takes any truthy value; 0 and 1 stay accepted, "yes" or None are mistakes
-        raise TypeError(f"strict must be a bool, got {strict!r}.")
+    # the reference takes any truthy value; 0 and 1 stay accepted, "yes" or None are mistakes
+    _check_flag("strict", strict)
     if mode not in ("full", "structure"):
         raise ValueError("mode must be 'full' or 'structure'.")
     mapping = _check_custom_mapping(custom_mapping)
@@ -278,6 +277,8 @@ def summary(
         raise TypeError("max_depth must be an int or None.")
     if isinstance(max_depth, int) and max_depth < 0:
         raise ValueError("max_depth must be non-negative.")
+    receptive_field = _check_flag("receptive_field", receptive_field)
+    effective_rf_stats = _check_flag("effective_rf_stats", effective_rf_stats)
     report = _crawl(
         module, input_shape, dtype, args, kwargs, device, strict, mode, custom_modules, custom_mapping, max_depth
     )
@@ -285,8 +286,8 @@ def summary(
         _engine.format_summary(
             report,
             wrap_mode,
-            bool(receptive_field),
-            bool(effective_rf_stats),
+            receptive_field,
+            effective_rf_stats,
             -1 if max_depth is None else max_depth,
         )
     )

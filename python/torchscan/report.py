@@ -9,6 +9,8 @@ allow_nan=False)``.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
@@ -21,6 +23,30 @@ __all__ = [
 ]
 
 MetricStatus = Literal["complete", "partial", "unavailable"]
+
+
+def _check_flag(name: str, value: object) -> bool:
+    """A bool option: True/False, or the ints 0 and 1 (which TorchScan 0.2.0 took as truth values).
+    Anything else ("yes", None, 2, ...) is a mistake the reference hid by truthiness: TypeError naming ``name``."""
+    if type(value) is bool:
+        return value
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {value!r}.")
+
+
+def _check_number(name: str, value: object) -> None:
+    """``value`` is None or a finite int/float (bools refused)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be an int, a float or None, got {type(value).__name__}.")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:
+        finite = True  # an int too large for a float is still a finite number
+    if not finite:
+        raise ValueError(f"{name} must be finite, got {value!r}.")
 
 
 class MetricResult(TypedDict):
@@ -87,9 +113,29 @@ def metric_result(
     ``partial`` needs ``known_value`` (the lower bound; ``value`` becomes
     None); ``unavailable`` drops both numbers.
 
+    Args:
+        status: ``"complete"``, ``"partial"`` or ``"unavailable"``.
+        unit: the unit, e.g. ``"FLOPs"`` or ``"bytes"`` (a str).
+        scope: what the number covers, e.g. ``"module_call"`` or ``"workload"`` (a str).
+        method: how it was obtained, e.g. ``"torchscan_module_formula"`` (a str).
+        value: the exact number (required for ``complete``; default None).
+        known_value: the lower bound (required for ``partial``; default None).
+
+    Returns:
+        the :class:`MetricResult` dict.
+
     Raises:
-        ValueError: for an unknown status or a missing number.
+        ValueError: for an unknown status, a missing number, or a NaN or
+            infinite ``value``/``known_value``.
+        TypeError: ``unit``, ``scope`` or ``method`` that is not a str, or a
+            ``value``/``known_value`` that is not an int, a float or None
+            (bools included).
     """
+    for name, text in (("unit", unit), ("scope", scope), ("method", method)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}.")
+    _check_number("value", value)
+    _check_number("known_value", known_value)
     if status == "complete":
         if value is None:
             raise ValueError("A complete metric requires a value.")

@@ -14,7 +14,7 @@ from .flops import measure_flops
 from .process.memory import _PEAK_MEMORY, NoMemoryEventsError, measure_peak_memory
 from .process.rss import _check_command, _check_startable, measure_peak_rss
 from .profiler import profile_workload
-from .report import Diagnostic, MetricResult, metric_result
+from .report import Diagnostic, MetricResult, _check_flag, metric_result
 
 __all__ = ["measure_workload"]
 
@@ -146,8 +146,8 @@ def measure_workload(
     units, run_time = _validate_timing_settings(workload, work_units, work_unit, warmup, min_run_time, min_repeats)
     selected = _selection(metrics)
     command = None if rss_command is None else _check_command(rss_command)
-    if type(profile) is not bool or type(print_summary) is not bool:
-        raise ValueError("profile and print_summary must be bools.")
+    profile = _check_flag("profile", profile)
+    print_summary = _check_flag("print_summary", print_summary)
     if command is not None:
         _check_startable(command)  # a missing program fails now, not after the timing ran
     target = _timing_target(device)
