@@ -116,6 +116,13 @@ def measure_latency(
         work_units: work done by one call (e.g. 32 samples), a positive finite
             real.
         work_unit: the unit's name, e.g. ``"samples"``.
+        warmup: untimed calls after the first call, an int >= 0 (default 5).
+        min_run_time: seconds the measured blocks add up to at least, a
+            positive finite real (default 0.2).
+        min_repeats: the fewest measured blocks, an int >= 2 (default 5).
+
+    Returns:
+        a :class:`BenchmarkReport`.
 
     Raises (all before the first call):
         TypeError: non-callable workload.

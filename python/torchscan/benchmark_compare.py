@@ -45,6 +45,15 @@ def compare_benchmarks(before: object, after: object, *, check: Callable[[], obj
     ``"unavailable"`` without a delta or complete IQRs. It is descriptive, not
     a significance test. The result holds copies of both reports.
 
+    Args:
+        before: the baseline BenchmarkReport (from :func:`measure_latency` or
+            :func:`torchscan.measure_workload`, or its JSON read back).
+        after: the candidate BenchmarkReport.
+        check: zero-argument callable, the owner's output check (keyword only).
+
+    Returns:
+        a :class:`BenchmarkComparison`; ``before`` and ``after`` are not modified.
+
     Raises:
         TypeError: ``check`` is not callable (raised first).
         ValueError: an invalid report, differing contexts or input metadata,

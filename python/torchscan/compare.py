@@ -24,8 +24,15 @@ def compare_reports(before: object, after: object) -> ReportDiff:
     when both sides are complete; otherwise its status is partial or
     unavailable and the delta is None. The inputs are not modified.
 
+    Args:
+        before: the baseline AnalysisReport (from :func:`crawl_module`, or its JSON read back).
+        after: the candidate AnalysisReport.
+
+    Returns:
+        a :class:`ReportDiff`.
+
     Raises:
-        ValueError: different or unsupported schema versions, duplicate layer
+        ValueError: a report that is not a JSON object or not a valid AnalysisReport, different or unsupported schema versions, duplicate layer
             calls, or a metric whose unit, scope or method differ.
     """
     return _engine.compare_reports(before, after)  # type: ignore[no-any-return]

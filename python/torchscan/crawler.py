@@ -180,6 +180,10 @@ def crawl_module(
             runs; handlers run once per successful call, with operator
             counting suspended.
         custom_mapping: operator-packet formula overrides for this call.
+        mode: ``"full"`` (default) or ``"structure"`` (see above).
+
+    Returns:
+        the :class:`AnalysisReport`.
 
     Raises:
         ValueError, TypeError: bad arguments, before the model runs: a
@@ -267,9 +271,28 @@ def summary(
     ``wrap_mode`` ("mid", "end" or None) shortens long layer names;
     ``receptive_field`` and ``effective_rf_stats`` add receptive-field columns.
 
+    Args:
+        module, input_shape, dtype, args, kwargs, device, strict, mode,
+        custom_modules, custom_mapping: as in :func:`crawl_module` (every
+            argument after ``effective_rf_stats`` is keyword only).
+        wrap_mode: "mid" (default), "end" or None.
+        max_depth: the deepest rows printed, an int >= 0 or None (default: all).
+        receptive_field: add the receptive-field column (a bool, 0 and 1
+            accepted; default False).
+        effective_rf_stats: add effective stride and padding columns (a bool,
+            0 and 1 accepted; default False).
+
+    Returns:
+        the full :class:`AnalysisReport` (the table is printed to stdout).
+
     Raises:
         ValueError: unknown ``wrap_mode``, negative ``max_depth`` or one deeper
             than the model, before the model runs where possible.
+        TypeError: ``max_depth`` not an int or None, ``receptive_field`` or
+            ``effective_rf_stats`` not a bool (0 and 1 accepted), before the
+            model runs.
+        ValueError, TypeError, RuntimeError: the other arguments, as in
+            :func:`crawl_module`, before the model runs.
     """
     if wrap_mode not in ("mid", "end", None):
         raise ValueError("wrap_mode must be 'mid', 'end' or None.")

@@ -103,9 +103,14 @@ def measure_flops(
             returns a whole number of FLOPs (an int, or a float such as 12.0);
             a fraction is an ``unsupported_operator_formula`` diagnostic.
 
+    Returns:
+        a :class:`FlopReport`.
+
     Raises:
-        TypeError: non-callable workload, or overload keys in custom_mapping
-            (raised before the workload runs).
+        TypeError: non-callable workload, ``modules`` that is not a module or
+            a non-empty list of modules, ``custom_mapping`` that is not a
+            mapping of operator packets (overloads refused) to callables (all
+            raised before the workload runs).
     """
     if not callable(workload):
         raise TypeError(f"workload must be callable, got {type(workload).__name__}.")

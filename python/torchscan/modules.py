@@ -68,6 +68,11 @@ def module_flops(module: nn.Module | Callable[..., torch.Tensor], inputs: tuple[
     partial metric with an ``unsupported_module_metric`` diagnostic). A formula that cannot apply to the call (for
     instance a complex or sparse input) raises the error ``crawl_module`` records as ``module_metric_error``
     (``NotImplementedError`` or ``ValueError``). A call without an input or output tensor raises ``ValueError``.
+
+    Raises:
+        TypeError: ``module`` is not an ``nn.Module``.
+        ValueError: ``inputs``/``out`` hold no input or no output tensor, or the formula cannot apply.
+        NotImplementedError: the formula cannot apply to the call (e.g. a complex or sparse input).
     """
     return _number(_estimates(module, inputs, out)["module_flops"])
 
@@ -84,6 +89,9 @@ def module_macs(module: nn.Module, inp: torch.Tensor, out: torch.Tensor) -> int:
 
     Unsupported module types warn and return 0, a lower bound only; see :func:`module_flops` and use
     :func:`torchscan.crawl_module` for statuses and diagnostics.
+
+    Raises:
+        TypeError, ValueError, NotImplementedError: as :func:`module_flops` (``inp`` in place of ``inputs``).
     """
     return _number(_estimates(module, inp, out)["macs"])
 
@@ -102,6 +110,9 @@ def module_dmas(module: nn.Module, inp: torch.Tensor, out: torch.Tensor) -> int:
 
     Unsupported module types warn and return 0, a lower bound only; see :func:`module_flops` and use
     :func:`torchscan.crawl_module` for statuses and diagnostics.
+
+    Raises:
+        TypeError, ValueError, NotImplementedError: as :func:`module_flops` (``inp`` in place of ``inputs``).
     """
     return _number(_estimates(module, inp, out)["dmas"])
 
@@ -121,6 +132,9 @@ def module_rf(module: nn.Module, inp: torch.Tensor, out: torch.Tensor) -> tuple[
     TorchScan 0.2.0 does: that is a placeholder, not a measurement (``crawl_module`` reports the three metrics as
     unavailable). A family for which a spatial receptive field means nothing (attention, embeddings, GLU,
     GroupNorm, layout modules) returns ``(None, None, None)``, as ``crawl_module`` reports them unavailable.
+
+    Raises:
+        TypeError, ValueError, NotImplementedError: as :func:`module_flops` (``inp`` in place of ``inputs``).
     """
     estimates = _estimates(module, inp, out)
     trio = [estimates[key] for key in ("receptive_field", "effective_stride", "effective_padding")]

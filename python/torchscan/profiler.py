@@ -95,11 +95,16 @@ def profile_workload(
     ``cuda_gpu_trace_unavailable``.
 
     Args:
+        workload: zero-argument callable, called once; its exceptions propagate.
+        device: ``"cpu"``, ``"cuda[:N]"`` or ``"mps"`` (str or torch.device).
         trace_path: also write a Chrome trace there. An existing file is never
             overwritten: ``FileExistsError`` before the workload runs (or at
             export, if the file appeared during the run). The path is not
             stored in the report.
-        limit: the most rows to keep (an int >= 1).
+        limit: the most rows to keep (an int >= 1, default 20).
+
+    Returns:
+        a :class:`ProfileReport`.
 
     Raises:
         TypeError: non-callable workload or a bad ``trace_path`` type.

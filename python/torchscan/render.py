@@ -44,6 +44,17 @@ def render_report(
     yet: they raise ``NotImplementedError``. ``metric`` only applies to them;
     it is still validated.
 
+    Args:
+        report: a BenchmarkReport or a BenchmarkComparison (a dict).
+        format: "html" (default); "svg" is refused for benchmark reports.
+        before: must be None for benchmark reports (default None).
+        title: the page title, a str (default "TorchScan analysis").
+        metric: one of module_flops (default), macs, dmas, parameters,
+            parameter_bytes.
+
+    Returns:
+        the HTML page, a str.
+
     Raises:
         ValueError: ``format`` is not "html" or "svg", or is "svg" for a
             benchmark report; ``title`` is not a str; ``metric`` is not one of

@@ -133,12 +133,32 @@ def measure_workload(
     The summary (``print_summary``) is for people: read the returned report,
     never the text.
 
+    Args:
+        workload: zero-argument callable (see :func:`measure_latency`).
+        device: ``"cpu"``, ``"cuda[:N]"`` or ``"mps"`` (str or torch.device).
+        inputs: metadata only, as in :func:`measure_latency` (default None).
+        metrics: the measurements to run, a sequence (not a str) drawn from
+            "flops", "latency", "throughput", "memory" (default all four; an
+            empty sequence measures nothing but ``rss_command``).
+        work_units, work_unit, warmup, min_run_time, min_repeats: the timing
+            settings of :func:`measure_latency` (``work_unit`` defaults to
+            ``"samples"`` here).
+        profile: add the profile pass (a bool, 0 and 1 accepted; default False).
+        rss_command: argv of a command whose peak RSS to measure, or None.
+        print_summary: print the short summary (a bool, 0 and 1 accepted;
+            default True).
+
+    Returns:
+        a :class:`BenchmarkReport` with the passes' extra keys.
+
     Raises:
         TypeError, ValueError, NotImplementedError, RuntimeError: bad
             arguments or device, as in :func:`measure_latency`, plus
             ``metrics`` that is a str or names an unknown metric,
-            ``rss_command`` that is a str, empty or has non-str elements, and
-            ``profile``/``print_summary`` that are not bools; RuntimeError
+            ``rss_command`` that is a str, empty or has non-str elements
+            (ValueError; FileNotFoundError/PermissionError when its program
+            cannot be started), and ``profile``/``print_summary`` that are not
+            bools or 0/1 (TypeError); RuntimeError
             when memory on cpu or ``profile`` needs the PyTorch profiler and
             one is running, or inside the workload of measure_peak_memory or
             profile_workload.

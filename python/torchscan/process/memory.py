@@ -176,8 +176,18 @@ def measure_peak_memory(workload: Callable[[], Any], *, device: str | torch.devi
 
     This is not process RSS and not total device memory.
 
+    Args:
+        workload: zero-argument callable, called once; its exceptions propagate.
+        device: ``"cpu"``, ``"cuda[:N]"`` or ``"mps"`` (str or torch.device;
+            keyword only, no default).
+
+    Returns:
+        a dict with ``device``, ``metric``, ``baseline_bytes``, ``peak_bytes``
+        and ``delta_bytes`` (plus ``allocated_peak_bytes`` on CUDA and MPS).
+
     Raises:
-        TypeError: non-callable workload or a bad device type.
+        TypeError: non-callable workload or a device that is not a str or
+            torch.device.
         RuntimeError: CUDA/MPS unavailable or a bad device index, or no CPU
             allocation was recorded; on cpu, a PyTorch profiler already
             running; a call from inside the workload of another
