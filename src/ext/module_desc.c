@@ -1100,6 +1100,20 @@ read_common(tsx_state *st, PyObject *module, ts_module_desc *d)
     return 0;
 }
 
+/* An nn.Sequential (the class itself: a subclass may have its own forward)
+ * without children returns its input unchanged: exactly nn.Identity's work,
+ * so it takes Identity's formulas. 1, 0, or -1 with an exception. */
+static int
+empty_sequential(tsx_state *st, PyObject *module)
+{
+    int children;
+    if (!Py_IS_TYPE(module, (PyTypeObject *)st->sequential)) {
+        return 0;
+    }
+    children = tsx_has_children(st, module);
+    return children < 0 ? -1 : !children;
+}
+
 int
 tsx_module_desc(const tsx_desc_reader *r,
                 PyObject *module,
@@ -1111,8 +1125,9 @@ tsx_module_desc(const tsx_desc_reader *r,
     family_reader read;
     memset(d, 0, sizeof *d);
     if (native == NULL) {
-        d->kind = TS_MOD_UNKNOWN;
-        return 0;
+        int empty = empty_sequential(st, module);
+        d->kind = empty > 0 ? TS_MOD_IDENTITY : TS_MOD_UNKNOWN;
+        return empty < 0 ? -1 : 0;
     }
     if (!forward_unchanged(r, module, native_type)) {
         d->kind = TS_MOD_UNKNOWN;

@@ -104,6 +104,7 @@ import_torch(tsx_state *st)
         || (st->encoder_layer =
                 import_attr("torch.nn", "TransformerEncoderLayer"))
                == NULL
+        || (st->sequential = import_attr("torch.nn", "Sequential")) == NULL
         || (st->nn_module_mod = import_attr("torch.nn.modules", "module"))
                == NULL
         || (st->mapping_abc = import_attr("collections.abc", "Mapping"))
@@ -218,6 +219,7 @@ tsx_state_traverse(tsx_state *st, visitproc visit, void *arg)
     Py_VISIT(st->removable_handle);
     Py_VISIT(st->script_module);
     Py_VISIT(st->encoder_layer);
+    Py_VISIT(st->sequential);
     Py_VISIT(st->nn_module_mod);
     Py_VISIT(st->mapping_abc);
     Py_VISIT(st->hop_type);
@@ -250,6 +252,7 @@ tsx_state_clear(tsx_state *st)
     Py_CLEAR(st->removable_handle);
     Py_CLEAR(st->script_module);
     Py_CLEAR(st->encoder_layer);
+    Py_CLEAR(st->sequential);
     Py_CLEAR(st->nn_module_mod);
     Py_CLEAR(st->mapping_abc);
     Py_CLEAR(st->hop_type);

@@ -70,6 +70,7 @@ typedef struct tsx_state {
     PyObject *removable_handle; /* torch.utils.hooks.RemovableHandle */
     PyObject *script_module;    /* torch.jit.ScriptModule */
     PyObject *encoder_layer;    /* torch.nn.TransformerEncoderLayer */
+    PyObject *sequential;       /* torch.nn.Sequential */
     PyObject *nn_module_mod;    /* the module torch.nn.modules.module */
     PyObject *hop_type;         /* torch._ops.HigherOrderOperator */
     PyTypeObject *crawl_type;   /* the types (module.c creates them) */

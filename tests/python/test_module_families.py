@@ -776,3 +776,31 @@ def test_native_classes_table_is_sorted_and_resolves():
         if name.startswith("_") or name in ("SyncBatchNorm",):
             continue
         assert hasattr(nn, name), name
+
+
+def test_an_empty_sequential_is_identitys_complete_zero():
+    # nn.Sequential() returns its input unchanged (it is used as an identity shortcut): Identity's formulas,
+    # 0 FLOPs, 0 MACs, N DMAs (the input is read), receptive field (1, 1, 0). It was an unsupported module.
+    from torchscan import modules
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.Sequential(), nn.ReLU())
+    report = crawl_module(model, (4,), strict=True)
+    shortcut = report["layers"][2]
+    assert (shortcut["path"], shortcut["type"]) == ("1", "Sequential")
+    values = {name: metric["value"] for name, metric in shortcut["metrics"].items()}
+    assert values == {"calls": 1, "module_flops": 0, "macs": 0, "dmas": 4, "receptive_field": 1,
+                      "effective_stride": 1, "effective_padding": 0, "operator_flops": 0}
+    identity = crawl_module(nn.Sequential(nn.Linear(4, 4), nn.Identity(), nn.ReLU()), (4,))
+    assert report["totals"] == identity["totals"]
+    x = torch.rand(1, 4)
+    assert (modules.module_flops(nn.Sequential(), (x,), x), modules.module_dmas(nn.Sequential(), x, x)) == (0, 4)
+
+    class Doubling(nn.Sequential):  # a subclass may compute: no formula
+        def forward(self, x):
+            return 2 * x
+
+    odd = crawl_module(Doubling(), (4,))
+    assert odd["totals"]["module_flops"]["status"] == "partial"
+    assert [d["code"] for d in odd["diagnostics"]][:1] == ["unsupported_module_metric"]
+    with pytest.warns(UserWarning, match="Module type not supported: Sequential"):
+        assert modules.module_flops(nn.Sequential(nn.ReLU()), (x,), x) == 0  # a container has no formula
