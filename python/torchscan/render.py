@@ -1,4 +1,4 @@
-"""``render_report``: a self-contained HTML page for benchmark reports."""
+"""``render_report``: offline HTML and SVG pages of analysis and benchmark reports."""
 
 from __future__ import annotations
 
@@ -25,48 +25,58 @@ def render_report(
     title: str = "TorchScan analysis",
     metric: Literal["module_flops", "macs", "dmas", "parameters", "parameter_bytes"] = "module_flops",
 ) -> str:
-    """Render a BenchmarkReport or a BenchmarkComparison as one HTML page.
+    """Render a report as one offline page: HTML or SVG for an AnalysisReport, HTML for benchmarks.
 
-    The page is a single self-contained document with no script at all (its
-    Content-Security-Policy is ``default-src 'none'; style-src
-    'unsafe-inline'; base-uri 'none'; form-action 'none'``) and an inline
-    style. It shows the title and a verdict ("Single workload measurement",
-    "Output check passed" or "Output check failed — gains withheld", with the
-    changed context keys of a comparison), the terminal summary of each
-    report and its exact values, methods and diagnostics, for comparisons
-    the measured changes (ms for seconds, MiB for bytes, "Unavailable" when
-    withheld), the descriptive latency change and the changed context, then
-    the operator profile when one was supplied and the execution context.
-    Every caller-supplied text is HTML-escaped. The output is deterministic
-    and the report is neither modified nor remeasured.
+    An AnalysisReport (from ``crawl_module``) becomes a self-contained HTML page
+    (one file, no network request, a Content-Security-Policy that allows only
+    its one fixed script by hash, every number readable with JavaScript off):
+    summary cards; five metric views (module FLOPs, MACs, DMAs, attributed
+    parameters and parameter bytes) switched by CSS radio buttons, each with a
+    module cost map (rows are depth, widths are recorded contributions,
+    repeated calls share a tile, partial tiles hatched, unknown values never
+    drawn as zero but listed on a rail), ranked call evidence and an
+    inspector; operator FLOPs per module call (self and inclusive); and an
+    appendix with every exact value, the module hierarchy, diagnostics,
+    evidence-linked suggestions and the context. ``format="svg"`` draws the
+    ``metric`` view as one static SVG with the same geometry. With
+    ``before=``, the page compares: before and after bars on one scale, a
+    diverging colour for the change, removed modules on the rail, and
+    execution deltas withheld (with reasons) when the inputs or the recorded
+    context differ; storage totals are still compared.
 
-    AnalysisReports (from ``crawl_module``, with ``layers``) are not rendered
-    yet: they raise ``NotImplementedError``. ``metric`` only applies to them;
-    it is still validated.
+    A BenchmarkReport or BenchmarkComparison becomes a page with no script at
+    all: the verdict, the measured values and, for comparisons, the measured
+    changes, the operator profile when supplied and the execution context.
+
+    The output is deterministic and the report is neither modified nor
+    remeasured; every caller text is escaped.
 
     Args:
-        report: a BenchmarkReport or a BenchmarkComparison (a dict).
-        format: "html" (default); "svg" is refused for benchmark reports.
-        before: must be None for benchmark reports (default None).
+        report: an AnalysisReport, a BenchmarkReport or a BenchmarkComparison
+            (a dict).
+        format: "html" (default) or "svg" (AnalysisReports only).
+        before: the earlier AnalysisReport of a comparison, or None (default).
         title: the page title, a str (default "TorchScan analysis").
-        metric: one of module_flops (default), macs, dmas, parameters,
-            parameter_bytes.
+        metric: the view shown first (HTML) or drawn (SVG): module_flops
+            (default), macs, dmas, parameters or parameter_bytes.
 
     Returns:
-        the HTML page, a str.
+        the page, a str.
 
     Raises:
         ValueError: ``format`` is not "html" or "svg", or is "svg" for a
             benchmark report; ``title`` is not a str; ``metric`` is not one of
-            module_flops, macs, dmas, parameters, parameter_bytes; ``before``
-            is given with a benchmark report; the report is not JSON data
-            (non-str keys, NaN/infinity, cycles, invalid text), holds text
-            an HTML page cannot (control characters other than tab, CR and
-            LF; noncharacters such as U+FFFE), also in ``title``, has a
-            ``schema_version`` other than 1, is not a valid BenchmarkReport,
-            or is a comparison whose deltas, latency change or context changes
-            do not match its own before and after reports.
-        NotImplementedError: ``report`` is an AnalysisReport.
+            the five views (``operator_flops`` is a section of the page, not a
+            view); ``before`` is not an AnalysisReport or is given with a
+            benchmark report; a report is not JSON data (non-str keys,
+            NaN/infinity, cycles, integers past 2^63, invalid text), holds
+            text a page cannot (control characters other than tab, CR and LF;
+            noncharacters such as U+FFFE), also in ``title``, or breaks a rule
+            of the report schema (the message names where: a status
+            invariant, a duplicate ``(path, call_index)``, an ownership
+            pointer, a negative cost, ...); ``compare_reports`` refuses the
+            pair (for example "incompatible method"); or a benchmark
+            comparison's stored deltas do not match its own reports.
     """
     if not isinstance(format, str) or format not in _FORMATS:
         raise ValueError(f"format must be 'html' or 'svg', got {format!r}.")
@@ -77,14 +87,11 @@ def render_report(
     if not isinstance(report, Mapping):
         raise ValueError(f"report must be a report dict, got {type(report).__name__}.")
     if "layers" in report:
-        raise NotImplementedError(
-            "render_report does not render analysis reports yet; it renders "
-            "BenchmarkReports (measure_latency, measure_workload) and "
-            "BenchmarkComparisons (compare_benchmarks). Use summary() for an "
-            "AnalysisReport."
-        )
+        if before is not None and not isinstance(before, Mapping):
+            raise ValueError(f"before must be an AnalysisReport dict or None, got {type(before).__name__}.")
+        return _engine.render_analysis(report, before, title, metric, format)  # type: ignore[no-any-return]
     if not _is_benchmark(report):
-        raise ValueError("report is neither a BenchmarkReport nor a BenchmarkComparison.")
+        raise ValueError("report is neither an AnalysisReport, a BenchmarkReport nor a BenchmarkComparison.")
     if format != "html":
         raise ValueError("Benchmark reports render as HTML only; use format='html'.")
     if before is not None:

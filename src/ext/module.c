@@ -44,6 +44,11 @@ static PyMethodDef engine_methods[] = {
      tsx_engine_render_benchmark_html,
      METH_VARARGS,
      "render_benchmark_html(report, title) -> HTML page (validated in C)."},
+    {"render_analysis",
+     tsx_engine_render_analysis,
+     METH_VARARGS,
+     "render_analysis(report, before, title, metric, format) -> the HTML "
+     "page or SVG of an AnalysisReport (validated in C)."},
     {"time_workload",
      (PyCFunction)(void (*)(void))tsx_time_workload,
      METH_VARARGS | METH_KEYWORDS,

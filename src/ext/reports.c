@@ -169,37 +169,85 @@ tsx_engine_describe_call(PyObject *module, PyObject *args)
     return result;
 }
 
+/* The UTF-8 text of a page title; NULL with ValueError for text that is
+ * not valid (lone surrogates) or holds NUL. */
+static const char *
+title_text(PyObject *title)
+{
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(title, &len);
+    if (text == NULL || strlen(text) != (size_t)len) {
+        PyErr_Clear();
+        tsx_fail(PyExc_ValueError, "title holds invalid text");
+        return NULL;
+    }
+    return text;
+}
+
+/* A report's JSON form; invalid text reads as ValueError naming `what`. */
+static json_t *
+report_json(PyObject *report, const char *what)
+{
+    json_t *j = tsx_to_json(report, what);
+    if (j == NULL && PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+        PyErr_Clear();
+        tsx_fail(PyExc_ValueError, "%s holds invalid text", what);
+    }
+    return j;
+}
+
 /* render_benchmark_html(report, title) -> the benchmark HTML page. */
 PyObject *
 tsx_engine_render_benchmark_html(PyObject *module, PyObject *args)
 {
     PyObject *report, *title, *result = NULL;
-    const char *title_text;
-    Py_ssize_t title_len;
-    json_t *j;
-    char *html;
+    const char *text;
+    json_t *j = NULL;
+    char *html = NULL;
     ts_error err;
-    if (!PyArg_ParseTuple(args, "OU:render_benchmark_html", &report, &title)) {
-        return NULL;
-    }
-    title_text = PyUnicode_AsUTF8AndSize(title, &title_len);
-    if (title_text == NULL || strlen(title_text) != (size_t)title_len) {
-        PyErr_Clear();
-        tsx_fail(PyExc_ValueError, "title holds invalid text");
-        return NULL;
-    }
-    j = tsx_to_json(report, "report");
-    if (j == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
-            PyErr_Clear();
-            tsx_fail(PyExc_ValueError, "report holds invalid text");
-        }
+    if (!PyArg_ParseTuple(args, "OU:render_benchmark_html", &report, &title)
+        || (text = title_text(title)) == NULL
+        || (j = report_json(report, "report")) == NULL) {
         return NULL;
     }
     ts_error_clear(&err);
-    html = ts_render_benchmark_html(j, title_text, &err);
+    html = ts_render_benchmark_html(j, text, &err);
     json_decref(j);
     result = html != NULL ? PyUnicode_FromString(html) : tsx_raise(&err);
     free(html);
+    return result;
+}
+
+/* render_analysis(report, before, title, metric, format) -> the HTML page
+ * or SVG of an AnalysisReport; before is None or the earlier report. */
+PyObject *
+tsx_engine_render_analysis(PyObject *module, PyObject *args)
+{
+    PyObject *report, *before, *title, *result = NULL;
+    const char *text, *metric, *format;
+    json_t *jr = NULL, *jb = NULL;
+    char *page = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(args,
+                          "OOUss:render_analysis",
+                          &report,
+                          &before,
+                          &title,
+                          &metric,
+                          &format)
+        || (text = title_text(title)) == NULL
+        || (jr = report_json(report, "report")) == NULL) {
+        return NULL;
+    }
+    if (before != Py_None && (jb = report_json(before, "before")) == NULL) {
+        goto done;
+    }
+    ts_error_clear(&err);
+    page = ts_render_analysis(jr, jb, text, metric, format, &err);
+    result = page != NULL ? PyUnicode_FromString(page) : tsx_raise(&err);
+done:
+    json_decref(jr);
+    json_decref(jb);
+    free(page);
     return result;
 }

@@ -13,5 +13,6 @@ PyObject *tsx_engine_format_summary(PyObject *module,
 PyObject *tsx_engine_incomplete(PyObject *module, PyObject *report);
 PyObject *tsx_engine_describe_call(PyObject *module, PyObject *args);
 PyObject *tsx_engine_render_benchmark_html(PyObject *module, PyObject *args);
+PyObject *tsx_engine_render_analysis(PyObject *module, PyObject *args);
 
 #endif

@@ -1,0 +1,1236 @@
+/* The HTML page of an AnalysisReport (contract 4.1): emits the page model
+ * of render_model.c. Every number is in the HTML, so the page reads with
+ * JavaScript off; the one fixed script (render_script.js) only adds map
+ * selection, keyboard moves, collapse/zoom/parent/reset, the inspector and
+ * the path search. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_analysis.h"
+#include "render_map.h"
+#include "render_script.h"
+#include "render_style.h"
+#include "render_text.h"
+#include "torchscan/json_text.h"
+
+static const char *
+text_of(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s != NULL ? s : "";
+}
+
+static const char *
+path_label(const char *path)
+{
+    return path[0] != '\0' ? path : "(model)";
+}
+
+/* ---- header and cards --------------------------------------------------- */
+
+/* "(1, 3, 32, 32) torch.float32" for each tensor of a metadata tree. */
+static void
+shapes(ts_text_buf *b, const json_t *meta, int depth)
+{
+    const char *kind = text_of(meta, "kind");
+    if (depth > 8) {
+        return;
+    }
+    if (strcmp(kind, "tensor") == 0) {
+        const json_t *dims = json_object_get(meta, "shape");
+        rt_raw(b, "(");
+        for (size_t i = 0; i < json_array_size(dims); i++) {
+            rt_printf(b,
+                      i > 0 ? ", %lld" : "%lld",
+                      (long long)json_integer_value(json_array_get(dims, i)));
+        }
+        rt_raw(b, ") ");
+        rt_esc(b, text_of(meta, "dtype"));
+        return;
+    }
+    if (json_is_array(json_object_get(meta, "args"))) {
+        const json_t *args = json_object_get(meta, "args");
+        const char *key;
+        const json_t *value;
+        size_t shown = 0;
+        for (size_t i = 0; i < json_array_size(args); i++, shown++) {
+            rt_raw(b, shown > 0 ? "; " : "");
+            shapes(b, json_array_get(args, i), depth + 1);
+        }
+        json_object_foreach(
+            (json_t *)json_object_get(meta, "kwargs"), key, value)
+        {
+            rt_raw(b, shown++ > 0 ? "; " : "");
+            rt_esc(b, key);
+            rt_raw(b, "=");
+            shapes(b, value, depth + 1);
+        }
+        if (shown == 0) {
+            rt_raw(b, "none");
+        }
+        return;
+    }
+    rt_esc(b, kind[0] != '\0' ? kind : "value");
+}
+
+static void
+string_list(ts_text_buf *b, const json_t *list)
+{
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        rt_raw(b, i > 0 ? ", " : "");
+        rt_esc(b, json_string_value(json_array_get(list, i)));
+    }
+    if (json_array_size(list) == 0) {
+        rt_raw(b, "none recorded");
+    }
+}
+
+static void
+header(ts_text_buf *b, const rp_page *page, const char *title)
+{
+    const json_t *context = json_object_get(page->report, "context");
+    rt_raw(b,
+           "<a class=\"skip\" href=\"#main\">Skip to the report</a>\n"
+           "<header>\n<fieldset class=\"theme\"><legend>Theme</legend>"
+           "<input type=\"radio\" name=\"theme\" id=\"theme-auto\" checked>"
+           "<label for=\"theme-auto\">auto</label> "
+           "<input type=\"radio\" name=\"theme\" id=\"theme-light\">"
+           "<label for=\"theme-light\">light</label> "
+           "<input type=\"radio\" name=\"theme\" id=\"theme-dark\">"
+           "<label for=\"theme-dark\">dark</label></fieldset>\n"
+           "<p class=\"brand\">TorchScan · schema 1 · offline report</p>\n"
+           "<h1>");
+    rt_esc(b, title);
+    rt_raw(b, "</h1>\n<p class=\"model\">");
+    rt_esc(b, text_of(context, "model_type"));
+    rt_raw(b, "</p>\n<p class=\"muted\">Inputs: ");
+    shapes(b, json_object_get(page->report, "inputs"), 0);
+    rt_raw(b, " · devices: ");
+    string_list(b, json_object_get(context, "devices"));
+    rt_raw(b, " · dtypes: ");
+    string_list(b, json_object_get(context, "dtypes"));
+    rt_raw(b, "</p>\n</header>\n");
+}
+
+static void
+badge(ts_text_buf *b, const json_t *metric)
+{
+    const char *status = text_of(metric, "status");
+    rt_raw(b, "<span class=\"badge s-");
+    rt_esc(b, status);
+    rt_raw(b, "\">");
+    rt_esc(b, status);
+    rt_raw(b, "</span>");
+}
+
+static void
+card(ts_text_buf *b, const char *heading, const json_t *metric)
+{
+    rp_sum value = rp_sum_of_metric(metric);
+    rt_raw(b, "<div class=\"card\"><h2>");
+    rt_raw(b, heading);
+    rt_raw(b, "</h2><p class=\"big\">");
+    if (value.status == TS_COMPLETE || value.status == TS_PARTIAL) {
+        rt_raw(b, value.status == TS_PARTIAL ? "≥ " : "");
+        rt_compact(b, rp_sum_double(&value));
+        rt_raw(b, " ");
+        rt_esc(b, text_of(metric, "unit"));
+    }
+    else {
+        rt_raw(b, "unknown");
+    }
+    rt_raw(b, "</p><p>");
+    badge(b, metric);
+    rt_raw(b, " ");
+    rt_esc(b, text_of(metric, "method"));
+    rt_raw(b, "</p></div>\n");
+}
+
+static void
+cards(ts_text_buf *b, const rp_page *page)
+{
+    const json_t *totals = json_object_get(page->report, "totals");
+    rt_raw(b, "<section class=\"cards\" aria-label=\"Summary\">\n");
+    card(b, "Module formulas", json_object_get(totals, "module_flops"));
+    card(b, "Unique parameters", json_object_get(totals, "parameters"));
+    card(b, "Operator dispatch", json_object_get(totals, "operator_flops"));
+    rt_raw(b, "</section>\n");
+}
+
+/* ---- one metric view ---------------------------------------------------- */
+
+static void
+group_key(ts_text_buf *b, const rp_group *g)
+{
+    if (g->unscaled) {
+        rt_raw(b, "no_recorded_measurement · structural · unscaled");
+        return;
+    }
+    rt_esc(b, g->method);
+    rt_raw(b, " · ");
+    rt_esc(b, g->unit);
+    rt_raw(b, " · ");
+    rt_esc(b, g->scope);
+}
+
+static void
+call_link(ts_text_buf *b, const rp_page *page, int side, size_t row)
+{
+    const json_t *layer = json_array_get(page->layers[side], row);
+    rt_printf(b, "<a href=\"#%scall-%zu\">", side == 1 ? "before-" : "", row);
+    rt_esc(b, path_label(text_of(layer, "path")));
+    rt_printf(
+        b,
+        "</a> call #%lld",
+        (long long)json_integer_value(json_object_get(layer, "call_index")));
+}
+
+static void
+node_link(ts_text_buf *b, const rp_page *page, size_t n)
+{
+    const rp_node *node = &page->nodes[n];
+    if (node->ncalls[0] > 0) {
+        rt_printf(b, "<a href=\"#call-%zu\">", node->calls[0][0]);
+    }
+    else if (node->ncalls[1] > 0) {
+        rt_printf(b, "<a href=\"#before-call-%zu\">", node->calls[1][0]);
+    }
+    else {
+        rt_printf(b, "<a href=\"#tree-%zu\">", n);
+    }
+    rt_esc(b, path_label(node->path));
+    rt_raw(b, "</a>");
+}
+
+static void
+rail(ts_text_buf *b, const rp_page *page, const rp_view *view, size_t gi)
+{
+    static const char *const headings[] = {
+        "Unknown (unscaled)", "Complete zero", "Small (under 2.5 % width)"};
+    const rp_group *g = &view->groups[gi];
+    size_t removed = 0;
+    for (size_t n = 0; n < page->nnodes; n++) {
+        removed += rm_removed(page, g, n) ? 1 : 0;
+    }
+    if (g->unscaled) {
+        return;
+    }
+    rt_printf(b,
+              "<div class=\"rail\" id=\"rail-%s-%s\"><h4>Not sized by cost"
+              "</h4>",
+              view->name,
+              g->id);
+    for (int kind = 0; kind < 3; kind++) {
+        size_t shown = 0;
+        rt_raw(b, "<p>");
+        rt_raw(b, headings[kind]);
+        rt_printf(b, " (%zu)</p>", g->nrail[kind]);
+        if (g->nrail[kind] == 0) {
+            continue;
+        }
+        rt_raw(b, "<ul>");
+        for (size_t n = 0; n < page->nnodes && shown < RP_RAIL_LIMIT; n++) {
+            if (rm_rail_kind(g, n) != kind) {
+                continue;
+            }
+            shown++;
+            rt_raw(b, "<li>");
+            node_link(b, page, n);
+            rt_raw(b, " · ");
+            rt_status_text(b, &g->own[0][n], g->unit);
+            rt_raw(b, "</li>");
+        }
+        if (g->nrail[kind] > shown) {
+            rt_printf(b,
+                      "<li>and %zu more (every call is in the module-call "
+                      "details)</li>",
+                      g->nrail[kind] - shown);
+        }
+        rt_raw(b, "</ul>");
+    }
+    if (removed > 0) {
+        size_t shown = 0;
+        rt_printf(b, "<p>Removed modules (%zu)</p><ul>", removed);
+        for (size_t n = 0; n < page->nnodes && shown < RP_RAIL_LIMIT; n++) {
+            if (rm_removed(page, g, n)) {
+                shown++;
+                rt_raw(b, "<li>");
+                node_link(b, page, n);
+                rt_raw(b, " · before: ");
+                rt_status_text(b, &g->sub[1][n], g->unit);
+                rt_raw(b, "</li>");
+            }
+        }
+        if (removed > shown) {
+            rt_printf(b, "<li>and %zu more</li>", removed - shown);
+        }
+        rt_raw(b, "</ul>");
+    }
+    rt_raw(b, "</div>\n");
+}
+
+static void
+map(ts_text_buf *b, const rp_page *page, int v, size_t gi)
+{
+    const rp_view *view = &page->views[v];
+    const rp_group *g = &view->groups[gi];
+    double height = rm_height(g);
+    rt_printf(b,
+              "<figure class=\"cost-map\" id=\"map-%s-%s\" data-key=\"",
+              view->name,
+              g->id);
+    group_key(b, g);
+    rt_raw(b, "\"><figcaption>Module cost map · ");
+    group_key(b, g);
+    rt_printf(b,
+              " · %zu tile%s%s</figcaption>\n",
+              g->tiles,
+              g->tiles == 1 ? "" : "s",
+              page->before != NULL ? " · before (upper bar) and after "
+                                     "(lower bar) on one scale"
+                                   : "");
+    rt_raw(b,
+           "<div class=\"toolbar\" role=\"toolbar\" aria-label=\"Map "
+           "controls\"><button type=\"button\" data-act=\"collapse\" "
+           "disabled>Collapse</button><button type=\"button\" "
+           "data-act=\"zoom\" disabled>Zoom</button><button type=\"button\" "
+           "data-act=\"parent\" disabled>Parent</button><button "
+           "type=\"button\" data-act=\"reset\" disabled>Reset</button>"
+           "</div>\n");
+    rt_printf(b,
+              "<svg viewBox=\"0 0 %.0f %.2f\" role=\"group\" "
+              "aria-label=\"Module cost map, %s\">\n",
+              RP_MAP_WIDTH,
+              height > 0 ? height : RP_ROW_HEIGHT,
+              view->label);
+    rm_tiles(b, page, v, gi, RM_HTML, 0.0);
+    rt_raw(b, "</svg>\n</figure>\n");
+    rail(b, page, view, gi);
+}
+
+static void
+covered_list(ts_text_buf *b, const rp_page *page, const rp_view *view)
+{
+    size_t shown = 0;
+    if (view->ncovered == 0) {
+        return;
+    }
+    rt_printf(b,
+              "<details class=\"covered\"><summary>Covered by inclusive "
+              "estimates (%zu)</summary><ul>",
+              view->ncovered);
+    for (size_t n = 0; n < page->nnodes && shown < 500; n++) {
+        const rp_cover *c = &view->cover[n];
+        size_t owner;
+        if (c->path == NULL) {
+            continue;
+        }
+        shown++;
+        owner = rp_node_find(page, c->path);
+        rt_raw(b, "<li>");
+        node_link(b, page, n);
+        rt_raw(b, " · covered · included in ");
+        if (owner != RP_NONE) {
+            node_link(b, page, owner);
+        }
+        rt_printf(b,
+                  " · call #%lld inclusive estimate</li>",
+                  (long long)c->call_index);
+    }
+    if (view->ncovered > shown) {
+        rt_printf(b, "<li>and %zu more</li>", view->ncovered - shown);
+    }
+    rt_raw(b, "</ul></details>\n");
+}
+
+typedef struct ranked_row {
+    size_t row;
+    double value;
+} ranked_row;
+
+static int
+by_value(const void *a, const void *b)
+{
+    const ranked_row *x = a, *y = b;
+    if (x->value != y->value) {
+        return x->value < y->value ? 1 : -1;
+    }
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/* True when a row's value for view v falls in group g. */
+static bool
+in_group(const json_t *metric, const rp_group *g)
+{
+    if (metric == NULL) {
+        return strcmp(g->method, "first_use_attribution") == 0;
+    }
+    return strcmp(text_of(metric, "method"), g->method) == 0
+           && strcmp(text_of(metric, "unit"), g->unit) == 0
+           && strcmp(text_of(metric, "scope"), g->scope) == 0;
+}
+
+static void
+ranked(ts_text_buf *b, const rp_page *page, int v)
+{
+    const rp_view *view = &page->views[v];
+    const json_t *layers = page->layers[0];
+    size_t nrows = json_array_size(layers), unranked = 0, shown = 0;
+    ranked_row *rows = calloc(nrows + 1, sizeof *rows);
+    const json_t *total;
+    if (rows == NULL) {
+        b->failed = true;
+        return;
+    }
+    rt_raw(b,
+           "<details class=\"ranked\"><summary>Ranked call evidence and "
+           "exact values</summary>\n");
+    for (size_t gi = 0; gi < view->ngroups; gi++) {
+        const rp_group *g = &view->groups[gi];
+        size_t count = 0;
+        if (g->unscaled) {
+            continue;
+        }
+        for (size_t i = 0; i < nrows; i++) {
+            const json_t *metric;
+            rp_sum value = rp_row_value(json_array_get(layers, i), v, &metric);
+            if (value.status == TS_COMPLETE && in_group(metric, g)) {
+                rows[count].row = i;
+                rows[count++].value = rp_sum_double(&value);
+            }
+        }
+        qsort(rows, count, sizeof *rows, by_value);
+        rt_raw(b, "<h3>");
+        group_key(b, g);
+        rt_raw(b, "</h3><ol class=\"ranked\">");
+        for (size_t k = 0; k < count && k < RP_RANKED_LIMIT; k++) {
+            const json_t *metric;
+            rp_sum value =
+                rp_row_value(json_array_get(layers, rows[k].row), v, &metric);
+            rt_raw(b, "<li>");
+            call_link(b, page, 0, rows[k].row);
+            rt_printf(b,
+                      " <progress value=\"%.17g\" max=\"%.17g\" "
+                      "aria-label=\"share of the largest call\"></progress> ",
+                      rows[k].value,
+                      rows[0].value > 0 ? rows[0].value : 1.0);
+            rt_status_text(b, &value, g->unit);
+            rt_raw(b, "</li>");
+        }
+        rt_raw(b, "</ol>\n");
+    }
+    for (size_t i = 0; i < nrows; i++) {
+        const json_t *metric, *layer = json_array_get(layers, i);
+        rp_sum value = rp_row_value(layer, v, &metric);
+        unranked +=
+            value.status != TS_COMPLETE
+                    && json_object_get(json_object_get(layer, "metric_owners"),
+                                       view->name)
+                           == NULL
+                ? 1
+                : 0;
+    }
+    rt_printf(b,
+              "<h3>Unranked incomplete or absent measurements (%zu)</h3>"
+              "<ul class=\"unranked\">",
+              unranked);
+    for (size_t i = 0; i < nrows && shown < 100; i++) {
+        const json_t *metric, *layer = json_array_get(layers, i);
+        rp_sum value = rp_row_value(layer, v, &metric);
+        if (value.status == TS_COMPLETE
+            || json_object_get(json_object_get(layer, "metric_owners"),
+                               view->name)
+                   != NULL) {
+            continue;
+        }
+        shown++;
+        rt_raw(b, "<li>");
+        call_link(b, page, 0, i);
+        rt_raw(b, " · ");
+        if (value.status == RP_ABSENT) {
+            rt_raw(b,
+                   page->structure ? "unavailable · unknown (not_requested)"
+                                   : "unavailable · unknown (not_recorded)");
+        }
+        else {
+            rt_metric_text(b, metric);
+        }
+        rt_raw(b, "</li>");
+    }
+    if (unranked > shown) {
+        rt_printf(b,
+                  "<li>and %zu more (every call is in the module-call "
+                  "details)</li>",
+                  unranked - shown);
+    }
+    rt_raw(b, "</ul>\n<p>Authoritative model total: ");
+    total =
+        json_object_get(json_object_get(page->report, "totals"), view->name);
+    if (total != NULL) {
+        rt_metric_text(b, total);
+        rt_raw(b, " (");
+        rt_esc(b, text_of(total, "method"));
+        rt_raw(b, ", ");
+        rt_esc(b, text_of(total, "scope"));
+        rt_raw(b, ")");
+    }
+    else {
+        rt_raw(b, "not recorded");
+    }
+    rt_raw(b, "</p>\n</details>\n");
+    free(rows);
+}
+
+static void
+inspector(ts_text_buf *b, const rp_page *page, int v)
+{
+    const rp_view *view = &page->views[v];
+    const rp_node *root = &page->nodes[0];
+    rt_printf(b,
+              "<aside class=\"inspector\" aria-labelledby=\"insp-%s\">"
+              "<h3 id=\"insp-%s\">Inspector</h3><div "
+              "class=\"inspector-body\" aria-live=\"polite\">"
+              "<p>(model) · ",
+              view->name,
+              view->name);
+    rt_esc(b, root->type[0] != '\0' ? root->type : "model");
+    rt_raw(b, "</p>");
+    for (size_t gi = 0; gi < view->ngroups; gi++) {
+        rt_raw(b, "<p>");
+        group_key(b, &view->groups[gi]);
+        rt_raw(b, ": ");
+        rm_subtotal_text(b, &view->groups[gi], 0, 0);
+        rt_raw(b, "</p>");
+    }
+    rt_raw(b,
+           "<p class=\"note\">Select a tile to inspect a module. Every "
+           "call's exact values are in the <a href=\"#call-details\">module"
+           "-call details</a>.</p></div></aside>\n");
+}
+
+static void
+panel(ts_text_buf *b, const rp_page *page, int v)
+{
+    const rp_view *view = &page->views[v];
+    rt_printf(b,
+              "<section class=\"metric-panel\" id=\"panel-%s\" "
+              "data-view=\"%s\" aria-labelledby=\"h-%s\">\n<h2 "
+              "id=\"h-%s\">%s</h2>\n<div class=\"panel-body\"><div "
+              "class=\"maps\">\n",
+              view->name,
+              view->name,
+              view->name,
+              view->name,
+              view->label);
+    if (v >= 3 && page->before != NULL) {
+        rt_raw(b,
+               "<p class=\"note\">Per-module parameter deltas are withheld: "
+               "attribution follows call order, so a module's share can "
+               "move without a change to it. The totals are compared in "
+               "the appendix.</p>\n");
+    }
+    for (size_t gi = 0; gi < view->ngroups; gi++) {
+        map(b, page, v, gi);
+    }
+    if (view->ngroups == 0) {
+        rt_raw(b, "<p>No module call recorded this measurement.</p>\n");
+    }
+    covered_list(b, page, view);
+    ranked(b, page, v);
+    rt_raw(b, "</div>\n");
+    inspector(b, page, v);
+    rt_raw(b, "</div>\n</section>\n");
+}
+
+static void
+views(ts_text_buf *b, const rp_page *page, int selected)
+{
+    rt_raw(b,
+           "<p class=\"search\" hidden><label for=\"module-search\">Find a "
+           "module path</label> <input type=\"search\" id=\"module-search\" "
+           "autocomplete=\"off\"> <span id=\"module-search-count\" "
+           "aria-live=\"polite\"></span></p>\n"
+           "<fieldset class=\"views\"><legend>Metric view</legend>\n");
+    for (int v = 0; v < RP_VIEWS; v++) {
+        rt_printf(b,
+                  "<input type=\"radio\" name=\"view\" id=\"view-%s\"%s>"
+                  "<label for=\"view-%s\">%s</label>\n",
+                  page->views[v].name,
+                  v == selected ? " checked" : "",
+                  page->views[v].name,
+                  page->views[v].label);
+    }
+    for (int v = 0; v < RP_VIEWS; v++) {
+        panel(b, page, v);
+    }
+    rt_raw(b, "</fieldset>\n");
+}
+
+/* ---- operator FLOPs per module call (beyond the reference) -------------- */
+
+static void
+operator_layers(ts_text_buf *b, const rp_page *page)
+{
+    const json_t *layers = page->layers[0];
+    const json_t *total = json_object_get(
+        json_object_get(page->report, "totals"), "operator_flops");
+    rt_raw(b,
+           "<section id=\"operator-layers\"><h2>Operator FLOPs per module "
+           "call</h2>\n<p>Observed through PyTorch's dispatcher, joined to "
+           "module calls by (path, call_index). Self counts the operators a "
+           "call ran outside its children; inclusive adds its children's "
+           "calls. Self values add up to the model total: ");
+    rt_metric_text(b, total);
+    rt_raw(b,
+           ". Inclusive values overlap and must not be summed.</p>\n"
+           "<details><summary>Per-call table</summary><table><thead><tr>"
+           "<th>Module call</th><th>Self</th><th>Inclusive</th></tr>"
+           "</thead><tbody>\n");
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+        rt_raw(b, "<tr><td>");
+        call_link(b, page, 0, i);
+        rt_raw(b, "</td><td>");
+        rt_status_text(b, &page->op_self[i], "FLOPs");
+        rt_raw(b, "</td><td>");
+        rt_status_text(b, &page->op_incl[i], "FLOPs");
+        rt_raw(b, "</td></tr>\n");
+    }
+    rt_raw(b, "</tbody></table></details></section>\n");
+}
+
+/* ---- appendix ----------------------------------------------------------- */
+
+static void
+how_to_read(ts_text_buf *b)
+{
+    rt_raw(b,
+           "<section id=\"how-to-read\"><h3>How to read this report</h3>"
+           "<ul><li>The map shows the module hierarchy, not a computational "
+           "graph: a tile's width is what its calls recorded, and a parent's "
+           "width is the subtotal of its own record and its children.</li>"
+           "<li>FLOPs do not establish latency; measure it with "
+           "measure_latency.</li><li>Static parameter and buffer bytes are "
+           "not measured peak memory; measure it with measure_peak_memory."
+           "</li><li>Module formulas and operator FLOPs are two methods; "
+           "never add or average them.</li></ul>\n<dl><dt>complete</dt><dd>"
+           "the value is exact for its method and scope.</dd><dt>partial"
+           "</dt><dd>only a lower bound is known (hatched tiles; shown with "
+           "≥).</dd><dt>unavailable</dt><dd>no number is known; it is never "
+           "drawn as zero and is listed on the rail.</dd></dl></section>\n");
+}
+
+static void
+totals_table(ts_text_buf *b, const rp_page *page)
+{
+    const char *name;
+    json_t *metric;
+    rt_raw(b,
+           "<section id=\"totals\"><h3>Authoritative model totals</h3>"
+           "<table><thead><tr><th>Metric</th><th>Measurement</th><th>Method "
+           "and scope</th></tr></thead><tbody>\n");
+    json_object_foreach(json_object_get(page->report, "totals"), name, metric)
+    {
+        rt_raw(b, "<tr><td>");
+        rt_esc(b, name);
+        rt_raw(b, "</td><td>");
+        rt_metric_text(b, metric);
+        rt_raw(b, "</td><td>");
+        rt_esc(b, text_of(metric, "method"));
+        rt_raw(b, " · ");
+        rt_esc(b, text_of(metric, "scope"));
+        rt_raw(b, "</td></tr>\n");
+    }
+    rt_raw(b, "</tbody></table></section>\n");
+}
+
+static void
+hierarchy(ts_text_buf *b, const rp_page *page)
+{
+    /* iterative pre-order walk: nested <details> for nodes with children */
+    size_t n = 0;
+    rt_raw(b,
+           "<section id=\"hierarchy\" class=\"tree\"><h3>Clickable module "
+           "hierarchy</h3>\n<ul>");
+    while (n != RP_NONE) {
+        const rp_node *node = &page->nodes[n];
+        rt_printf(b, "<li id=\"tree-%zu\">", n);
+        if (node->first_child != RP_NONE) {
+            rt_raw(b, "<details><summary>");
+        }
+        node_link(b, page, n);
+        rt_raw(b, " · ");
+        rt_esc(b, node->type[0] != '\0' ? node->type : "unknown type");
+        if (node->ncalls[0] > 1) {
+            rt_printf(b, " · ×%zu calls", node->ncalls[0]);
+        }
+        if (node->first_child != RP_NONE) {
+            rt_raw(b, "</summary><ul>");
+            n = node->first_child;
+            continue;
+        }
+        rt_raw(b, "</li>");
+        while (n != RP_NONE && page->nodes[n].next_sibling == RP_NONE) {
+            n = page->nodes[n].parent;
+            if (n != RP_NONE) {
+                rt_raw(b, "</ul></details></li>");
+            }
+        }
+        if (n != RP_NONE) {
+            n = page->nodes[n].next_sibling;
+        }
+    }
+    rt_raw(b, "</ul></section>\n");
+}
+
+static const char *const compute_metrics[] = {
+    "module_flops", "macs", "dmas", "operator_flops"};
+
+static void
+path_diagnostics(ts_text_buf *b,
+                 const json_t *diagnostics,
+                 const char *path,
+                 const char *prefix)
+{
+    for (size_t i = 0; i < json_array_size(diagnostics); i++) {
+        const json_t *d = json_array_get(diagnostics, i);
+        if (strcmp(text_of(d, "path"), path) == 0) {
+            rt_printf(b,
+                      "<p class=\"diag\"><a href=\"#%sdiagnostic-%zu\">",
+                      prefix,
+                      i);
+            rt_esc(b, text_of(d, "code"));
+            rt_raw(b, "</a> ");
+            rt_esc(b, text_of(d, "message"));
+            rt_raw(b, "</p>");
+        }
+    }
+}
+
+static void
+call_details(ts_text_buf *b, const rp_page *page, int side)
+{
+    const json_t *report = side == 0 ? page->report : page->before;
+    const json_t *layers = page->layers[side];
+    const char *prefix = side == 0 ? "" : "before-";
+    rt_printf(
+        b,
+        "<section id=\"%scall-details\"><h3>%s</h3>\n",
+        prefix,
+        side == 0 ? "Module-call details" : "Before module-call details");
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+        const json_t *layer = json_array_get(layers, i);
+        const json_t *metrics = json_object_get(layer, "metrics");
+        const json_t *owners = json_object_get(layer, "metric_owners");
+        const json_t *params = json_object_get(layer, "parameters");
+        const json_t *buffers = json_object_get(layer, "buffers");
+        const char *name;
+        json_t *metric, *metadata;
+        rt_printf(b, "<details id=\"%scall-%zu\"><summary>", prefix, i);
+        rt_esc(b, path_label(text_of(layer, "path")));
+        rt_printf(b,
+                  " · call #%lld · ",
+                  (long long)json_integer_value(
+                      json_object_get(layer, "call_index")));
+        rt_esc(b, text_of(layer, "type"));
+        rt_raw(b, "</summary>\n<p>Input: ");
+        shapes(b, json_object_get(layer, "input"), 0);
+        rt_raw(b, " → output: ");
+        shapes(b, json_object_get(layer, "output"), 0);
+        rt_raw(b, "</p><pre>");
+        metadata = json_pack("{s:O?,s:O?}",
+                             "input",
+                             json_object_get(layer, "input"),
+                             "output",
+                             json_object_get(layer, "output"));
+        if (metadata == NULL) {
+            b->failed = true;
+        }
+        else {
+            rt_json_esc(b, metadata);
+            json_decref(metadata);
+        }
+        rt_raw(b, "</pre>\n<p>");
+        if (json_is_object(params)) {
+            rp_sum fresh = {TS_COMPLETE, false, 0, 0.0};
+            const json_t *m;
+            fresh = rp_row_value(layer, 3, &m);
+            if (rp_sum_double(&fresh) > 0) {
+                rt_grouped(b, &fresh);
+                rt_raw(b, " newly attributed parameters (");
+                fresh = rp_row_value(layer, 4, &m);
+                rt_grouped(b, &fresh);
+                rt_raw(b, " bytes)");
+            }
+            else {
+                rt_raw(b,
+                       json_is_true(json_object_get(params, "shared"))
+                           ? "Shared tensors · no new parameter attribution"
+                           : "No parameters attributed");
+            }
+        }
+        if (json_is_object(buffers)) {
+            rt_printf(b,
+                      " · buffers: %lld elements, %lld bytes%s",
+                      (long long)json_integer_value(
+                          json_object_get(buffers, "elements")),
+                      (long long)json_integer_value(
+                          json_object_get(buffers, "bytes")),
+                      json_is_true(json_object_get(buffers, "shared"))
+                          ? " (shared)"
+                          : "");
+        }
+        rt_raw(b,
+               "</p>\n<table><thead><tr><th>Metric</th><th>Measurement</th>"
+               "<th>Method · scope</th></tr></thead><tbody>");
+        json_object_foreach((json_t *)metrics, name, metric)
+        {
+            rt_raw(b, "<tr><td>");
+            rt_esc(b, name);
+            rt_raw(b, "</td><td>");
+            rt_metric_text(b, metric);
+            rt_raw(b, "</td><td>");
+            rt_esc(b, text_of(metric, "method"));
+            rt_raw(b, " · ");
+            rt_esc(b, text_of(metric, "scope"));
+            rt_raw(b, "</td></tr>");
+        }
+        for (size_t k = 0; k < 4; k++) {
+            const json_t *owner = json_object_get(owners, compute_metrics[k]);
+            if (json_object_get(metrics, compute_metrics[k]) != NULL) {
+                continue;
+            }
+            rt_raw(b, "<tr><td>");
+            rt_raw(b, compute_metrics[k]);
+            if (owner != NULL) {
+                rt_raw(b, "</td><td>covered · included in ");
+                rt_esc(b, path_label(text_of(owner, "path")));
+                rt_printf(b,
+                          " · call #%lld inclusive estimate</td><td>subtree"
+                          "</td></tr>",
+                          (long long)json_integer_value(
+                              json_object_get(owner, "call_index")));
+            }
+            else {
+                rt_raw(b, "</td><td>unavailable · unknown</td><td>");
+                rt_raw(b, page->structure ? "not_requested" : "not_recorded");
+                rt_raw(b, "</td></tr>");
+            }
+        }
+        rt_raw(b, "</tbody></table>");
+        path_diagnostics(b,
+                         json_object_get(report, "diagnostics"),
+                         text_of(layer, "path"),
+                         prefix);
+        rt_raw(b, "</details>\n");
+    }
+    rt_raw(b, "</section>\n");
+}
+
+static void
+operator_evidence(ts_text_buf *b, const rp_page *page)
+{
+    const json_t *flops = json_object_get(page->report, "operator_flops");
+    const char *name;
+    json_t *value;
+    rt_raw(b,
+           "<section id=\"operator-evidence\"><h3>Operator evidence</h3>"
+           "<p>Global count: ");
+    rt_metric_text(b,
+                   json_object_get(json_object_get(page->report, "totals"),
+                                   "operator_flops"));
+    rt_raw(b,
+           "</p><table><caption>By operator</caption><thead><tr><th>"
+           "Operator</th><th>Known FLOPs</th></tr></thead><tbody>");
+    json_object_foreach(json_object_get(flops, "by_operator"), name, value)
+    {
+        rp_sum s = {TS_COMPLETE, false, json_integer_value(value), 0.0};
+        rt_raw(b, "<tr><td>");
+        rt_esc(b, name);
+        rt_raw(b, "</td><td class=\"num\">");
+        rt_grouped(b, &s);
+        rt_raw(b, " known FLOPs</td></tr>");
+    }
+    rt_raw(b,
+           "</tbody></table>\n<table><caption>By upstream module label "
+           "(known inclusive FLOPs; the labels overlap, do not sum them)"
+           "</caption><thead><tr><th>Module</th><th>Known inclusive FLOPs"
+           "</th></tr></thead><tbody>");
+    json_object_foreach(json_object_get(flops, "by_module"), name, value)
+    {
+        rp_sum s = {TS_COMPLETE, false, json_integer_value(value), 0.0};
+        rt_raw(b, "<tr><td>");
+        rt_esc(b, path_label(name));
+        rt_raw(b, "</td><td class=\"num\">");
+        rt_grouped(b, &s);
+        rt_raw(b, "</td></tr>");
+    }
+    rt_raw(b,
+           "</tbody></table>\n<table><caption>Explicitly ignored operators"
+           "</caption><thead><tr><th>Operator</th><th>Calls</th><th>Reason"
+           "</th></tr></thead><tbody>");
+    json_object_foreach(
+        json_object_get(flops, "ignored_operators"), name, value)
+    {
+        rt_raw(b, "<tr><td>");
+        rt_esc(b, name);
+        rt_printf(
+            b,
+            "</td><td class=\"num\">%lld</td><td>",
+            (long long)json_integer_value(json_object_get(value, "calls")));
+        rt_esc(b, text_of(value, "reason"));
+        rt_raw(b, "</td></tr>");
+    }
+    rt_raw(b, "</tbody></table></section>\n");
+}
+
+static void
+diagnostics(ts_text_buf *b, const json_t *list, const char *prefix)
+{
+    rt_printf(b,
+              "<section id=\"%sdiagnostics\"><h3>%s (%zu)</h3><ul>",
+              prefix,
+              prefix[0] != '\0' ? "Before diagnostics" : "Diagnostics",
+              json_array_size(list));
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *d = json_array_get(list, i);
+        rt_printf(b, "<li id=\"%sdiagnostic-%zu\">", prefix, i);
+        rt_esc(b, text_of(d, "severity"));
+        rt_raw(b, " · ");
+        rt_esc(b, text_of(d, "code"));
+        if (json_object_get(d, "metric") != NULL) {
+            rt_raw(b, " [");
+            rt_esc(b, text_of(d, "metric"));
+            rt_raw(b, "]");
+        }
+        rt_raw(b, " ");
+        rt_esc(b, text_of(d, "message"));
+        if (json_object_get(d, "path") != NULL) {
+            rt_raw(b, " · path ");
+            rt_esc(b, path_label(text_of(d, "path")));
+        }
+        if (json_object_get(d, "operator") != NULL) {
+            rt_raw(b, " · operator ");
+            rt_esc(b, text_of(d, "operator"));
+        }
+        rt_raw(b, "</li>");
+    }
+    rt_raw(b, "</ul></section>\n");
+}
+
+static void
+suggestions(ts_text_buf *b, const rp_page *page)
+{
+    rt_raw(b,
+           "<section id=\"suggestions\"><h3>Evidence-linked optimization "
+           "suggestions</h3>");
+    if (json_array_size(page->suggestions) == 0) {
+        rt_raw(b, "<p>No complete measurement to base a suggestion on.</p>");
+    }
+    for (size_t i = 0; i < json_array_size(page->suggestions); i++) {
+        const json_t *s = json_array_get(page->suggestions, i);
+        rt_raw(b, "<div class=\"suggestion\"><p><a href=\"");
+        rt_esc(b, text_of(s, "href"));
+        rt_raw(b, "\">");
+        rt_esc(b, text_of(s, "fact"));
+        rt_raw(b, "</a></p><p>");
+        rt_esc(b, text_of(s, "experiment"));
+        rt_raw(b, "</p></div>\n");
+    }
+    rt_raw(b, "</section>\n");
+}
+
+static void
+layer_list(ts_text_buf *b, const char *heading, const json_t *list)
+{
+    rt_printf(b, "<h4>%s (%zu)</h4><ul>", heading, json_array_size(list));
+    for (size_t i = 0; i < json_array_size(list) && i < 500; i++) {
+        const json_t *layer = json_array_get(list, i);
+        const char *name;
+        json_t *diff;
+        rt_raw(b, "<li>");
+        rt_esc(b, path_label(text_of(layer, "path")));
+        rt_printf(b,
+                  " call #%lld",
+                  (long long)json_integer_value(
+                      json_object_get(layer, "call_index")));
+        if (strcmp(heading, "Changed calls") == 0) {
+            json_object_foreach(json_object_get(layer, "metrics"), name, diff)
+            {
+                rt_raw(b, " · ");
+                rt_esc(b, name);
+                rt_raw(b, ": ");
+                rt_delta_text(b, diff);
+            }
+        }
+        rt_raw(b, "</li>");
+    }
+    if (json_array_size(list) > 500) {
+        rt_printf(b, "<li>and %zu more</li>", json_array_size(list) - 500);
+    }
+    rt_raw(b, "</ul>");
+}
+
+static void
+context_table(ts_text_buf *b, const json_t *report, const char *heading)
+{
+    const char *name;
+    json_t *value;
+    rt_printf(b, "<table><caption>%s</caption><tbody>", heading);
+    json_object_foreach(json_object_get(report, "context"), name, value)
+    {
+        rt_raw(b, "<tr><th scope=\"row\">");
+        rt_esc(b, name);
+        rt_raw(b, "</th><td>");
+        if (json_is_string(value)) {
+            rt_esc(b, json_string_value(value));
+        }
+        else {
+            rt_json_esc(b, value);
+        }
+        rt_raw(b, "</td></tr>");
+    }
+    rt_raw(b, "</tbody></table>\n");
+}
+
+static void
+comparison(ts_text_buf *b, const rp_page *page)
+{
+    const json_t *cmp = page->comparison;
+    const json_t *layers = json_object_get(cmp, "layers");
+    const char *name;
+    json_t *diff;
+    rt_raw(b, "<section id=\"comparison\"><h3>Before / after</h3>");
+    if (json_array_size(page->withheld) > 0) {
+        rt_raw(b, "<p>Execution deltas are withheld: ");
+        string_list(b, page->withheld);
+        rt_raw(b,
+               " differ or are missing. Storage totals are still compared."
+               "</p>");
+    }
+    rt_raw(b,
+           "<table><thead><tr><th>Metric</th><th>Before</th><th>After</th>"
+           "<th>Delta</th></tr></thead><tbody>\n");
+    json_object_foreach(json_object_get(cmp, "totals"), name, diff)
+    {
+        const json_t *before = json_object_get(diff, "before");
+        const json_t *after = json_object_get(diff, "after");
+        rt_raw(b, "<tr><td>");
+        rt_esc(b, name);
+        rt_raw(b, "</td><td>");
+        if (json_is_object(before)) {
+            rt_metric_text(b, before);
+        }
+        else {
+            rt_raw(b, "not recorded");
+        }
+        rt_raw(b, "</td><td>");
+        if (json_is_object(after)) {
+            rt_metric_text(b, after);
+        }
+        else {
+            rt_raw(b, "not recorded");
+        }
+        rt_raw(b, "</td><td>");
+        rt_delta_text(b, diff);
+        rt_raw(b, "</td></tr>\n");
+    }
+    rt_raw(b, "</tbody></table>\n");
+    layer_list(b, "Added calls", json_object_get(layers, "added"));
+    layer_list(b, "Removed calls", json_object_get(layers, "removed"));
+    layer_list(b, "Changed calls", json_object_get(layers, "changed"));
+    context_table(b, page->before, "Before context");
+    context_table(b, page->report, "After context");
+    rt_raw(b, "</section>\n");
+}
+
+static void
+appendix(ts_text_buf *b, const rp_page *page)
+{
+    rt_raw(b,
+           "<details class=\"appendix\" id=\"appendix\"><summary>Measurement "
+           "interpretation and exact evidence</summary>\n");
+    how_to_read(b);
+    totals_table(b, page);
+    hierarchy(b, page);
+    call_details(b, page, 0);
+    if (page->before != NULL) {
+        call_details(b, page, 1);
+        diagnostics(
+            b, json_object_get(page->before, "diagnostics"), "before-");
+    }
+    operator_evidence(b, page);
+    diagnostics(b, json_object_get(page->report, "diagnostics"), "");
+    suggestions(b, page);
+    if (page->before != NULL) {
+        comparison(b, page);
+    }
+    rt_raw(b,
+           "<section id=\"context\"><h3>Input and measurement context"
+           "</h3>");
+    context_table(b, page->report, "Context");
+    rt_raw(b, "<pre>");
+    rt_json_esc(b, json_object_get(page->report, "inputs"));
+    rt_raw(b, "</pre></section>\n</details>\n");
+}
+
+/* ---- data island -------------------------------------------------------- */
+
+static json_t *
+indexed(const json_t *diagnostics)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list != NULL && i < json_array_size(diagnostics); i++) {
+        json_t *d = json_deep_copy(json_array_get(diagnostics, i));
+        if (d == NULL
+            || json_object_set_new(d, "index", json_integer((json_int_t)i))
+            || json_array_append_new(list, d)) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* maps: {nodes: [[path, parent|null, type, [calls], [before calls]]],
+ * views: {name: [{group, method, unit, scope, unscaled, tiles}]}} */
+static json_t *
+maps(const rp_page *page)
+{
+    json_t *nodes = json_array(), *views = json_object();
+    json_t *result = json_pack("{s:o,s:o}", "nodes", nodes, "views", views);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (size_t n = 0; n < page->nnodes; n++) {
+        const rp_node *node = &page->nodes[n];
+        json_t *calls[2] = {json_array(), json_array()};
+        json_t *item;
+        for (int side = 0; side < 2; side++) {
+            for (size_t k = 0; calls[side] != NULL && k < node->ncalls[side];
+                 k++) {
+                if (json_array_append_new(
+                        calls[side],
+                        json_integer((json_int_t)node->calls[side][k]))) {
+                    break;
+                }
+            }
+        }
+        item = json_pack("[s,o,s,o,o]",
+                         node->path,
+                         node->parent == RP_NONE
+                             ? json_null()
+                             : json_integer((json_int_t)node->parent),
+                         node->type,
+                         calls[0],
+                         calls[1]);
+        if (item == NULL || json_array_append_new(nodes, item)) {
+            json_decref(result);
+            return NULL;
+        }
+    }
+    for (int v = 0; v < RP_VIEWS; v++) {
+        const rp_view *view = &page->views[v];
+        json_t *groups = json_array();
+        if (groups == NULL
+            || json_object_set_new(views, view->name, groups) != 0) {
+            json_decref(result);
+            return NULL;
+        }
+        for (size_t gi = 0; gi < view->ngroups; gi++) {
+            const rp_group *g = &view->groups[gi];
+            json_t *item =
+                json_pack("{s:s,s:s,s:s,s:s,s:b,s:I}",
+                          "group",
+                          g->id,
+                          "method",
+                          g->unscaled ? "no_recorded_measurement" : g->method,
+                          "unit",
+                          g->unit,
+                          "scope",
+                          g->scope,
+                          "unscaled",
+                          g->unscaled,
+                          "tiles",
+                          (json_int_t)g->tiles);
+            if (item == NULL || json_array_append_new(groups, item)) {
+                json_decref(result);
+                return NULL;
+            }
+        }
+    }
+    return result;
+}
+
+static void
+island(ts_text_buf *b, const rp_page *page)
+{
+    json_t *data =
+        json_pack("{s:O,s:O?,s:O?,s:o,s:o,s:o,s:O}",
+                  "report",
+                  page->report,
+                  "before",
+                  page->before,
+                  "comparison",
+                  page->comparison,
+                  "maps",
+                  maps(page),
+                  "diagnostics",
+                  indexed(json_object_get(page->report, "diagnostics")),
+                  "before_diagnostics",
+                  page->before != NULL
+                      ? indexed(json_object_get(page->before, "diagnostics"))
+                      : json_array(),
+                  "suggestions",
+                  page->suggestions);
+    if (data == NULL) {
+        b->failed = true;
+        return;
+    }
+    rt_raw(b, "<script id=\"torchscan-data\" type=\"application/json\">");
+    rt_json_island(b, data);
+    rt_raw(b, "</script>\n");
+    json_decref(data);
+}
+
+/* ---- the page ----------------------------------------------------------- */
+
+char *
+rh_page(const rp_page *page, const char *title, int view, ts_error *err)
+{
+    ts_text_buf b = {NULL, 0, 0, false};
+    rt_raw(&b,
+           "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+           "charset=\"utf-8\">\n<meta name=\"viewport\" "
+           "content=\"width=device-width, initial-scale=1\">\n<meta "
+           "http-equiv=\"Content-Security-Policy\" content=\"default-src "
+           "'none'; style-src 'unsafe-inline'; script-src 'sha256-");
+    rt_raw(&b, rs_script_sha256);
+    rt_raw(&b, "'; base-uri 'none'; form-action 'none'\">\n<title>");
+    rt_esc(&b, title);
+    rt_raw(&b, "</title>\n<style>");
+    rt_raw(&b, rs_style);
+    rt_raw(&b, "</style>\n</head>\n<body>\n");
+    rt_raw(&b,
+           "<svg class=\"defs\" width=\"0\" height=\"0\" aria-hidden=\"true\" "
+           "focusable=\"false\"><defs><pattern id=\"hatch\" "
+           "patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\"><path "
+           "d=\"M0 6L6 0\" stroke=\"currentColor\" stroke-width=\"1.2\"/>"
+           "</pattern></defs></svg>\n");
+    header(&b, page, title);
+    rt_raw(&b, "<main id=\"main\">\n");
+    cards(&b, page);
+    views(&b, page, view);
+    operator_layers(&b, page);
+    appendix(&b, page);
+    rt_raw(&b, "</main>\n");
+    island(&b, page);
+    rt_raw(&b, "<script>");
+    rt_raw(&b, rs_script);
+    rt_raw(&b, "</script>\n</body>\n</html>\n");
+    if (b.failed || b.data == NULL) {
+        free(b.data);
+        ts_error_set(err, TS_ENOMEM, "out of memory rendering a report");
+        return NULL;
+    }
+    return b.data;
+}

@@ -1,0 +1,256 @@
+/* The module cost map (render_map.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_map.h"
+#include "render_text.h"
+
+#define TOP_PAD 2.0
+
+double
+rm_height(const rp_group *group)
+{
+    return group->rows * RP_ROW_HEIGHT + 2 * TOP_PAD;
+}
+
+int
+rm_rail_kind(const rp_group *group, size_t n)
+{
+    const rp_sum *own = &group->own[0][n];
+    double width = rp_sum_double(own) * group->scale;
+    if (group->unscaled || own->status == RP_ABSENT) {
+        return -1;
+    }
+    if (own->status == TS_UNAVAILABLE) {
+        return RP_RAIL_UNKNOWN;
+    }
+    if (own->status == TS_COMPLETE && width == 0.0) {
+        return RP_RAIL_ZERO;
+    }
+    if (width > 0.0 && width < RP_SMALL_SHARE * RP_MAP_WIDTH) {
+        return RP_RAIL_SMALL;
+    }
+    return -1;
+}
+
+bool
+rm_removed(const rp_page *page, const rp_group *group, size_t n)
+{
+    return page->before != NULL && page->nodes[n].ncalls[0] == 0
+           && group->sub[1][n].status != RP_ABSENT;
+}
+
+/* The label text, not escaped. */
+static void
+label_text(ts_text_buf *b, const rp_page *page, size_t n)
+{
+    const rp_node *node = &page->nodes[n];
+    size_t calls = node->ncalls[0] > 0 ? node->ncalls[0] : node->ncalls[1];
+    rt_raw(b, node->parent == RP_NONE ? "(model)" : node->name);
+    if (calls > 1) {
+        rt_printf(b, " ×%zu calls", calls);
+    }
+}
+
+void
+rm_label(ts_text_buf *b, const rp_page *page, size_t n)
+{
+    ts_text_buf label = {NULL, 0, 0, false};
+    label_text(&label, page, n);
+    b->failed |= label.failed;
+    rt_esc(b, label.data);
+    free(label.data);
+}
+
+void
+rm_subtotal_text(ts_text_buf *b, const rp_group *group, size_t n, int side)
+{
+    if (group->unscaled) {
+        rt_raw(b,
+               group->sub[side][n].status == RP_ABSENT
+                   ? "not recorded"
+                   : "structural · unscaled");
+        return;
+    }
+    rt_status_text(b, &group->sub[side][n], group->unit);
+}
+
+/* The diverging class of a compared tile, or NULL when the change is not
+ * known (either side incomplete). */
+static const char *
+change_class(const rp_group *group, size_t n)
+{
+    static const char *const up[] = {"same", "up1", "up2", "up3"};
+    static const char *const down[] = {"same", "down1", "down2", "down3"};
+    const rp_sum *a = &group->sub[0][n], *b = &group->sub[1][n];
+    double va, vb, r;
+    int level;
+    if (a->status == RP_ABSENT && b->status == TS_COMPLETE) {
+        return "down3";
+    }
+    if (b->status == RP_ABSENT && a->status == TS_COMPLETE) {
+        return "up3";
+    }
+    if (a->status != TS_COMPLETE || b->status != TS_COMPLETE) {
+        return NULL;
+    }
+    va = rp_sum_double(a);
+    vb = rp_sum_double(b);
+    if (va == vb) {
+        return "same";
+    }
+    r = (va - vb) / (va > vb ? va : vb);
+    level = fabs(r) < 0.1 ? 1 : fabs(r) < 0.5 ? 2 : 3;
+    return r > 0 ? up[level] : down[level];
+}
+
+/* The tile text, cut to what fits `width` (about 6.5 units a character,
+ * counted in code points), then escaped. */
+static void
+fitted_label(ts_text_buf *b, const rp_page *page, size_t n, double width)
+{
+    ts_text_buf label = {NULL, 0, 0, false};
+    size_t fit = width > 8 ? (size_t)((width - 8) / 6.5) : 0, count = 0, i;
+    label_text(&label, page, n);
+    b->failed |= label.failed;
+    if (label.data == NULL || fit < 3) {
+        free(label.data);
+        return;
+    }
+    for (i = 0; label.data[i] != '\0'; i++) {
+        if (((unsigned char)label.data[i] & 0xC0) != 0x80
+            && count++ == fit - 1) {
+            break;
+        }
+    }
+    if (label.data[i] != '\0') {
+        label.data[i] = '\0'; /* i is the start of a character */
+        rt_esc(b, label.data);
+        rt_raw(b, "…");
+    }
+    else {
+        rt_esc(b, label.data);
+    }
+    free(label.data);
+}
+
+static const char *const depth_class[] = {"d0", "d1", "d2", "d3", "d4", "d5"};
+
+static void
+tile(ts_text_buf *b,
+     const rp_page *page,
+     int v,
+     size_t gi,
+     size_t n,
+     rm_mode mode,
+     double y0)
+{
+    const rp_group *g = &page->views[v].groups[gi];
+    const rp_node *node = &page->nodes[n];
+    double x = g->x[n], w = g->width[n];
+    double y = y0 + TOP_PAD + node->depth * RP_ROW_HEIGHT;
+    double h = RP_ROW_HEIGHT - 2;
+    const char *cls = page->before != NULL ? change_class(g, n) : NULL;
+    bool hatched =
+        g->sub[0][n].status == TS_PARTIAL
+        || (page->before != NULL && g->sub[1][n].status == TS_PARTIAL);
+    size_t first = node->ncalls[0] > 0 ? node->calls[0][0] : RP_NONE;
+    rt_raw(b, "<a class=\"tile\" tabindex=\"0\" href=\"#");
+    if (mode == RM_SVG) {
+        rt_printf(b, "inspector-%s-%zu", g->id, n);
+    }
+    else if (first != RP_NONE) {
+        rt_printf(b, "call-%zu", first);
+    }
+    else if (node->ncalls[1] > 0) {
+        rt_printf(b, "before-call-%zu", node->calls[1][0]);
+    }
+    else {
+        rt_printf(b, "tree-%zu", n);
+    }
+    rt_printf(b, "\" data-node=\"%zu\" data-subtotal=\"", n);
+    rm_subtotal_text(b, g, n, 0);
+    if (page->before != NULL) {
+        rt_raw(b, "\" data-before=\"Before subtree: ");
+        rm_subtotal_text(b, g, n, 1);
+        rt_raw(b, " · After subtree: ");
+        rm_subtotal_text(b, g, n, 0);
+    }
+    rt_raw(b, "\" aria-label=\"");
+    rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);
+    rt_raw(b, ": ");
+    rm_subtotal_text(b, g, n, 0);
+    rt_printf(b,
+              "\"><rect class=\"box %s\" x=\"%.2f\" y=\"%.2f\" "
+              "width=\"%.2f\" height=\"%.2f\"/>",
+              cls != NULL ? cls : depth_class[node->depth % 6],
+              x,
+              y,
+              w,
+              h);
+    if (page->before != NULL) {
+        double half = (h - 6) / 2;
+        rt_printf(b,
+                  "<rect class=\"bar-before\" x=\"%.2f\" y=\"%.2f\" "
+                  "width=\"%.2f\" height=\"%.2f\"/>"
+                  "<rect class=\"bar-after\" x=\"%.2f\" y=\"%.2f\" "
+                  "width=\"%.2f\" height=\"%.2f\"/>",
+                  x,
+                  y + h - 2 * half - 2,
+                  g->unscaled ? 0.0 : rp_sum_double(&g->sub[1][n]) * g->scale,
+                  half,
+                  x,
+                  y + h - half - 1,
+                  g->unscaled ? 0.0 : rp_sum_double(&g->sub[0][n]) * g->scale,
+                  half);
+    }
+    if (hatched) {
+        rt_printf(b,
+                  "<rect class=\"hatch\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                  "height=\"%.2f\"/>",
+                  x,
+                  y,
+                  w,
+                  h);
+    }
+    rt_printf(b, "<text x=\"%.2f\" y=\"%.2f\">", x + 4, y + 12);
+    fitted_label(b, page, n, w);
+    rt_raw(b, "</text><title>");
+    rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);
+    rt_raw(b, " · ");
+    rm_subtotal_text(b, g, n, 0);
+    if (node->ncalls[0] > 1) {
+        rt_printf(b, " · ×%zu calls", node->ncalls[0]);
+    }
+    if (hatched) {
+        rt_raw(b, " · full value unknown");
+    }
+    if (mode == RM_SVG) {
+        rt_raw(b, " Call evidence: [");
+        for (size_t k = 0; k < node->ncalls[0]; k++) {
+            if (k > 0) {
+                rt_raw(b, ",");
+            }
+            rt_json_esc(b, json_array_get(page->layers[0], node->calls[0][k]));
+        }
+        rt_raw(b, "]");
+    }
+    rt_raw(b, "</title></a>\n");
+}
+
+void
+rm_tiles(ts_text_buf *b,
+         const rp_page *page,
+         int v,
+         size_t g,
+         rm_mode mode,
+         double y0)
+{
+    const rp_group *group = &page->views[v].groups[g];
+    for (size_t n = 0; n < page->nnodes; n++) {
+        if (group->width[n] >= RP_MIN_TILE_WIDTH) {
+            tile(b, page, v, g, n, mode, y0);
+        }
+    }
+}

@@ -1,0 +1,256 @@
+/* Text pieces of the analysis page and its SVG (render_text.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_text.h"
+#include "torchscan/json_text.h"
+
+void
+rt_raw(ts_text_buf *b, const char *text)
+{
+    ts_text_put(b, text);
+}
+
+void
+rt_printf(ts_text_buf *b, const char *fmt, ...)
+{
+    char piece[256];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(piece, sizeof piece, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        ts_text_put_n(
+            b, piece, (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1);
+    }
+}
+
+void
+rt_esc(ts_text_buf *b, const char *text)
+{
+    const char *start = text;
+    if (text == NULL) {
+        return;
+    }
+    for (const char *c = text; *c; c++) {
+        const char *ref = NULL;
+        switch (*c) {
+            case '&':
+                ref = "&amp;";
+                break;
+            case '<':
+                ref = "&lt;";
+                break;
+            case '>':
+                ref = "&gt;";
+                break;
+            case '"':
+                ref = "&quot;";
+                break;
+            case '\'':
+                ref = "&#39;";
+                break;
+            default:
+                continue;
+        }
+        ts_text_put_n(b, start, (size_t)(c - start));
+        ts_text_put(b, ref);
+        start = c + 1;
+    }
+    ts_text_put(b, start);
+}
+
+static void
+grouped_int(ts_text_buf *b, int64_t value)
+{
+    char digits[32], out[48];
+    size_t len, o = 0;
+    uint64_t mag = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    snprintf(digits, sizeof digits, "%llu", (unsigned long long)mag);
+    len = strlen(digits);
+    if (value < 0) {
+        out[o++] = '-';
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (i > 0 && (len - i) % 3 == 0) {
+            out[o++] = ',';
+        }
+        out[o++] = digits[i];
+    }
+    out[o] = '\0';
+    ts_text_put(b, out);
+}
+
+void
+rt_grouped(ts_text_buf *b, const rp_sum *value)
+{
+    if (value->real) {
+        char text[TS_JSON_REAL_SIZE];
+        ts_format_json_real(value->r, text);
+        ts_text_put(b, text);
+    }
+    else {
+        grouped_int(b, value->i);
+    }
+}
+
+void
+rt_compact(ts_text_buf *b, double value)
+{
+    static const char *const prefixes[] = {
+        "", " k", " M", " G", " T", " P", " E", " Z", " Y"};
+    size_t p = 0;
+    double mag = fabs(value);
+    if (mag < 1000.0) {
+        if (value == floor(value)) {
+            rt_printf(b, "%.0f", value);
+        }
+        else {
+            rt_printf(b, "%.3g", value);
+        }
+        return;
+    }
+    while (mag >= 999.995 && p + 1 < sizeof prefixes / sizeof *prefixes) {
+        mag /= 1000.0;
+        value /= 1000.0;
+        p++;
+    }
+    rt_printf(b, "%.2f%s", value, prefixes[p]);
+}
+
+void
+rt_status_text(ts_text_buf *b, const rp_sum *value, const char *unit)
+{
+    switch (value->status) {
+        case TS_COMPLETE:
+            rt_raw(b, "complete · ");
+            rt_grouped(b, value);
+            rt_raw(b, " ");
+            rt_esc(b, unit);
+            break;
+        case TS_PARTIAL:
+            rt_raw(b, "partial · at least ");
+            rt_grouped(b, value);
+            rt_raw(b, " ");
+            rt_esc(b, unit);
+            rt_raw(b, " (lower bound; full value unknown)");
+            break;
+        case TS_UNAVAILABLE:
+            rt_raw(b, "unavailable · unknown");
+            break;
+        default:
+            rt_raw(b, "not recorded");
+            break;
+    }
+}
+
+void
+rt_metric_text(ts_text_buf *b, const json_t *metric)
+{
+    rp_sum value = rp_sum_of_metric(metric);
+    rt_status_text(
+        b, &value, json_string_value(json_object_get(metric, "unit")));
+}
+
+void
+rt_delta_text(ts_text_buf *b, const json_t *diff)
+{
+    const char *status = json_string_value(json_object_get(diff, "status"));
+    const json_t *delta = json_object_get(diff, "delta");
+    const json_t *side = json_object_get(diff, "after");
+    const char *unit;
+    if (side == NULL || json_is_null(side)) {
+        side = json_object_get(diff, "before");
+    }
+    unit = json_string_value(json_object_get(side, "unit"));
+    if (status != NULL && strcmp(status, "complete") == 0
+        && (json_is_integer(delta) || json_is_real(delta))) {
+        rp_sum d = {TS_COMPLETE, json_is_real(delta), 0, 0.0};
+        if (d.real) {
+            d.r = json_real_value(delta);
+        }
+        else {
+            d.i = json_integer_value(delta);
+        }
+        rt_raw(b, "complete · ");
+        if (rp_sum_double(&d) >= 0) {
+            rt_raw(b, "+");
+        }
+        rt_grouped(b, &d);
+        rt_raw(b, " ");
+        rt_esc(b, unit != NULL ? unit : "");
+    }
+    else if (status != NULL && strcmp(status, "partial") == 0) {
+        rt_raw(b,
+               "partial · delta unknown (requires two complete "
+               "measurements)");
+    }
+    else {
+        const char *reason =
+            json_string_value(json_object_get(diff, "reason"));
+        rt_raw(b, "unavailable · ");
+        if (reason != NULL) {
+            rt_esc(b, reason);
+        }
+        else {
+            rt_raw(b,
+                   "not comparable: measured on one side only or "
+                   "unavailable");
+        }
+    }
+}
+
+void
+rt_json_island(ts_text_buf *b, const json_t *value)
+{
+    char *text = ts_json_text(value, -1);
+    const char *start;
+    if (text == NULL) {
+        b->failed = true;
+        return;
+    }
+    start = text;
+    for (const char *c = text; *c; c++) {
+        const char *ref = NULL;
+        size_t skip = 1;
+        if (*c == '&') {
+            ref = "\\u0026";
+        }
+        else if (*c == '<') {
+            ref = "\\u003c";
+        }
+        else if (*c == '>') {
+            ref = "\\u003e";
+        }
+        else if ((unsigned char)c[0] == 0xE2 && (unsigned char)c[1] == 0x80
+                 && ((unsigned char)c[2] == 0xA8
+                     || (unsigned char)c[2] == 0xA9)) {
+            ref = (unsigned char)c[2] == 0xA8 ? "\\u2028" : "\\u2029";
+            skip = 3;
+        }
+        if (ref != NULL) {
+            ts_text_put_n(b, start, (size_t)(c - start));
+            ts_text_put(b, ref);
+            c += skip - 1;
+            start = c + 1;
+        }
+    }
+    ts_text_put(b, start);
+    free(text);
+}
+
+void
+rt_json_esc(ts_text_buf *b, const json_t *value)
+{
+    char *text = ts_json_text(value, -1);
+    if (text == NULL) {
+        b->failed = true;
+        return;
+    }
+    rt_esc(b, text);
+    free(text);
+}
