@@ -220,17 +220,22 @@ rail(ts_text_buf *b, const rp_page *page, const rp_view *view, size_t gi)
               "</h4>",
               view->name,
               g->id);
+    if (g->nrail[0] + g->nrail[1] + g->nrail[2] + removed == 0) {
+        rt_raw(b,
+               "<p>None: every recorded contribution is sized on the map."
+               "</p></div>\n");
+        return;
+    }
     for (int kind = 0; kind < 3; kind++) {
         size_t shown = 0;
-        rt_raw(b, "<p>");
-        rt_raw(b, headings[kind]);
-        rt_printf(b, " (%zu)</p>", g->nrail[kind]);
         if (g->nrail[kind] == 0) {
             continue;
         }
-        rt_raw(b, "<ul>");
+        rt_raw(b, "<p>");
+        rt_raw(b, headings[kind]);
+        rt_printf(b, " (%zu)</p><ul>", g->nrail[kind]);
         for (size_t n = 0; n < page->nnodes && shown < RP_RAIL_LIMIT; n++) {
-            if (rm_rail_kind(g, n) != kind) {
+            if (rp_rail_kind(g, n) != kind) {
                 continue;
             }
             shown++;

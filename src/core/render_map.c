@@ -14,26 +14,6 @@ rm_height(const rp_group *group)
     return group->rows * RP_ROW_HEIGHT + 2 * TOP_PAD;
 }
 
-int
-rm_rail_kind(const rp_group *group, size_t n)
-{
-    const rp_sum *own = &group->own[0][n];
-    double width = rp_sum_double(own) * group->scale;
-    if (group->unscaled || own->status == RP_ABSENT) {
-        return -1;
-    }
-    if (own->status == TS_UNAVAILABLE) {
-        return RP_RAIL_UNKNOWN;
-    }
-    if (own->status == TS_COMPLETE && width == 0.0) {
-        return RP_RAIL_ZERO;
-    }
-    if (width > 0.0 && width < RP_SMALL_SHARE * RP_MAP_WIDTH) {
-        return RP_RAIL_SMALL;
-    }
-    return -1;
-}
-
 bool
 rm_removed(const rp_page *page, const rp_group *group, size_t n)
 {
@@ -111,7 +91,7 @@ static void
 fitted_label(ts_text_buf *b, const rp_page *page, size_t n, double width)
 {
     ts_text_buf label = {NULL, 0, 0, false};
-    size_t fit = width > 8 ? (size_t)((width - 8) / 6.5) : 0, count = 0, i;
+    size_t fit = width > 8 ? (size_t)((width - 8) / 7.5) : 0, count = 0, i;
     label_text(&label, page, n);
     b->failed |= label.failed;
     if (label.data == NULL || fit < 3) {
@@ -214,7 +194,7 @@ tile(ts_text_buf *b,
                   w,
                   h);
     }
-    rt_printf(b, "<text x=\"%.2f\" y=\"%.2f\">", x + 4, y + 12);
+    rt_printf(b, "<text x=\"%.2f\" y=\"%.2f\">", x + 4, y + 18);
     fitted_label(b, page, n, w);
     rt_raw(b, "</text><title>");
     rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);

@@ -29,10 +29,6 @@ void rm_tiles(ts_text_buf *b,
 /* The height in user units of the map's rows. */
 double rm_height(const rp_group *group);
 
-/* The rail kind of node n's own contribution in a scaled group, or -1 when
- * it is not on the rail. */
-int rm_rail_kind(const rp_group *group, size_t n);
-
 /* A node's label on its tile: its last path component ("(model)" for the
  * root) and " ×N calls" for repeated calls. */
 void rm_label(ts_text_buf *b, const rp_page *page, size_t n);

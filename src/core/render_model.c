@@ -309,6 +309,27 @@ owner_of(const json_t *layer, int view)
                            view_specs[view].metric);
 }
 
+int
+rp_rail_kind(const rp_group *group, size_t n)
+{
+    const rp_sum *own = &group->own[0][n];
+    double width = rp_sum_double(own) * group->scale;
+    if (group->unscaled || own->status == RP_ABSENT) {
+        return -1;
+    }
+    if (own->status == TS_UNAVAILABLE
+        || (own->status == TS_PARTIAL && width == 0.0)) {
+        return RP_RAIL_UNKNOWN;
+    }
+    if (own->status == TS_COMPLETE && width == 0.0) {
+        return RP_RAIL_ZERO;
+    }
+    if (width > 0.0 && width < RP_SMALL_SHARE * RP_MAP_WIDTH) {
+        return RP_RAIL_SMALL;
+    }
+    return -1;
+}
+
 /* Derived subtotals (children after parents in node order) and the union
  * geometry: a node's width is its larger own value plus its children's
  * widths; the unscaled group counts its leaves. */
@@ -429,18 +450,10 @@ build_view(rp_page *page, int v)
     for (size_t i = 0; i < view->ngroups; i++) {
         rp_group *g = &view->groups[i];
         layout_group(page, g);
-        for (size_t n = 0; n < page->nnodes && !g->unscaled; n++) {
-            const rp_sum *own = &g->own[0][n];
-            double width = rp_sum_double(own) * g->scale;
-            if (own->status == TS_UNAVAILABLE) {
-                g->nrail[RP_RAIL_UNKNOWN]++;
-            }
-            else if (own->status == TS_COMPLETE && width == 0.0) {
-                g->nrail[RP_RAIL_ZERO]++;
-            }
-            else if (own->status != RP_ABSENT && width > 0.0
-                     && width < RP_SMALL_SHARE * RP_MAP_WIDTH) {
-                g->nrail[RP_RAIL_SMALL]++;
+        for (size_t n = 0; n < page->nnodes; n++) {
+            int kind = rp_rail_kind(g, n);
+            if (kind >= 0) {
+                g->nrail[kind]++;
             }
         }
     }

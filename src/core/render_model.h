@@ -73,11 +73,12 @@ typedef struct rp_cover {
     int64_t call_index;
 } rp_cover;
 
-typedef enum {
+/* The kinds of rail entries (rp_rail_kind). */
+enum {
     RP_RAIL_UNKNOWN,
     RP_RAIL_ZERO,
     RP_RAIL_SMALL
-} rp_rail_kind;
+};
 
 typedef struct rp_group {
     const char *method, *unit, *scope; /* borrowed; "" for the synthetic */
@@ -144,6 +145,12 @@ rp_sum rp_sum_of_metric(const json_t *metric);
  * attributed parameters or bytes for the parameter views (*metric NULL).
  * Absent when the row records none. */
 rp_sum rp_row_value(const json_t *layer, int view, const json_t **metric);
+
+/* The rail kind of node n's own contribution in a scaled group: unknown
+ * (unavailable, or partial with no known part), complete zero, or small
+ * (narrower than RP_SMALL_SHARE of the map); -1 when it is not on the
+ * rail. */
+int rp_rail_kind(const rp_group *group, size_t n);
 
 /* A node's index by path, or RP_NONE. */
 size_t rp_node_find(const rp_page *page, const char *path);

@@ -34,7 +34,7 @@ path_label(const char *path)
 static void
 line(ts_text_buf *b, double *y, const char *cls)
 {
-    *y += LINE;
+    *y += cls != NULL && strcmp(cls, "h") == 0 ? LINE + 10 : LINE;
     rt_printf(b, "<text x=\"%.0f\" y=\"%.2f\"", MARGIN, *y);
     if (cls != NULL) {
         rt_printf(b, " class=\"%s\"", cls);
@@ -91,7 +91,7 @@ rail_cards(ts_text_buf *b, const rp_page *page, int v, double *y)
         const rp_group *g = &view->groups[gi];
         size_t shown = 0, total = 0;
         for (size_t n = 0; n < page->nnodes; n++) {
-            int kind = rm_rail_kind(g, n);
+            int kind = rp_rail_kind(g, n);
             bool removed = rm_removed(page, g, n);
             if (kind < 0 && !removed) {
                 continue;
@@ -225,9 +225,12 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
                           json_object_get(owner, "call_index")));
         }
         else if (value.status == RP_ABSENT) {
+            size_t n = rp_node_find(page, text_of(layer, "path"));
             rt_raw(b,
-                   page->structure ? "structural · unscaled"
-                                   : "unavailable · unknown");
+                   n != RP_NONE && page->nodes[n].first_child != RP_NONE
+                       ? "no own record · its subtotal is its children's"
+                   : page->structure ? "structural · unscaled"
+                                     : "unavailable · unknown");
         }
         else if (value.status == TS_PARTIAL) {
             rt_raw(b, "partial · ≥ ");

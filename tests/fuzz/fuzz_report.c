@@ -1,7 +1,8 @@
 /* libFuzzer target over the path every saved report takes: JSON text ->
  * jansson (as the `torchscan` command reads files) -> the report check ->
- * compare_reports, the summary table and Python-style JSON text, which
- * read only checked reports. Built and run by `make fuzz` (clang-14,
+ * compare_reports, the summary table, Python-style JSON text and the
+ * analysis page renderer (HTML, SVG, before/after), which read only checked
+ * reports. Built and run by `make fuzz` (clang-14,
  * -fsanitize=fuzzer,address,undefined); seeds in tests/fuzz/corpus/. */
 #include <stddef.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 
 #include "torchscan/diff.h"
 #include "torchscan/json_text.h"
+#include "torchscan/render.h"
 #include "torchscan/report_check.h"
 #include "torchscan/table.h"
 
@@ -39,6 +41,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int k = 0; k < 2; k++) {
             free(ts_format_summary(report, &options[k], &err));
         }
+        free(ts_render_analysis(report, NULL, "t", "macs", "html", &err));
+        free(ts_render_analysis(report, NULL, "t", "dmas", "svg", &err));
+        free(ts_render_analysis(
+            report, report, "t", "module_flops", "html", &err));
     }
     else {
         (void)ts_json_data_check(report, "fuzz", &err);

@@ -270,12 +270,6 @@ def test_profile_must_match_the_report():
         render_report(report)
 
 
-def test_analysis_reports_are_not_rendered_yet():
-    report = crawl_module(torch.nn.Linear(2, 2), (1, 2))
-    with pytest.raises(NotImplementedError, match="does not render analysis reports yet"):
-        render_report(report)
-
-
 def test_not_a_report():
     with pytest.raises(ValueError):
         render_report([1, 2])
