@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 
-from torchscan import compare_benchmarks, crawl_module, measure_workload, render_report
+from torchscan import compare_benchmarks, measure_workload, render_report
 from torchscan.render import _METRICS
 
 from test_benchmark import _metric, synthetic, threads  # noqa: F401 (threads is a fixture)
