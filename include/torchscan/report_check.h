@@ -89,6 +89,13 @@ int ts_analysis_report_check(const json_t *report,
                              const char *where,
                              ts_error *err);
 
+/* ts_analysis_report_check with the text rule of ts_json_data_check for
+ * every string (a renderer's check: the page displays the text), in the
+ * same single pass over the report. */
+int ts_analysis_report_check_display(const json_t *report,
+                                     const char *where,
+                                     ts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

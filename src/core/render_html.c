@@ -40,9 +40,8 @@ shapes(ts_text_buf *b, const json_t *meta, int depth)
         const json_t *dims = json_object_get(meta, "shape");
         rt_raw(b, "(");
         for (size_t i = 0; i < json_array_size(dims); i++) {
-            rt_printf(b,
-                      i > 0 ? ", %lld" : "%lld",
-                      (long long)json_integer_value(json_array_get(dims, i)));
+            rt_raw(b, i > 0 ? ", " : "");
+            rt_int(b, json_integer_value(json_array_get(dims, i)));
         }
         rt_raw(b, ") ");
         rt_esc(b, text_of(meta, "dtype"));
@@ -177,12 +176,12 @@ static void
 call_link(ts_text_buf *b, const rp_page *page, int side, size_t row)
 {
     const json_t *layer = json_array_get(page->layers[side], row);
-    rt_printf(b, "<a href=\"#%scall-%zu\">", side == 1 ? "before-" : "", row);
+    rt_raw(b, side == 1 ? "<a href=\"#before-call-" : "<a href=\"#call-");
+    rt_int(b, (int64_t)row);
+    rt_raw(b, "\">");
     rt_esc(b, path_label(text_of(layer, "path")));
-    rt_printf(
-        b,
-        "</a> call #%lld",
-        (long long)json_integer_value(json_object_get(layer, "call_index")));
+    rt_raw(b, "</a> call #");
+    rt_int(b, json_integer_value(json_object_get(layer, "call_index")));
 }
 
 static void
@@ -190,14 +189,18 @@ node_link(ts_text_buf *b, const rp_page *page, size_t n)
 {
     const rp_node *node = &page->nodes[n];
     if (node->ncalls[0] > 0) {
-        rt_printf(b, "<a href=\"#call-%zu\">", node->calls[0][0]);
+        rt_raw(b, "<a href=\"#call-");
+        rt_int(b, (int64_t)node->calls[0][0]);
     }
     else if (node->ncalls[1] > 0) {
-        rt_printf(b, "<a href=\"#before-call-%zu\">", node->calls[1][0]);
+        rt_raw(b, "<a href=\"#before-call-");
+        rt_int(b, (int64_t)node->calls[1][0]);
     }
     else {
-        rt_printf(b, "<a href=\"#tree-%zu\">", n);
+        rt_raw(b, "<a href=\"#tree-");
+        rt_int(b, (int64_t)n);
     }
+    rt_raw(b, "\">");
     rt_esc(b, path_label(node->path));
     rt_raw(b, "</a>");
 }
@@ -398,7 +401,7 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
         }
         for (size_t i = 0; i < nrows; i++) {
             const json_t *metric;
-            rp_sum value = rp_row_value(json_array_get(layers, i), v, &metric);
+            rp_sum value = rp_row(page, 0, v, i, &metric);
             if (value.status == TS_COMPLETE && in_group(metric, g)) {
                 rows[count].row = i;
                 rows[count++].value = rp_sum_double(&value);
@@ -411,7 +414,7 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
         for (size_t k = 0; k < count && k < RP_RANKED_LIMIT; k++) {
             const json_t *metric;
             rp_sum value =
-                rp_row_value(json_array_get(layers, rows[k].row), v, &metric);
+                rp_row(page, 0, v, rows[k].row, &metric);
             rt_raw(b, "<li>");
             call_link(b, page, 0, rows[k].row);
             rt_printf(b,
@@ -426,7 +429,7 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
     }
     for (size_t i = 0; i < nrows; i++) {
         const json_t *metric, *layer = json_array_get(layers, i);
-        rp_sum value = rp_row_value(layer, v, &metric);
+        rp_sum value = rp_row(page, 0, v, i, &metric);
         unranked +=
             value.status != TS_COMPLETE
                     && json_object_get(json_object_get(layer, "metric_owners"),
@@ -441,7 +444,7 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
               unranked);
     for (size_t i = 0; i < nrows && shown < 100; i++) {
         const json_t *metric, *layer = json_array_get(layers, i);
-        rp_sum value = rp_row_value(layer, v, &metric);
+        rp_sum value = rp_row(page, 0, v, i, &metric);
         if (value.status == TS_COMPLETE
             || json_object_get(json_object_get(layer, "metric_owners"),
                                view->name)
@@ -658,7 +661,9 @@ hierarchy(ts_text_buf *b, const rp_page *page)
            "hierarchy</h3>\n<ul>");
     while (n != RP_NONE) {
         const rp_node *node = &page->nodes[n];
-        rt_printf(b, "<li id=\"tree-%zu\">", n);
+        rt_raw(b, "<li id=\"tree-");
+        rt_int(b, (int64_t)n);
+        rt_raw(b, "\">");
         if (node->first_child != RP_NONE) {
             rt_raw(b, "<details><summary>");
         }
@@ -730,12 +735,15 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         const json_t *buffers = json_object_get(layer, "buffers");
         const char *name;
         json_t *metric, *metadata;
-        rt_printf(b, "<details id=\"%scall-%zu\"><summary>", prefix, i);
+        rt_raw(b, "<details id=\"");
+        rt_raw(b, prefix);
+        rt_raw(b, "call-");
+        rt_int(b, (int64_t)i);
+        rt_raw(b, "\"><summary>");
         rt_esc(b, path_label(text_of(layer, "path")));
-        rt_printf(b,
-                  " · call #%lld · ",
-                  (long long)json_integer_value(
-                      json_object_get(layer, "call_index")));
+        rt_raw(b, " · call #");
+        rt_int(b, json_integer_value(json_object_get(layer, "call_index")));
+        rt_raw(b, " · ");
         rt_esc(b, text_of(layer, "type"));
         rt_raw(b, "</summary>\n<p>Input: ");
         shapes(b, json_object_get(layer, "input"), 0);
@@ -758,11 +766,11 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         if (json_is_object(params)) {
             rp_sum fresh = {TS_COMPLETE, false, 0, 0.0};
             const json_t *m;
-            fresh = rp_row_value(layer, 3, &m);
+            fresh = rp_row(page, side, 3, i, &m);
             if (rp_sum_double(&fresh) > 0) {
                 rt_grouped(b, &fresh);
                 rt_raw(b, " newly attributed parameters (");
-                fresh = rp_row_value(layer, 4, &m);
+                fresh = rp_row(page, side, 4, i, &m);
                 rt_grouped(b, &fresh);
                 rt_raw(b, " bytes)");
             }

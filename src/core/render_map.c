@@ -117,6 +117,25 @@ fitted_label(ts_text_buf *b, const rp_page *page, size_t n, double width)
 
 static const char *const depth_class[] = {"d0", "d1", "d2", "d3", "d4", "d5"};
 
+/* <rect class="box CLS" .../> for the tile itself ("box" marks the
+ * focusable outline), <rect class="CLS" .../> for bars and hatching. */
+static void
+rect(ts_text_buf *b, const char *cls, double x, double y, double w, double h)
+{
+    bool box = strncmp(cls, "bar-", 4) != 0 && strcmp(cls, "hatch") != 0;
+    rt_raw(b, box ? "<rect class=\"box " : "<rect class=\"");
+    rt_raw(b, cls);
+    rt_raw(b, "\" x=\"");
+    rt_fixed2(b, x);
+    rt_raw(b, "\" y=\"");
+    rt_fixed2(b, y);
+    rt_raw(b, "\" width=\"");
+    rt_fixed2(b, w);
+    rt_raw(b, "\" height=\"");
+    rt_fixed2(b, h);
+    rt_raw(b, "\"/>");
+}
+
 static void
 tile(ts_text_buf *b,
      const rp_page *page,
@@ -138,18 +157,26 @@ tile(ts_text_buf *b,
     size_t first = node->ncalls[0] > 0 ? node->calls[0][0] : RP_NONE;
     rt_raw(b, "<a class=\"tile\" tabindex=\"0\" href=\"#");
     if (mode == RM_SVG) {
-        rt_printf(b, "inspector-%s-%zu", g->id, n);
+        rt_raw(b, "inspector-");
+        rt_raw(b, g->id);
+        rt_raw(b, "-");
+        rt_int(b, (int64_t)n);
     }
     else if (first != RP_NONE) {
-        rt_printf(b, "call-%zu", first);
+        rt_raw(b, "call-");
+        rt_int(b, (int64_t)first);
     }
     else if (node->ncalls[1] > 0) {
-        rt_printf(b, "before-call-%zu", node->calls[1][0]);
+        rt_raw(b, "before-call-");
+        rt_int(b, (int64_t)node->calls[1][0]);
     }
     else {
-        rt_printf(b, "tree-%zu", n);
+        rt_raw(b, "tree-");
+        rt_int(b, (int64_t)n);
     }
-    rt_printf(b, "\" data-node=\"%zu\" data-subtotal=\"", n);
+    rt_raw(b, "\" data-node=\"");
+    rt_int(b, (int64_t)n);
+    rt_raw(b, "\" data-subtotal=\"");
     rm_subtotal_text(b, g, n, 0);
     if (page->before != NULL) {
         rt_raw(b, "\" data-before=\"Before subtree: ");
@@ -161,40 +188,31 @@ tile(ts_text_buf *b,
     rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);
     rt_raw(b, ": ");
     rm_subtotal_text(b, g, n, 0);
-    rt_printf(b,
-              "\"><rect class=\"box %s\" x=\"%.2f\" y=\"%.2f\" "
-              "width=\"%.2f\" height=\"%.2f\"/>",
-              cls != NULL ? cls : depth_class[node->depth % 6],
-              x,
-              y,
-              w,
-              h);
+    rt_raw(b, "\">");
+    rect(b, cls != NULL ? cls : depth_class[node->depth % 6], x, y, w, h);
     if (page->before != NULL) {
         double half = (h - 6) / 2;
-        rt_printf(b,
-                  "<rect class=\"bar-before\" x=\"%.2f\" y=\"%.2f\" "
-                  "width=\"%.2f\" height=\"%.2f\"/>"
-                  "<rect class=\"bar-after\" x=\"%.2f\" y=\"%.2f\" "
-                  "width=\"%.2f\" height=\"%.2f\"/>",
-                  x,
-                  y + h - 2 * half - 2,
-                  g->unscaled ? 0.0 : rp_sum_double(&g->sub[1][n]) * g->scale,
-                  half,
-                  x,
-                  y + h - half - 1,
-                  g->unscaled ? 0.0 : rp_sum_double(&g->sub[0][n]) * g->scale,
-                  half);
+        rect(b,
+             "bar-before",
+             x,
+             y + h - 2 * half - 2,
+             g->unscaled ? 0.0 : rp_sum_double(&g->sub[1][n]) * g->scale,
+             half);
+        rect(b,
+             "bar-after",
+             x,
+             y + h - half - 1,
+             g->unscaled ? 0.0 : rp_sum_double(&g->sub[0][n]) * g->scale,
+             half);
     }
     if (hatched) {
-        rt_printf(b,
-                  "<rect class=\"hatch\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-                  "height=\"%.2f\"/>",
-                  x,
-                  y,
-                  w,
-                  h);
+        rect(b, "hatch", x, y, w, h);
     }
-    rt_printf(b, "<text x=\"%.2f\" y=\"%.2f\">", x + 4, y + 18);
+    rt_raw(b, "<text x=\"");
+    rt_fixed2(b, x + 4);
+    rt_raw(b, "\" y=\"");
+    rt_fixed2(b, y + 18);
+    rt_raw(b, "\">");
     fitted_label(b, page, n, w);
     rt_raw(b, "</text><title>");
     rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);

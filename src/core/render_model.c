@@ -203,6 +203,30 @@ node_for(rp_page *page, const char *path)
     return page->nnodes++;
 }
 
+/* Reads every row's value for every view once. */
+static int
+read_rows(rp_page *page)
+{
+    for (int side = 0; side < 2; side++) {
+        size_t n = json_array_size(page->layers[side]);
+        for (int v = 0; v < RP_VIEWS; v++) {
+            page->values[side][v] = calloc(n + 1, sizeof(rp_sum));
+            page->metrics[side][v] = calloc(n + 1, sizeof(json_t *));
+            if (page->values[side][v] == NULL
+                || page->metrics[side][v] == NULL) {
+                return TS_ENOMEM;
+            }
+            for (size_t i = 0; i < n; i++) {
+                page->values[side][v][i] =
+                    rp_row_value(json_array_get(page->layers[side], i),
+                                 v,
+                                 &page->metrics[side][v][i]);
+            }
+        }
+    }
+    return TS_OK;
+}
+
 static int
 build_nodes(rp_page *page)
 {
@@ -396,7 +420,8 @@ build_view(rp_page *page, int v)
                 const json_t *layer =
                     json_array_get(page->layers[side], node->calls[side][k]);
                 const json_t *metric, *owner = owner_of(layer, v);
-                rp_sum value = rp_row_value(layer, v, &metric);
+                rp_sum value =
+                    rp_row(page, side, v, node->calls[side][k], &metric);
                 rp_group *g;
                 if (owner != NULL) {
                     if (side == 0 && view->cover[n].path == NULL) {
@@ -684,8 +709,7 @@ largest_row(const rp_page *page, int v, rp_sum *best)
     size_t found = RP_NONE;
     for (size_t i = 0; i < json_array_size(page->layers[0]); i++) {
         const json_t *metric;
-        rp_sum value =
-            rp_row_value(json_array_get(page->layers[0], i), v, &metric);
+        rp_sum value = rp_row(page, 0, v, i, &metric);
         if (value.status == TS_COMPLETE && rp_sum_double(&value) > 0
             && (found == RP_NONE
                 || rp_sum_double(&value) > rp_sum_double(best))) {
@@ -797,6 +821,12 @@ rp_page_free(rp_page *page)
         free(page->views[v].groups);
         free(page->views[v].cover);
     }
+    for (int side = 0; side < 2; side++) {
+        for (int v = 0; v < RP_VIEWS; v++) {
+            free(page->values[side][v]);
+            free((void *)page->metrics[side][v]);
+        }
+    }
     for (size_t n = 0; n < page->nnodes; n++) {
         free(page->nodes[n].path);
         free(page->nodes[n].calls[0]);
@@ -821,13 +851,11 @@ rp_page_build(rp_page *page,
     int rc;
     const char *mode;
     memset(page, 0, sizeof *page);
-    if ((rc = ts_analysis_report_check(report, "report", err)) != TS_OK
-        || (rc = ts_json_data_check(report, "report", err)) != TS_OK) {
-        return rc;
-    }
-    if (before != NULL
-        && ((rc = ts_analysis_report_check(before, "before", err)) != TS_OK
-            || (rc = ts_json_data_check(before, "before", err)) != TS_OK)) {
+    if ((rc = ts_analysis_report_check_display(report, "report", err))
+            != TS_OK
+        || (before != NULL
+            && (rc = ts_analysis_report_check_display(before, "before", err))
+                   != TS_OK)) {
         return rc;
     }
     page->report = report;
@@ -841,6 +869,9 @@ rp_page_build(rp_page *page,
     rc = page->index != NULL ? TS_OK : TS_ENOMEM;
     if (rc == TS_OK && before != NULL) {
         rc = build_comparison(page, err);
+    }
+    if (rc == TS_OK) {
+        rc = read_rows(page);
     }
     if (rc == TS_OK) {
         rc = build_nodes(page);

@@ -116,6 +116,9 @@ typedef struct rp_page {
     /* evidence-linked suggestions: [{path, call_index, href, fact,
      * experiment}] */
     json_t *suggestions;
+    /* each row's value per side and view (rp_row_value, read once) */
+    rp_sum *values[2][RP_VIEWS];
+    const json_t **metrics[2][RP_VIEWS];
     /* operator FLOPs per layer row of the report: self, inclusive */
     rp_sum *op_self, *op_incl;
 } rp_page;
@@ -151,6 +154,18 @@ rp_sum rp_row_value(const json_t *layer, int view, const json_t **metric);
  * (narrower than RP_SMALL_SHARE of the map); -1 when it is not on the
  * rail. */
 int rp_rail_kind(const rp_group *group, size_t n);
+
+/* The cached rp_row_value of row `row` on `side` for view v. */
+static inline rp_sum
+rp_row(const rp_page *page,
+       int side,
+       int v,
+       size_t row,
+       const json_t **metric)
+{
+    *metric = page->metrics[side][v][row];
+    return page->values[side][v][row];
+}
 
 /* A node's index by path, or RP_NONE. */
 size_t rp_node_find(const rp_page *page, const char *path);

@@ -207,7 +207,7 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
         const json_t *metric, *layer = json_array_get(layers, i);
         const json_t *owner = json_object_get(
             json_object_get(layer, "metric_owners"), page->views[v].name);
-        rp_sum value = rp_row_value(layer, v, &metric);
+        rp_sum value = rp_row(page, 0, v, i, &metric);
         *y += LINE;
         rt_printf(
             b, "<text id=\"call-%zu\" x=\"%.0f\" y=\"%.2f\">", i, MARGIN, *y);

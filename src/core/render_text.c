@@ -30,6 +30,43 @@ rt_printf(ts_text_buf *b, const char *fmt, ...)
 }
 
 void
+rt_int(ts_text_buf *b, int64_t value)
+{
+    char digits[24];
+    size_t i = sizeof digits;
+    uint64_t mag = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    do {
+        digits[--i] = (char)('0' + mag % 10);
+        mag /= 10;
+    } while (mag > 0);
+    if (value < 0) {
+        digits[--i] = '-';
+    }
+    ts_text_put_n(b, digits + i, sizeof digits - i);
+}
+
+void
+rt_fixed2(ts_text_buf *b, double value)
+{
+    double scaled = round(fabs(value) * 100.0);
+    int64_t hundredths;
+    char frac[3];
+    if (!(scaled < 9.0e15)) {
+        rt_printf(b, "%.2f", value);
+        return;
+    }
+    hundredths = (int64_t)scaled;
+    if (value < 0 && hundredths != 0) {
+        ts_text_put_n(b, "-", 1);
+    }
+    rt_int(b, hundredths / 100);
+    frac[0] = '.';
+    frac[1] = (char)('0' + (hundredths % 100) / 10);
+    frac[2] = (char)('0' + hundredths % 10);
+    ts_text_put_n(b, frac, 3);
+}
+
+void
 rt_esc(ts_text_buf *b, const char *text)
 {
     const char *start = text;

@@ -22,6 +22,11 @@ void rt_printf(ts_text_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* A decimal integer, without printf (the hot paths write many). */
+void rt_int(ts_text_buf *b, int64_t value);
+/* A coordinate with two decimals ("12.50", "-0.25"), rounded half away
+ * from zero; without printf. */
+void rt_fixed2(ts_text_buf *b, double value);
 /* Caller text with & < > " ' as character references (HTML and XML). */
 void rt_esc(ts_text_buf *b, const char *text);
 /* A number with thousands separators ("1,234", "-5"); reals as Python's

@@ -1020,16 +1020,18 @@ calls_check(checker *c, const json_t *layers)
 
 /* ---- the report --------------------------------------------------------- */
 
-int
-ts_analysis_report_check(const json_t *report,
-                         const char *where,
-                         ts_error *err)
+static int
+report_check(const json_t *report,
+             const char *where,
+             bool display_text,
+             ts_error *err)
 {
     checker c;
     const json_t *layers;
     const json_t *flops;
     int rc;
     checker_init(&c, where, err);
+    c.display_text = display_text;
     if (!json_is_object(report)) {
         return fail(&c, "an AnalysisReport is a JSON object");
     }
@@ -1075,4 +1077,20 @@ ts_analysis_report_check(const json_t *report,
         }
     }
     return calls_check(&c, layers);
+}
+
+int
+ts_analysis_report_check(const json_t *report,
+                         const char *where,
+                         ts_error *err)
+{
+    return report_check(report, where, false, err);
+}
+
+int
+ts_analysis_report_check_display(const json_t *report,
+                                 const char *where,
+                                 ts_error *err)
+{
+    return report_check(report, where, true, err);
 }
