@@ -48,10 +48,12 @@ rt_int(ts_text_buf *b, int64_t value)
 void
 rt_fixed2(ts_text_buf *b, double value)
 {
-    double scaled = round(fabs(value) * 100.0);
+    double exact = fabs(value) * 100.0, scaled = round(exact);
     int64_t hundredths;
     char frac[3];
-    if (!(scaled < 9.0e15)) {
+    /* near a half the product's rounding error could flip the digit:
+     * printf decides from the exact binary value there */
+    if (!(scaled < 9.0e15) || fabs(exact - floor(exact) - 0.5) < 1e-6) {
         rt_printf(b, "%.2f", value);
         return;
     }

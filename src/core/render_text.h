@@ -24,8 +24,8 @@ void rt_printf(ts_text_buf *b, const char *fmt, ...)
     ;
 /* A decimal integer, without printf (the hot paths write many). */
 void rt_int(ts_text_buf *b, int64_t value);
-/* A coordinate with two decimals ("12.50", "-0.25"), rounded half away
- * from zero; without printf. */
+/* A coordinate with two decimals, exactly as printf("%.2f") writes it
+ * ("12.50", "-0.25"); printf runs only for values near a rounding half. */
 void rt_fixed2(ts_text_buf *b, double value);
 /* Caller text with & < > " ' as character references (HTML and XML). */
 void rt_esc(ts_text_buf *b, const char *text);
