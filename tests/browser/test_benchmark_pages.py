@@ -74,6 +74,16 @@ def test_page_has_no_serious_accessibility_violation(pages, name, browser, open_
     assert violations == [], describe_axe(violations)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_heading_levels_never_skip(pages, name, browser, open_page):
+    # axe's heading-order (impact "moderate"): a single report's page once had an h4 straight under its h2.
+    open_page(browser, pages[name])
+    levels = [int(h.tag_name[1]) for h in browser.driver.find_elements("css selector", "h1, h2, h3, h4, h5, h6")]
+    assert levels[0] == 1
+    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+    assert skips == [], f"heading levels {levels}"
+
+
 @pytest.mark.parametrize("name", ["latency", "comparison"])
 def test_page_is_usable_without_javascript(pages, name, browser_nojs, open_page):
     page = open_page(browser_nojs, pages[name])
