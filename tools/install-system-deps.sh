@@ -23,7 +23,7 @@ fi
 if [ "${1:-}" = browser ]; then
     command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
     command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
-    command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
+    { command -v ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } >/dev/null 2>&1 || missing="$missing iproute2"
 fi
 [ -z "$missing" ] && exit 0
 SUDO=""
