@@ -20,8 +20,8 @@ def _page(body: str, csp: str = CSP) -> str:
     )
 
 
-def test_runs_without_a_network():
-    # make browser-test runs pytest under `unshare -n`: loopback is the only interface.
+def test_the_browser_runs_without_a_network(browser):
+    # make browser-test runs pytest under `unshare -n`: where a browser started, loopback is the only interface.
     assert sorted(name for _, name in socket.if_nameindex()) == ["lo"]
 
 
