@@ -71,9 +71,10 @@ def reports() -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def html_pages(reports) -> dict[str, str]:
+def html_pages(request) -> dict[str, str]:
     if _not_rendered("html"):
         pytest.skip(NOT_YET)
+    reports = request.getfixturevalue("reports")  # crawled only once the probe renders
     return {
         "cnn": render_report(reports["cnn"], title="DemoCNN"),
         "text_model": render_report(reports["text_model"], title="DemoTextModel (kwargs)"),
@@ -82,9 +83,10 @@ def html_pages(reports) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def svg_pages(reports) -> dict[str, str]:
+def svg_pages(request) -> dict[str, str]:
     if _not_rendered("svg"):
         pytest.skip(NOT_YET + " as SVG")
+    reports = request.getfixturevalue("reports")
     return {
         "cnn": render_report(reports["cnn"], format="svg", title="DemoCNN"),
         "text_model": render_report(reports["text_model"], format="svg", title="DemoTextModel", metric="macs"),
