@@ -8,12 +8,12 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: run test build deps ctest asan pytest ext-layers bench bench-instructions lint format format-check clean
+.PHONY: run test build deps ctest asan pytest browser-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
 
-test: format-check ext-layers ctest asan pytest
+test: format-check ext-layers ctest asan pytest browser-test
 
 deps: $(STAMP)
 $(STAMP): requirements-dev.txt tools/install-system-deps.sh
@@ -49,10 +49,29 @@ ext-layers: $(STAMP)
 pytest: build
 	$(PY) -m pytest tests/python -q
 
+# Rendered pages in Debian's headless Chromium (tests/browser): installs chromium, chromium-driver and iproute2
+# when missing, then runs pytest in a network namespace of its own (`unshare -n`, loopback only), since
+# Chromium calls home on its own. Where unshare is not permitted the tests skip and say why.
+browser-test: build
+	sh tools/install-system-deps.sh browser
+	@if unshare -n true 2>/dev/null; then \
+	    set -x; unshare -n sh -c 'ip link set lo up && $(PY) -m pytest tests/browser -q -rs'; \
+	else \
+	    echo "browser-test: unshare -n is not permitted here, so Chromium may not start: the tests skip"; \
+	    set -x; $(PY) -m pytest tests/browser -q -rs; \
+	fi
+
+# bench/browser_load.py: render_report time and Chromium's page load; the browser part only in a network
+# namespace of its own (unshare -n), elsewhere it prints why that column is unavailable.
 bench: build
 	$(PY) bench/run.py
 	$(PY) bench/workload.py
 	$(PY) bench/op_overhead.py
+	@if unshare -n true 2>/dev/null; then \
+	    set -x; unshare -n sh -c 'ip link set lo up && $(PY) bench/browser_load.py'; \
+	else \
+	    set -x; $(PY) bench/browser_load.py; \
+	fi
 
 # The main ratios of bench/run.py in instructions (callgrind; needs valgrind, a few minutes).
 bench-instructions: build
@@ -80,4 +99,4 @@ format:
 	clang-format -i src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
 
 clean:
-	rm -rf build-c build-asan build build-fuzz $(BUILT)
+	rm -rf build-c build-asan build build-fuzz build-browser $(BUILT)

@@ -2,7 +2,10 @@
 # Installs the Debian packages the build needs: jansson (the engine's JSON
 # value trees), pkg-config (meson finds jansson with it), clang-format and
 # clang-tidy (make lint), GNU time (the RSS tests compare with /usr/bin/time -v);
-# with the argument fuzz, clang-14 and libFuzzer (make fuzz).
+# with the argument fuzz, clang-14 and libFuzzer (make fuzz); with the argument
+# browser, Debian's chromium and chromium-driver (the browser tests, make
+# browser-test) and iproute2 (`ip`, which brings up loopback in the tests' own
+# network namespace).
 # Runs apt-get only when something is missing.
 set -eu
 missing=""
@@ -15,6 +18,12 @@ if [ "${1:-}" = fuzz ]; then
     command -v clang-14 >/dev/null 2>&1 || missing="$missing clang-14"
     ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
         || missing="$missing libfuzzer-14-dev libclang-rt-14-dev"
+fi
+# `make browser-test` (sh tools/install-system-deps.sh browser): Chromium, its WebDriver and `ip`
+if [ "${1:-}" = browser ]; then
+    command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+    command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
+    { command -v ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } >/dev/null 2>&1 || missing="$missing iproute2"
 fi
 [ -z "$missing" ] && exit 0
 SUDO=""

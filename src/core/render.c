@@ -549,9 +549,14 @@ diagnostics_list(html_buf *b, const json_t *diagnostics)
     raw(b, "</ul>\n");
 }
 
-/* The terminal summary, then the exact metric table and diagnostics. */
+/* The terminal summary, then the exact metric table and diagnostics, under a
+ * heading of level `sub` (h3 on a single report's page, h4 under a
+ * comparison's Baseline/Candidate h3, so that no heading level is skipped). */
 static int
-measured_values(html_buf *b, const json_t *report, ts_error *err)
+measured_values(html_buf *b,
+                const json_t *report,
+                const char *sub,
+                ts_error *err)
 {
     const json_t *totals = json_object_get(report, "totals");
     char *summary = ts_workload_summary(report, err);
@@ -584,7 +589,9 @@ measured_values(html_buf *b, const json_t *report, ts_error *err)
         element(b, "td", string_of(metric, "method"));
         raw(b, "</tr>\n");
     }
-    raw(b, "</table>\n<h4>Diagnostics</h4>\n");
+    raw(b, "</table>\n");
+    element(b, sub, "Diagnostics");
+    raw(b, "\n");
     diagnostics_list(b, json_object_get(report, "diagnostics"));
     raw(b, "</details>\n");
     return TS_OK;
@@ -755,6 +762,7 @@ context_block(html_buf *b, const char *heading, const json_t *report)
 {
     const json_t *context = json_object_get(report, "context");
     const json_t *measurement = json_object_get(report, "measurement");
+    const char *sub = heading != NULL ? "h4" : "h3"; /* no skipped level */
     const char *key;
     const json_t *value;
     if (heading != NULL) {
@@ -775,9 +783,13 @@ context_block(html_buf *b, const char *heading, const json_t *report)
         }
         raw(b, "</td></tr>\n");
     }
-    raw(b, "</table>\n<h4>Inputs</h4>\n<pre>");
+    raw(b, "</table>\n");
+    element(b, sub, "Inputs");
+    raw(b, "\n<pre>");
     json_text(b, json_object_get(report, "inputs"));
-    raw(b, "</pre>\n<h4>Raw timing blocks</h4>\n<table>\n");
+    raw(b, "</pre>\n");
+    element(b, sub, "Raw timing blocks");
+    raw(b, "\n<table>\n");
     json_object_foreach((json_t *)measurement, key, value)
     {
         raw(b, "<tr>");
@@ -839,15 +851,15 @@ ts_render_benchmark_html(const json_t *report,
     free(verdict);
     if (comparison) {
         raw(&b, "<h3>Baseline</h3>\n");
-        rc = measured_values(&b, before, err);
+        rc = measured_values(&b, before, "h4", err);
         if (rc == TS_OK) {
             raw(&b, "<h3>Candidate</h3>\n");
-            rc = measured_values(&b, after, err);
+            rc = measured_values(&b, after, "h4", err);
         }
         measured_changes(&b, report);
     }
     else {
-        rc = measured_values(&b, report, err);
+        rc = measured_values(&b, report, "h3", err);
     }
     if (rc != TS_OK) {
         free(b.data);

@@ -187,6 +187,10 @@ test_single_page(void)
         CHECK(strstr(html, "No operator profile was supplied.") != NULL);
         CHECK(strstr(html, "<h2>Execution context</h2>") != NULL);
         CHECK(strstr(html, "Measured changes") == NULL);
+        /* under the h2 sections, h3 (an h4 would skip a level) */
+        CHECK(strstr(html, "<h3>Diagnostics</h3>") != NULL);
+        CHECK(strstr(html, "<h3>Raw timing blocks</h3>") != NULL);
+        CHECK(strstr(html, "<h4>") == NULL);
     }
     free(html);
     json_object_set_new(r, "schema_version", json_integer(2));
@@ -242,6 +246,8 @@ test_comparison_page(void)
               != NULL);
         CHECK(strstr(html, "<h3>Baseline</h3>") != NULL);
         CHECK(strstr(html, "<h3>Candidate</h3>") != NULL);
+        CHECK(strstr(html, "<h4>Diagnostics</h4>") != NULL);
+        CHECK(strstr(html, "<h4>Raw timing blocks</h4>") != NULL);
         CHECK(strstr(html, "Measured changes") != NULL);
         CHECK(strstr(html, "<td class=\"num\">-8.000</td><td>ms</td>")
               != NULL);
