@@ -522,7 +522,7 @@ panel(ts_text_buf *b, const rp_page *page, int v)
     const rp_view *view = &page->views[v];
     rt_printf(b,
               "<section class=\"metric-panel\" id=\"panel-%s\" "
-              "data-view=\"%s\" aria-labelledby=\"h-%s\">\n<h2 "
+              "data-metric=\"%s\" aria-labelledby=\"h-%s\">\n<h2 "
               "id=\"h-%s\">%s</h2>\n<div class=\"panel-body\"><div "
               "class=\"maps\">\n",
               view->name,
@@ -555,10 +555,10 @@ views(ts_text_buf *b, const rp_page *page, int selected)
 {
     rt_raw(b,
            "<p class=\"search\" hidden><label for=\"module-search\">Find a "
-           "module path</label> <input type=\"search\" id=\"module-search\" "
-           "autocomplete=\"off\"> <span id=\"module-search-count\" "
-           "aria-live=\"polite\"></span></p>\n"
-           "<fieldset class=\"views\"><legend>Metric view</legend>\n");
+           "module path</label> <input type=\"search\" id=\"module-search\">"
+           " <span id=\"module-search-count\" aria-live=\"polite\"></span>"
+           "</p>\n<div class=\"views\">\n<fieldset class=\"view-switch\">"
+           "<legend>Metric view</legend>\n");
     for (int v = 0; v < RP_VIEWS; v++) {
         rt_printf(b,
                   "<input type=\"radio\" name=\"view\" id=\"view-%s\"%s>"
@@ -568,10 +568,11 @@ views(ts_text_buf *b, const rp_page *page, int selected)
                   page->views[v].name,
                   page->views[v].label);
     }
+    rt_raw(b, "</fieldset>\n");
     for (int v = 0; v < RP_VIEWS; v++) {
         panel(b, page, v);
     }
-    rt_raw(b, "</fieldset>\n");
+    rt_raw(b, "</div>\n");
 }
 
 /* ---- operator FLOPs per module call (beyond the reference) -------------- */

@@ -39,7 +39,7 @@ const char rs_script[] =
     "    var body = panel.querySelector(\".inspector-body\");\n"
     "    var n = Number(tile.getAttribute(\"data-node\"));\n"
     "    var node = nodes[n];\n"
-    "    var view = panel.getAttribute(\"data-view\");\n"
+    "    var view = panel.getAttribute(\"data-metric\");\n"
     "    var calls = node[3];\n"
     "    body.textContent = \"\";\n"
     "    body.appendChild(text(\"p\", node[0] === \"\" ? \"(model root)\" : node[0], \"insp-path\"));\n"
@@ -177,4 +177,4 @@ const char rs_script[] =
     "})();\n";
 /* clang-format on */
 
-const char rs_script_sha256[] = "btnolN7JA5xRFnKBxzFbo45DrJo6f5CRt15T0cOIcXY=";
+const char rs_script_sha256[] = "6PnuQqYJFVirlZpit1HDZZO60hIwlsiiVsEkqGissQw=";

@@ -28,7 +28,7 @@
     var body = panel.querySelector(".inspector-body");
     var n = Number(tile.getAttribute("data-node"));
     var node = nodes[n];
-    var view = panel.getAttribute("data-view");
+    var view = panel.getAttribute("data-metric");
     var calls = node[3];
     body.textContent = "";
     body.appendChild(text("p", node[0] === "" ? "(model root)" : node[0], "insp-path"));
