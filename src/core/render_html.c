@@ -413,8 +413,7 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
         rt_raw(b, "</h3><ol class=\"ranked\">");
         for (size_t k = 0; k < count && k < RP_RANKED_LIMIT; k++) {
             const json_t *metric;
-            rp_sum value =
-                rp_row(page, 0, v, rows[k].row, &metric);
+            rp_sum value = rp_row(page, 0, v, rows[k].row, &metric);
             rt_raw(b, "<li>");
             call_link(b, page, 0, rows[k].row);
             rt_printf(b,

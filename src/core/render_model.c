@@ -851,8 +851,7 @@ rp_page_build(rp_page *page,
     int rc;
     const char *mode;
     memset(page, 0, sizeof *page);
-    if ((rc = ts_analysis_report_check_display(report, "report", err))
-            != TS_OK
+    if ((rc = ts_analysis_report_check_display(report, "report", err)) != TS_OK
         || (before != NULL
             && (rc = ts_analysis_report_check_display(before, "before", err))
                    != TS_OK)) {

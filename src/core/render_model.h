@@ -157,11 +157,7 @@ int rp_rail_kind(const rp_group *group, size_t n);
 
 /* The cached rp_row_value of row `row` on `side` for view v. */
 static inline rp_sum
-rp_row(const rp_page *page,
-       int side,
-       int v,
-       size_t row,
-       const json_t **metric)
+rp_row(const rp_page *page, int side, int v, size_t row, const json_t **metric)
 {
     *metric = page->metrics[side][v][row];
     return page->values[side][v][row];
