@@ -33,21 +33,31 @@ checker_init(checker *c, const char *where, ts_error *err)
     c->display_text = false;
 }
 
+/* Appends `len` bytes of `text` to the path; a path that no longer fits
+ * ends in "...". (No printf: the check pushes every key of a report.) */
+static void
+append(checker *c, const char *text, size_t len)
+{
+    if (len >= PATH_SIZE - c->len) {
+        memcpy(c->path + PATH_SIZE - 4, "...", 4);
+        c->len = PATH_SIZE - 1;
+        return;
+    }
+    memcpy(c->path + c->len, text, len);
+    c->len += len;
+    c->path[c->len] = '\0';
+}
+
 /* Appends ".key" (or "key" at the root) to the path; returns the length
- * to restore. A path that no longer fits ends in "...". */
+ * to restore. */
 static size_t
 push_key(checker *c, const char *key)
 {
     size_t saved = c->len;
-    int n = snprintf(
-        c->path + c->len, PATH_SIZE - c->len, c->len == 0 ? "%s" : ".%s", key);
-    if (n < 0 || (size_t)n >= PATH_SIZE - c->len) {
-        memcpy(c->path + PATH_SIZE - 4, "...", 4);
-        c->len = PATH_SIZE - 1;
+    if (c->len > 0) {
+        append(c, ".", 1);
     }
-    else {
-        c->len += (size_t)n;
-    }
+    append(c, key, strlen(key));
     return saved;
 }
 
@@ -55,17 +65,14 @@ static size_t
 push_index(checker *c, size_t index)
 {
     char text[32];
-    size_t saved = c->len;
-    int n;
-    snprintf(text, sizeof text, "[%zu]", index);
-    n = snprintf(c->path + c->len, PATH_SIZE - c->len, "%s", text);
-    if (n < 0 || (size_t)n >= PATH_SIZE - c->len) {
-        memcpy(c->path + PATH_SIZE - 4, "...", 4);
-        c->len = PATH_SIZE - 1;
-    }
-    else {
-        c->len += (size_t)n;
-    }
+    size_t i = sizeof text, saved = c->len;
+    text[--i] = ']';
+    do {
+        text[--i] = (char)('0' + index % 10);
+        index /= 10;
+    } while (index > 0);
+    text[--i] = '[';
+    append(c, text + i, sizeof text - i);
     return saved;
 }
 

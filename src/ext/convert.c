@@ -354,48 +354,53 @@ convert_json(const json_t *value, str_cache *cache)
     }
 }
 
-/* Python -> JSON keeps the path of the value it converts, so that a
+/* Python -> JSON remembers where it is (a key or an index per level, no
+ * text) and writes the path only when it refuses a value, so that the
  * refusal names where it is, as the engine's report check does:
  * "before: layers[1].metrics.macs.value: an integer outside the 64-bit
  * range". */
 #define CONV_PATH_SIZE 256
+#define CONV_MAX_DEPTH 200
+
+typedef struct conv_frame {
+    const char *key; /* an object member, or NULL for a list index */
+    Py_ssize_t index;
+} conv_frame;
 
 typedef struct conv_ctx {
     const char *what;
-    char path[CONV_PATH_SIZE];
-    size_t len;
+    conv_frame frames[CONV_MAX_DEPTH + 1];
 } conv_ctx;
 
-static size_t
-conv_push(conv_ctx *c, const char *fmt, const char *key, Py_ssize_t index)
-{
-    size_t saved = c->len;
-    size_t room = CONV_PATH_SIZE - c->len;
-    int n = key != NULL ? snprintf(c->path + c->len, room, fmt, key)
-                        : snprintf(c->path + c->len, room, fmt, index);
-    if (n < 0 || (size_t)n >= room) {
-        memcpy(c->path + CONV_PATH_SIZE - 4, "...", 4);
-        c->len = CONV_PATH_SIZE - 1;
-    }
-    else {
-        c->len += (size_t)n;
-    }
-    return saved;
-}
-
+/* The path of the first `depth` levels ("" at the top), as subscripts
+ * without brackets around keys; "..." when it does not fit. */
 static void
-conv_pop(conv_ctx *c, size_t saved)
+conv_path(const conv_ctx *c, int depth, char path[CONV_PATH_SIZE])
 {
-    c->len = saved;
-    c->path[saved] = '\0';
+    size_t len = 0;
+    path[0] = '\0';
+    for (int d = 0; d < depth; d++) {
+        size_t room = CONV_PATH_SIZE - len;
+        const conv_frame *f = &c->frames[d];
+        int n = f->key != NULL
+                    ? snprintf(path + len, room, d == 0 ? "%s" : ".%s", f->key)
+                    : snprintf(path + len, room, "[%zd]", f->index);
+        if (n < 0 || (size_t)n >= room) {
+            memcpy(path + CONV_PATH_SIZE - 4, "...", 4);
+            return;
+        }
+        len += (size_t)n;
+    }
 }
 
 /* Raises type with "<what>: <path>: <problem>" (no path at the top). */
 static json_t *
-conv_fail(conv_ctx *c, PyObject *type, const char *problem)
+conv_fail(const conv_ctx *c, int depth, PyObject *type, const char *problem)
 {
-    if (c->len > 0) {
-        PyErr_Format(type, "%s: %s: %s", c->what, c->path, problem);
+    char path[CONV_PATH_SIZE];
+    conv_path(c, depth, path);
+    if (path[0] != '\0') {
+        PyErr_Format(type, "%s: %s: %s", c->what, path, problem);
     }
     else {
         PyErr_Format(type, "%s: %s", c->what, problem);
@@ -406,7 +411,7 @@ conv_fail(conv_ctx *c, PyObject *type, const char *problem)
 static json_t *to_json(PyObject *obj, conv_ctx *c, int depth);
 
 static json_t *
-int_to_json(PyObject *obj, conv_ctx *c)
+int_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
@@ -415,6 +420,7 @@ int_to_json(PyObject *obj, conv_ctx *c)
     }
     if (overflow) {
         return conv_fail(c,
+                         depth,
                          PyExc_ValueError,
                          "an integer outside the 64-bit range (past 2^63)");
     }
@@ -422,7 +428,7 @@ int_to_json(PyObject *obj, conv_ctx *c)
 }
 
 static json_t *
-text_to_json(PyObject *obj, conv_ctx *c)
+text_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     Py_ssize_t size;
     json_t *result;
@@ -431,19 +437,18 @@ text_to_json(PyObject *obj, conv_ctx *c)
         if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
             PyErr_Clear();
             return conv_fail(
-                c, PyExc_ValueError, "invalid text (a surrogate)");
+                c, depth, PyExc_ValueError, "invalid text (a surrogate)");
         }
         return NULL;
     }
     if (memchr(s, '\0', (size_t)size) != NULL) {
         /* the engine reads text as C strings: it would be cut short */
-        return conv_fail(c, PyExc_ValueError, "text with a NUL character");
+        return conv_fail(
+            c, depth, PyExc_ValueError, "text with a NUL character");
     }
-    result = json_stringn(s, (size_t)size);
-    if (result == NULL) {
-        return conv_fail(c, PyExc_ValueError, "invalid text");
-    }
-    return result;
+    /* Python's UTF-8 of a str without surrogates is valid UTF-8 */
+    result = json_stringn_nocheck(s, (size_t)size);
+    return result != NULL ? result : (json_t *)PyErr_NoMemory();
 }
 
 static json_t *
@@ -460,11 +465,13 @@ dict_to_json(PyObject *obj, conv_ctx *c, int depth)
         const char *k;
         json_t *v = NULL;
         if (!PyUnicode_Check(key)) {
+            char path[CONV_PATH_SIZE];
+            conv_path(c, depth, path);
             PyErr_Format(PyExc_ValueError,
                          "%s%s%s: a non-string key (%.100s)",
                          c->what,
-                         c->len > 0 ? ": " : "",
-                         c->path,
+                         path[0] != '\0' ? ": " : "",
+                         path,
                          Py_TYPE(key)->tp_name);
             json_decref(result);
             return NULL;
@@ -472,21 +479,22 @@ dict_to_json(PyObject *obj, conv_ctx *c, int depth)
         k = PyUnicode_AsUTF8AndSize(key, &size);
         if (k == NULL && PyErr_ExceptionMatches(PyExc_UnicodeError)) {
             PyErr_Clear();
-            conv_fail(
-                c, PyExc_ValueError, "a key with invalid text (a surrogate)");
+            conv_fail(c,
+                      depth,
+                      PyExc_ValueError,
+                      "a key with invalid text (a surrogate)");
         }
         else if (k != NULL && memchr(k, '\0', (size_t)size) != NULL) {
-            conv_fail(c, PyExc_ValueError, "a key with a NUL character");
+            conv_fail(
+                c, depth, PyExc_ValueError, "a key with a NUL character");
             k = NULL;
         }
         if (k != NULL) {
-            size_t saved = conv_push(c, c->len == 0 ? "%s" : ".%s", k, 0);
+            c->frames[depth].key = k;
             v = to_json(value, c, depth + 1);
-            if (v != NULL) {
-                conv_pop(c, saved);
-            }
         }
-        if (v == NULL || json_object_setn_new(result, k, (size_t)size, v)) {
+        if (v == NULL
+            || json_object_setn_new_nocheck(result, k, (size_t)size, v)) {
             if (v != NULL && !PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
@@ -509,17 +517,16 @@ list_to_json(PyObject *obj, conv_ctx *c, int depth)
     n = PySequence_Fast_GET_SIZE(seq);
     result = json_array();
     for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-        size_t saved = conv_push(c, "[%zd]", NULL, i);
-        json_t *v = to_json(PySequence_Fast_GET_ITEM(seq, i), c, depth + 1);
+        json_t *v;
+        c->frames[depth].key = NULL;
+        c->frames[depth].index = i;
+        v = to_json(PySequence_Fast_GET_ITEM(seq, i), c, depth + 1);
         if (v == NULL || json_array_append_new(result, v)) {
             if (v != NULL && !PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
             json_decref(result);
             result = NULL;
-        }
-        else {
-            conv_pop(c, saved);
         }
     }
     Py_DECREF(seq);
@@ -532,8 +539,9 @@ list_to_json(PyObject *obj, conv_ctx *c, int depth)
 static json_t *
 to_json(PyObject *obj, conv_ctx *c, int depth)
 {
-    if (depth > 200) {
-        return conv_fail(c, PyExc_ValueError, "nested too deeply (or cyclic)");
+    if (depth >= CONV_MAX_DEPTH) {
+        return conv_fail(
+            c, depth, PyExc_ValueError, "nested too deeply (or cyclic)");
     }
     if (obj == Py_None) {
         return json_null();
@@ -542,18 +550,20 @@ to_json(PyObject *obj, conv_ctx *c, int depth)
         return json_boolean(obj == Py_True);
     }
     if (PyLong_Check(obj)) {
-        return int_to_json(obj, c);
+        return int_to_json(obj, c, depth);
     }
     if (PyFloat_Check(obj)) {
         double d = PyFloat_AS_DOUBLE(obj);
         if (!isfinite(d)) {
-            return conv_fail(
-                c, PyExc_ValueError, "a non-finite number (NaN or infinity)");
+            return conv_fail(c,
+                             depth,
+                             PyExc_ValueError,
+                             "a non-finite number (NaN or infinity)");
         }
         return json_real(d);
     }
     if (PyUnicode_Check(obj)) {
-        return text_to_json(obj, c);
+        return text_to_json(obj, c, depth);
     }
     if (PyDict_Check(obj)) {
         return dict_to_json(obj, c, depth);
@@ -561,12 +571,16 @@ to_json(PyObject *obj, conv_ctx *c, int depth)
     if (PyList_Check(obj) || PyTuple_Check(obj)) {
         return list_to_json(obj, c, depth);
     }
-    PyErr_Format(PyExc_ValueError,
-                 "%s%s%s: a non-JSON value of type %.100s",
-                 c->what,
-                 c->len > 0 ? ": " : "",
-                 c->path,
-                 Py_TYPE(obj)->tp_name);
+    {
+        char path[CONV_PATH_SIZE];
+        conv_path(c, depth, path);
+        PyErr_Format(PyExc_ValueError,
+                     "%s%s%s: a non-JSON value of type %.100s",
+                     c->what,
+                     path[0] != '\0' ? ": " : "",
+                     path,
+                     Py_TYPE(obj)->tp_name);
+    }
     return NULL;
 }
 
@@ -575,8 +589,6 @@ tsx_to_json(PyObject *obj, const char *what)
 {
     conv_ctx c;
     c.what = what;
-    c.path[0] = '\0';
-    c.len = 0;
     return to_json(obj, &c, 0);
 }
 
