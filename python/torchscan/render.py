@@ -36,7 +36,13 @@ def render_report(
     report and its exact values, methods and diagnostics, for comparisons
     the measured changes (ms for seconds, MiB for bytes, "Unavailable" when
     withheld), the descriptive latency change and the changed context, then
-    the operator profile when one was supplied and the execution context.
+    pictures of the timed blocks (inline SVG: a strip of the per-call time of
+    every block with its median and IQR, and a run-order plot; a comparison's
+    baseline and candidate on one common axis, circles and squares), each
+    with an accessible name and followed by its numbers, or a sentence saying
+    why a report is not drawn (latency not complete, or blocks that do not
+    give the reported latency), then the operator profile when one was
+    supplied and the execution context.
     Every caller-supplied text is HTML-escaped. The output is deterministic
     and the report is neither modified nor remeasured.
 
