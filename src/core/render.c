@@ -476,6 +476,7 @@ static const char style[] =
     "summary{cursor:pointer;font-weight:600}"
     ".note,figcaption{color:var(--muted)}"
     "figure.plot{margin:1rem 0}"
+    ".plot-numbers td.num{white-space:nowrap}"
     "figcaption{font-size:.9rem;max-width:640px}"
     "svg.plot{display:block;max-width:100%;height:auto;color:var(--fg);"
     "font-size:11px;font-variant-numeric:tabular-nums}"
