@@ -2,6 +2,7 @@
 #include "render_plot.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,9 @@ load_series(series *s, const json_t *report)
                  "the report holds no timed blocks "
                  "(measurement.number_per_run and raw_times_seconds).");
         return true;
+    }
+    if (n > SIZE_MAX / sizeof *blocks) {
+        return false;
     }
     blocks = malloc(n * sizeof *blocks);
     s->per_call = malloc(n * sizeof *s->per_call);
@@ -325,6 +329,50 @@ strip_label(ts_text_buf *l,
     }
 }
 
+/* The strip's numbers, as its axis shows them. */
+static void
+strip_numbers(ts_text_buf *b,
+              series *const *drawn,
+              size_t rows,
+              const ts_axis *x,
+              bool comparison)
+{
+    ts_text_put(b, "<table class=\"plot-numbers\">\n<tr>");
+    if (comparison) {
+        ts_text_put(b, "<th>Report</th>");
+    }
+    ts_text_put(b,
+                "<th>Blocks</th><th>Calls per block</th><th>Median "
+                "(latency)</th><th>IQR</th><th>25th percentile</th>"
+                "<th>75th percentile</th><th>Fastest block</th>"
+                "<th>Slowest block</th></tr>\n");
+    for (size_t r = 0; r < rows; r++) {
+        const series *s = drawn[r];
+        const double values[] = {s->median,
+                                 s->iqr,
+                                 s->p25,
+                                 s->p75,
+                                 s->per_call[s->fastest],
+                                 s->per_call[s->slowest]};
+        ts_text_put(b, "<tr>");
+        if (comparison) {
+            ts_text_printf(b, "<td>%s</td>", s->name);
+        }
+        ts_text_printf(b,
+                       "<td class=\"num\">%zu</td><td class=\"num\">%lld"
+                       "</td>",
+                       s->n,
+                       (long long)s->number);
+        for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+            ts_text_put(b, "<td class=\"num\">");
+            ts_axis_put_value(b, x, values[k], 3);
+            ts_text_put(b, "</td>");
+        }
+        ts_text_put(b, "</tr>\n");
+    }
+    ts_text_put(b, "</table>\n");
+}
+
 static void
 strip_figure(ts_text_buf *b,
              series *const *drawn,
@@ -411,42 +459,7 @@ strip_figure(ts_text_buf *b,
     }
     ts_text_put(b, "</figcaption>\n</figure>\n");
     free(label.data);
-
-    /* the numbers drawn */
-    ts_text_put(b, "<table class=\"plot-numbers\">\n<tr>");
-    if (comparison) {
-        ts_text_put(b, "<th>Report</th>");
-    }
-    ts_text_put(b,
-                "<th>Blocks</th><th>Calls per block</th><th>Median "
-                "(latency)</th><th>IQR</th><th>25th percentile</th>"
-                "<th>75th percentile</th><th>Fastest block</th>"
-                "<th>Slowest block</th></tr>\n");
-    for (size_t r = 0; r < rows; r++) {
-        const series *s = drawn[r];
-        const double values[] = {s->median,
-                                 s->iqr,
-                                 s->p25,
-                                 s->p75,
-                                 s->per_call[s->fastest],
-                                 s->per_call[s->slowest]};
-        ts_text_put(b, "<tr>");
-        if (comparison) {
-            ts_text_printf(b, "<td>%s</td>", s->name);
-        }
-        ts_text_printf(b,
-                       "<td class=\"num\">%zu</td><td class=\"num\">%lld"
-                       "</td>",
-                       s->n,
-                       (long long)s->number);
-        for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
-            ts_text_put(b, "<td class=\"num\">");
-            ts_axis_put_value(b, &x, values[k], 3);
-            ts_text_put(b, "</td>");
-        }
-        ts_text_put(b, "</tr>\n");
-    }
-    ts_text_put(b, "</table>\n");
+    strip_numbers(b, drawn, rows, &x, comparison);
 }
 
 /* ---- the run-order plot ------------------------------------------------- */
@@ -531,6 +544,90 @@ legend(ts_text_buf *b, series *const *drawn, size_t rows, double at)
     ts_text_put(b, "</g>\n");
 }
 
+/* Every block's per-call time in run order: as the axis shows it, and in
+ * seconds as Python writes the double. */
+static void
+block_table(ts_text_buf *b,
+            series *const *drawn,
+            size_t rows,
+            size_t blocks,
+            const ts_axis *y)
+{
+    ts_text_put(b,
+                "<details><summary>Per-call time of every block, in run "
+                "order</summary>\n<table class=\"plot-numbers\">\n<tr>"
+                "<th>Block</th>");
+    for (size_t r = 0; r < rows; r++) {
+        ts_text_put(b, "<th>");
+        put_name(b, drawn[r], " ");
+        ts_text_put(b, "per call</th><th>");
+        put_name(b, drawn[r], " ");
+        ts_text_put(b, "seconds per call</th>");
+    }
+    ts_text_put(b, "</tr>\n");
+    for (size_t i = 0; i < blocks; i++) {
+        ts_text_printf(b, "<tr><td class=\"num\">%zu</td>", i + 1);
+        for (size_t r = 0; r < rows; r++) {
+            const series *s = drawn[r];
+            char exact[TS_JSON_REAL_SIZE];
+            if (i >= s->n) {
+                ts_text_put(b, "<td></td><td></td>");
+                continue;
+            }
+            ts_format_json_real(s->per_call[i], exact);
+            ts_text_put(b, "<td class=\"num\">");
+            ts_axis_put_value(b, y, s->per_call[i], 3);
+            ts_text_put(b, "</td><td class=\"num\">");
+            ts_text_put(b, exact);
+            ts_text_put(b, "</td>");
+        }
+        ts_text_put(b, "</tr>\n");
+    }
+    ts_text_put(b, "</table>\n</details>\n");
+}
+
+/* One report's run: its median line, the trace through its blocks in run
+ * order, and their marks. */
+static void
+run_series(ts_text_buf *b, const series *s, const ts_axis *x, const ts_axis *y)
+{
+    double ym = ts_axis_px(y, s->median);
+    ts_text_printf(
+        b, "<g class=\"series %s\">\n<line class=\"median\"", s->cls);
+    attr(b, "x1", x->px_lo);
+    attr(b, "y1", ym);
+    attr(b, "x2", x->px_hi);
+    attr(b, "y2", ym);
+    ts_text_put(b,
+                s->square ? " stroke=\"currentColor\" "
+                            "stroke-dasharray=\"2 3\"/>\n"
+                          : " stroke=\"currentColor\" "
+                            "stroke-dasharray=\"6 4\"/>\n");
+    ts_text_put(b, "<polyline class=\"trace\" points=\"");
+    for (size_t i = 0; i < s->n; i++) {
+        if (i > 0) {
+            ts_text_put(b, " ");
+        }
+        ts_svg_put_num(b, ts_axis_px(x, (double)(i + 1)));
+        ts_text_put(b, ",");
+        ts_svg_put_num(b, ts_axis_px(y, s->per_call[i]));
+    }
+    ts_text_put(b,
+                s->square ? "\" fill=\"none\" stroke=\"currentColor\" "
+                            "stroke-dasharray=\"5 3\"/>\n"
+                          : "\" fill=\"none\" "
+                            "stroke=\"currentColor\"/>\n");
+    for (size_t i = 0; i < s->n; i++) {
+        mark(b,
+             s,
+             y,
+             i,
+             ts_axis_px(x, (double)(i + 1)),
+             ts_axis_px(y, s->per_call[i]));
+    }
+    ts_text_put(b, "</g>\n");
+}
+
 static void
 run_figure(ts_text_buf *b,
            series *const *drawn,
@@ -592,42 +689,7 @@ run_figure(ts_text_buf *b,
         legend(b, drawn, rows, RUN_TOP + 4.0);
     }
     for (size_t r = 0; r < rows; r++) {
-        const series *s = drawn[r];
-        double ym = ts_axis_px(&y, s->median);
-        ts_text_printf(
-            b, "<g class=\"series %s\">\n<line class=\"median\"", s->cls);
-        attr(b, "x1", RUN_LEFT);
-        attr(b, "y1", ym);
-        attr(b, "x2", right);
-        attr(b, "y2", ym);
-        ts_text_put(b,
-                    s->square ? " stroke=\"currentColor\" "
-                                "stroke-dasharray=\"2 3\"/>\n"
-                              : " stroke=\"currentColor\" "
-                                "stroke-dasharray=\"6 4\"/>\n");
-        ts_text_put(b, "<polyline class=\"trace\" points=\"");
-        for (size_t i = 0; i < s->n; i++) {
-            if (i > 0) {
-                ts_text_put(b, " ");
-            }
-            ts_svg_put_num(b, ts_axis_px(&x, (double)(i + 1)));
-            ts_text_put(b, ",");
-            ts_svg_put_num(b, ts_axis_px(&y, s->per_call[i]));
-        }
-        ts_text_put(b,
-                    s->square ? "\" fill=\"none\" stroke=\"currentColor\" "
-                                "stroke-dasharray=\"5 3\"/>\n"
-                              : "\" fill=\"none\" "
-                                "stroke=\"currentColor\"/>\n");
-        for (size_t i = 0; i < s->n; i++) {
-            mark(b,
-                 s,
-                 &y,
-                 i,
-                 ts_axis_px(&x, (double)(i + 1)),
-                 ts_axis_px(&y, s->per_call[i]));
-        }
-        ts_text_put(b, "</g>\n");
+        run_series(b, drawn[r], &x, &y);
     }
     ts_text_put(b,
                 "</svg>\n<figcaption>Each block's per-call time in the "
@@ -642,39 +704,7 @@ run_figure(ts_text_buf *b,
     }
     ts_text_put(b, "</figcaption>\n</figure>\n");
     free(label.data);
-
-    /* the numbers drawn, block by block */
-    ts_text_put(b,
-                "<details><summary>Per-call time of every block, in run "
-                "order</summary>\n<table class=\"plot-numbers\">\n<tr>"
-                "<th>Block</th>");
-    for (size_t r = 0; r < rows; r++) {
-        ts_text_put(b, "<th>");
-        put_name(b, drawn[r], " ");
-        ts_text_put(b, "per call</th><th>");
-        put_name(b, drawn[r], " ");
-        ts_text_put(b, "seconds per call</th>");
-    }
-    ts_text_put(b, "</tr>\n");
-    for (size_t i = 0; i < blocks; i++) {
-        ts_text_printf(b, "<tr><td class=\"num\">%zu</td>", i + 1);
-        for (size_t r = 0; r < rows; r++) {
-            const series *s = drawn[r];
-            char exact[TS_JSON_REAL_SIZE];
-            if (i >= s->n) {
-                ts_text_put(b, "<td></td><td></td>");
-                continue;
-            }
-            ts_format_json_real(s->per_call[i], exact);
-            ts_text_put(b, "<td class=\"num\">");
-            ts_axis_put_value(b, &y, s->per_call[i], 3);
-            ts_text_put(b, "</td><td class=\"num\">");
-            ts_text_put(b, exact);
-            ts_text_put(b, "</td>");
-        }
-        ts_text_put(b, "</tr>\n");
-    }
-    ts_text_put(b, "</table>\n</details>\n");
+    block_table(b, drawn, rows, blocks, &y);
 }
 
 /* ---- the section -------------------------------------------------------- */
