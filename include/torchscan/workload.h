@@ -52,6 +52,12 @@ json_t *ts_workload_totals(const json_t *measured,
  *
  * Seconds print as ms, bytes as MiB, other units unchanged; 3 decimals
  * with thousands separators. Totals missing from the report are skipped.
+ * The Profiler line describes the profile the report holds: an attached
+ * `profile` object is "complete", or "partial" when it has diagnostics,
+ * whatever context.profile_status says (a profile attached after
+ * measure_latency has none); without one, profile_status is shown
+ * ("not requested" when absent), and a "complete"/"partial" status adds
+ * ", but no profile is attached to this report".
  * Returns a malloc'd string (caller frees) or NULL with err set. */
 char *ts_workload_summary(const json_t *report, ts_error *err);
 

@@ -46,7 +46,11 @@ def render_report(
 
     A BenchmarkReport or BenchmarkComparison becomes a page with no script at
     all: the verdict, the measured values and, for comparisons, the measured
-    changes, the operator profile when supplied and the execution context.
+    changes; pictures of the timed blocks (a strip of every block's per-call
+    time with its median and IQR box, and a run-order plot; a comparison's
+    baseline and candidate on one axis, circles and squares), each followed
+    by its numbers, or a sentence saying why a report is not drawn; then the
+    operator profile when supplied and the execution context.
 
     The output is deterministic and the report is neither modified nor
     remeasured; every caller text is escaped.

@@ -12,6 +12,7 @@
 #include "torchscan/json_text.h"
 #include "torchscan/render.h"
 #include "torchscan/workload.h"
+#include "render_plot.h"
 #include "text_buf.h"
 
 #define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
@@ -19,13 +20,6 @@
 /* ---- output buffer ------------------------------------------------------ */
 
 typedef ts_text_buf html_buf;
-
-/* Appends `len` raw bytes; a failed allocation sticks. */
-static void
-raw_n(html_buf *b, const char *text, size_t len)
-{
-    ts_text_put_n(b, text, len);
-}
 
 static void
 raw(html_buf *b, const char *text)
@@ -37,38 +31,7 @@ raw(html_buf *b, const char *text)
 static void
 esc(html_buf *b, const char *text)
 {
-    const char *start = text;
-    if (text == NULL) {
-        return;
-    }
-    for (const char *c = text; *c; c++) {
-        const char *ref = NULL;
-        switch (*c) {
-            case '&':
-                ref = "&amp;";
-                break;
-            case '<':
-                ref = "&lt;";
-                break;
-            case '>':
-                ref = "&gt;";
-                break;
-            case '"':
-                ref = "&quot;";
-                break;
-            case '\'':
-                ref = "&#x27;";
-                break;
-            default:
-                break;
-        }
-        if (ref != NULL) {
-            raw_n(b, start, (size_t)(c - start));
-            raw(b, ref);
-            start = c + 1;
-        }
-    }
-    raw(b, start);
+    ts_text_put_escaped(b, text);
 }
 
 /* Escaped caller text inside an element: <tag>text</tag>. */
@@ -481,28 +444,56 @@ ts_render_verdict(const json_t *report, ts_error *err)
 
 /* ---- page sections ------------------------------------------------------ */
 
+/* Light by default, dark where the reader's system prefers it, light and
+ * without backgrounds on paper. The figures take their colours from the
+ * same variables (their marks differ by shape as well as colour). */
 static const char style[] =
+    ":root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--panel:#f6f8fa;"
+    "--line:#d0d7de;--muted:#57606a;--grid:#eaeef2;--single:#0969da;"
+    "--baseline:#0969da;--candidate:#bc4c00}"
+    "@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;"
+    "--panel:#161b22;--line:#30363d;--muted:#9198a1;--grid:#21262d;"
+    "--single:#4493f8;--baseline:#4493f8;--candidate:#f0883e}}"
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
-    "margin:0;color:#1f2328;background:#fff;line-height:1.45}"
-    "header{padding:1rem 1.5rem;border-bottom:1px solid #d0d7de;"
-    "background:#f6f8fa}"
+    "margin:0;color:var(--fg);background:var(--bg);line-height:1.45}"
+    "header{padding:1rem 1.5rem;border-bottom:1px solid var(--line);"
+    "background:var(--panel)}"
     "h1{font-size:1.4rem;margin:0 0 .3rem}"
     ".verdict{margin:0;font-weight:600}"
     "main{padding:0 1.5rem 2rem}"
     "section{margin-top:1.5rem}"
-    "h2{font-size:1.15rem;border-bottom:1px solid #d0d7de;padding-bottom:"
-    ".2rem}"
+    "h2{font-size:1.15rem;border-bottom:1px solid var(--line);"
+    "padding-bottom:.2rem}"
     "h3{font-size:1rem}"
-    "pre{background:#f6f8fa;padding:.75rem;overflow-x:auto;"
+    "pre{background:var(--panel);padding:.75rem;overflow-x:auto;"
     "white-space:pre-wrap}"
     "table{border-collapse:collapse;margin:.5rem 0}"
-    "th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;"
-    "vertical-align:top}"
-    "th{background:#f6f8fa}"
+    "th,td{border:1px solid var(--line);padding:.25rem .5rem;"
+    "text-align:left;vertical-align:top}"
+    "th{background:var(--panel)}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums}"
     "details{margin:.5rem 0}"
     "summary{cursor:pointer;font-weight:600}"
-    ".note{color:#57606a}";
+    ".note,figcaption{color:var(--muted)}"
+    "figure.plot{margin:1rem 0}"
+    ".plot-numbers td.num{white-space:nowrap}"
+    "figcaption{font-size:.9rem;max-width:640px}"
+    "svg.plot{display:block;max-width:100%;height:auto;color:var(--fg);"
+    "font-size:11px;font-variant-numeric:tabular-nums}"
+    "svg.plot text{fill:var(--fg);stroke:none}"
+    "svg.plot .axis line{stroke:var(--muted)}"
+    "svg.plot .axis line.grid{stroke:var(--grid)}"
+    "svg.plot .axis-label{font-size:12px}"
+    "svg.plot .single{color:var(--single)}"
+    "svg.plot .baseline{color:var(--baseline)}"
+    "svg.plot .candidate{color:var(--candidate)}"
+    "svg.plot .block,svg.plot .key{fill:currentColor;fill-opacity:.75;"
+    "stroke:currentColor}"
+    "svg.plot .trace{stroke-opacity:.45}"
+    "@media print{:root{--fg:#000;--bg:#fff;--panel:#fff;--line:#888;"
+    "--muted:#333;--grid:#ddd;--single:#000;--baseline:#000;"
+    "--candidate:#000}header{background:none}figure.plot,table{"
+    "break-inside:avoid}summary{cursor:auto}}";
 
 /* The exact value cell of a MetricResult. */
 static void
@@ -866,6 +857,8 @@ ts_render_benchmark_html(const json_t *report,
         return NULL;
     }
     raw(&b, "</section>\n");
+    ts_render_timing_section(
+        &b, comparison ? before : report, comparison ? after : NULL);
     if (comparison) {
         if (json_is_object(json_object_get(before, "profile"))) {
             profile_section(&b, "Baseline bottleneck evidence", before);

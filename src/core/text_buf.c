@@ -1,6 +1,8 @@
 /* A growable text buffer (see text_buf.h). */
 #include "text_buf.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,4 +35,75 @@ void
 ts_text_put(ts_text_buf *b, const char *text)
 {
     ts_text_put_n(b, text, strlen(text));
+}
+
+void
+ts_text_put_escaped(ts_text_buf *b, const char *text)
+{
+    const char *start = text;
+    if (text == NULL) {
+        return;
+    }
+    for (const char *c = text; *c; c++) {
+        const char *ref = NULL;
+        switch (*c) {
+            case '&':
+                ref = "&amp;";
+                break;
+            case '<':
+                ref = "&lt;";
+                break;
+            case '>':
+                ref = "&gt;";
+                break;
+            case '"':
+                ref = "&quot;";
+                break;
+            case '\'':
+                ref = "&#x27;";
+                break;
+            default:
+                break;
+        }
+        if (ref != NULL) {
+            ts_text_put_n(b, start, (size_t)(c - start));
+            ts_text_put(b, ref);
+            start = c + 1;
+        }
+    }
+    ts_text_put(b, start);
+}
+
+void
+ts_text_printf(ts_text_buf *b, const char *fmt, ...)
+{
+    char small[128];
+    va_list args;
+    int len;
+    if (b->failed) {
+        return;
+    }
+    va_start(args, fmt);
+    len = vsnprintf(small, sizeof small, fmt, args);
+    va_end(args);
+    if (len < 0) {
+        b->failed = true;
+        return;
+    }
+    if ((size_t)len < sizeof small) {
+        ts_text_put_n(b, small, (size_t)len);
+        return;
+    }
+    {
+        char *big = malloc((size_t)len + 1);
+        if (big == NULL) {
+            b->failed = true;
+            return;
+        }
+        va_start(args, fmt);
+        vsnprintf(big, (size_t)len + 1, fmt, args);
+        va_end(args);
+        ts_text_put_n(b, big, (size_t)len);
+        free(big);
+    }
 }

@@ -20,4 +20,16 @@ void ts_text_put_n(ts_text_buf *b, const char *text, size_t len);
 /* Appends a NUL-terminated string. */
 void ts_text_put(ts_text_buf *b, const char *text);
 
+/* Appends `text` (NULL appends nothing) with & < > " ' replaced by HTML
+ * character references: safe in HTML and SVG text and attribute values. */
+void ts_text_put_escaped(ts_text_buf *b, const char *text);
+
+/* Appends printf-formatted text. Numbers are formatted by the C library in
+ * the "C" locale's notation (the engine never calls setlocale). */
+void ts_text_printf(ts_text_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 #endif

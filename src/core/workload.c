@@ -280,6 +280,39 @@ put_metric(text_buf *t, const total_spec *spec, const json_t *metric)
     }
 }
 
+/* The Profiler line's status, with "_" shown as " ". It says what the
+ * report holds. An attached profile is "complete", or "partial" when it has
+ * diagnostics (measure_workload's rule for context.profile_status), whatever
+ * profile_status says: a profile attached by the caller after
+ * measure_latency has no profile_status, and one attached to a
+ * measure_workload report made without profile=True keeps "not_requested".
+ * Without a profile the line shows profile_status ("not_requested" when
+ * absent), and a status that claims a profile says it is not attached. */
+static void
+put_profile_status(text_buf *t, const json_t *report)
+{
+    const json_t *profile = json_object_get(report, "profile");
+    const char *status = json_string_value(
+        json_object_get(json_object_get(report, "context"), "profile_status"));
+    bool attached = json_is_object(profile);
+    if (attached) {
+        status = json_array_size(json_object_get(profile, "diagnostics")) > 0
+                     ? "partial"
+                     : "complete";
+    }
+    else if (status == NULL) {
+        status = "not_requested";
+    }
+    for (const char *c = status; *c; c++) {
+        put_n(t, *c == '_' ? " " : c, 1);
+    }
+    if (!attached
+        && (strcmp(status, "complete") == 0
+            || strcmp(status, "partial") == 0)) {
+        put(t, ", but no profile is attached to this report");
+    }
+}
+
 char *
 ts_workload_summary(const json_t *report, ts_error *err)
 {
@@ -289,8 +322,6 @@ ts_workload_summary(const json_t *report, ts_error *err)
     const json_t *diagnostics = json_object_get(report, "diagnostics");
     const char *device = json_string_value(json_object_get(context, "device"));
     const json_t *threads = json_object_get(context, "num_threads");
-    const char *profile =
-        json_string_value(json_object_get(context, "profile_status"));
     char *result = NULL;
     char count[32];
     if (!json_is_object(report) || !json_is_object(totals)) {
@@ -319,11 +350,7 @@ ts_workload_summary(const json_t *report, ts_error *err)
         }
     }
     put(&t, "\n  Profiler: ");
-    /* profile_status with "_" shown as " " */
-    for (const char *c = profile != NULL ? profile : "not_requested"; *c;
-         c++) {
-        put_n(&t, *c == '_' ? " " : c, 1);
-    }
+    put_profile_status(&t, report);
     put(&t, " (separate instrumented pass)");
     for (size_t i = 0; i < json_array_size(diagnostics); i++) {
         const json_t *d = json_array_get(diagnostics, i);

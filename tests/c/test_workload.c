@@ -129,6 +129,67 @@ test_totals(void)
     json_decref(measured);
 }
 
+/* The last line of `report`'s summary (the Profiler line when the report
+ * has no diagnostics); a malloc'd copy. */
+static char *
+last_line(const json_t *report)
+{
+    ts_error err;
+    char *text = ts_workload_summary(report, &err);
+    char *line = NULL;
+    if (text != NULL) {
+        const char *nl = strrchr(text, '\n');
+        line = strdup(nl != NULL ? nl + 1 : text);
+    }
+    free(text);
+    return line;
+}
+
+/* The Profiler line says what the report holds: an attached profile is
+ * complete or partial (diagnostics) whatever context.profile_status says,
+ * and a status that claims a profile the report lacks says so. */
+static void
+test_profile_line(json_t *report)
+{
+    json_t *context = json_object_get(report, "context");
+    json_t *profile = json_incref(json_object_get(report, "profile"));
+    char *line;
+    /* measure_latency's report plus profile_workload: no profile_status */
+    json_object_del(context, "profile_status");
+    line = last_line(report);
+    CHECK_EQ_STR(line, "  Profiler: partial (separate instrumented pass)");
+    free(line);
+    json_array_clear(json_object_get(profile, "diagnostics"));
+    line = last_line(report);
+    CHECK_EQ_STR(line, "  Profiler: complete (separate instrumented pass)");
+    free(line);
+    /* measure_workload without profile=True, a profile attached later */
+    json_object_set_new(
+        context, "profile_status", json_string("not_requested"));
+    line = last_line(report);
+    CHECK_EQ_STR(line, "  Profiler: complete (separate instrumented pass)");
+    free(line);
+    /* a profile that was removed, or is null */
+    json_object_set_new(context, "profile_status", json_string("complete"));
+    json_object_set_new(report, "profile", json_null());
+    line = last_line(report);
+    CHECK_EQ_STR(line,
+                 "  Profiler: complete, but no profile is attached to this "
+                 "report (separate instrumented pass)");
+    free(line);
+    json_object_del(report, "profile");
+    json_object_set_new(context, "profile_status", json_string("unavailable"));
+    line = last_line(report);
+    CHECK_EQ_STR(line, "  Profiler: unavailable (separate instrumented pass)");
+    free(line);
+    json_object_del(context, "profile_status");
+    line = last_line(report);
+    CHECK_EQ_STR(line,
+                 "  Profiler: not requested (separate instrumented pass)");
+    free(line);
+    json_decref(profile);
+}
+
 static void
 test_summary(void)
 {
@@ -243,6 +304,15 @@ test_summary(void)
     json_object_set_new(json_object_get(report, "context"),
                         "profile_status",
                         json_string("partial"));
+    json_object_set_new(report,
+                        "profile",
+                        json_pack("{s:i, s:[], s:[{s:s}]}",
+                                  "schema_version",
+                                  1,
+                                  "operators",
+                                  "diagnostics",
+                                  "message",
+                                  "the profiler recorded no device time"));
     json_array_clear(json_object_get(report, "diagnostics"));
     text = ts_workload_summary(report, &err);
     CHECK_EQ_STR(text,
@@ -257,6 +327,8 @@ test_summary(void)
                  "    Scope: fresh child process lifetime\n"
                  "  Profiler: partial (separate instrumented pass)");
     free(text);
+
+    test_profile_line(report);
 
     CHECK(ts_workload_summary(json_object_get(report, "context"), &err)
           == NULL);

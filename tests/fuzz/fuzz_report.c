@@ -1,8 +1,10 @@
 /* libFuzzer target over the path every saved report takes: JSON text ->
  * jansson (as the `torchscan` command reads files) -> the report check ->
  * compare_reports, the summary table, Python-style JSON text and the
- * analysis page renderer (HTML, SVG, before/after), which read only checked
- * reports. Built and run by `make fuzz` (clang-14,
+ * analysis page renderer (HTML, SVG, before/after), which read only
+ * checked reports; and any JSON -> the benchmark page (render_report's
+ * validation, the summary and the SVG pictures of the timed blocks). Built
+ * and run by `make fuzz` (clang-14,
  * -fsanitize=fuzzer,address,undefined); seeds in tests/fuzz/corpus/. */
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +51,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else {
         (void)ts_json_data_check(report, "fuzz", &err);
     }
+    free(ts_render_benchmark_html(report, "fuzz", &err));
     json_decref(report);
     return 0;
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import html as html_lib
 import re
 
 import pytest
@@ -302,3 +303,51 @@ def test_huge_durations_are_not_shown_as_infinity():
     before, after = synthetic(1e306, 0.001), synthetic(1e-3, 0.001)
     for page in (render_report(before), render_report(compare_benchmarks(before, after, check=lambda: None))):
         assert "inf" not in page.replace("info", "")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The summary above a profile never says the profile was not requested
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _pre_texts(html: str) -> list[str]:
+    return [html_lib.unescape(text) for text in re.findall(r"<pre>(.*?)</pre>", html, flags=re.S)]
+
+
+def test_attached_profile_is_reported_by_the_summary_above_it(threads):
+    from torchscan import measure_latency, profile_workload
+
+    torch.set_num_threads(1)
+    x = torch.randn(16, 16)
+
+    def workload():
+        return x @ x
+
+    settings = dict(device="cpu", inputs=x, work_units=16, work_unit="samples", min_run_time=0.01, warmup=1)
+    before, after = measure_latency(workload, **settings), measure_latency(workload, **settings)
+    before["profile"] = profile_workload(workload, device="cpu")
+    # measure_latency records no profile_status: the profile was attached by the caller
+    assert "profile_status" not in before["context"]
+    expected = "partial" if before["profile"]["diagnostics"] else "complete"
+    html = render_report(compare_benchmarks(before, after, check=lambda: None))
+    baseline, candidate = _pre_texts(html)[:2]
+    assert f"Profiler: {expected} (separate instrumented pass)" in baseline
+    assert "not requested" not in baseline.split("Profiler:")[1]
+    assert "<h2>Baseline bottleneck evidence</h2>" in html
+    # the candidate has none, and its page section and summary agree
+    assert "Profiler: not requested (separate instrumented pass)" in candidate
+    assert "No operator profile was supplied." in html
+
+    # measure_workload without profile=True says not_requested; a profile attached afterwards is what it holds
+    report = measure_workload(workload, device="cpu", metrics=("flops",), print_summary=False)
+    assert report["context"]["profile_status"] == "not_requested"
+    report["profile"] = before["profile"]
+    summary = _pre_texts(render_report(report))[0]
+    assert f"Profiler: {expected} (separate instrumented pass)" in summary
+    # and a status that claims a profile the report no longer holds says so
+    del report["profile"]
+    report["context"]["profile_status"] = "complete"
+    html = render_report(report)
+    summary = _pre_texts(html)[0]
+    assert "Profiler: complete, but no profile is attached to this report" in summary
+    assert "No operator profile was supplied." in html
