@@ -231,11 +231,7 @@ put_value(out_buf *b, const json_t *value, int indent, int level)
                        pretty);
             return;
         case JSON_INTEGER:
-            snprintf(text,
-                     sizeof text,
-                     "%" JSON_INTEGER_FORMAT,
-                     json_integer_value(value));
-            put(b, text);
+            ts_text_put_int(b, json_integer_value(value));
             return;
         case JSON_REAL:
             ts_format_json_real(json_real_value(value), text);

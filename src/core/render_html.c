@@ -38,13 +38,13 @@ shapes(ts_text_buf *b, const json_t *meta, int depth)
     }
     if (strcmp(kind, "tensor") == 0) {
         const json_t *dims = json_object_get(meta, "shape");
-        rt_raw(b, "(");
+        ts_text_put(b, "(");
         for (size_t i = 0; i < json_array_size(dims); i++) {
-            rt_raw(b, i > 0 ? ", " : "");
-            rt_int(b, json_integer_value(json_array_get(dims, i)));
+            ts_text_put(b, i > 0 ? ", " : "");
+            ts_text_put_int(b, json_integer_value(json_array_get(dims, i)));
         }
-        rt_raw(b, ") ");
-        rt_esc(b, text_of(meta, "dtype"));
+        ts_text_put(b, ") ");
+        ts_text_put_escaped(b, text_of(meta, "dtype"));
         return;
     }
     if (json_is_array(json_object_get(meta, "args"))) {
@@ -53,34 +53,34 @@ shapes(ts_text_buf *b, const json_t *meta, int depth)
         const json_t *value;
         size_t shown = 0;
         for (size_t i = 0; i < json_array_size(args); i++, shown++) {
-            rt_raw(b, shown > 0 ? "; " : "");
+            ts_text_put(b, shown > 0 ? "; " : "");
             shapes(b, json_array_get(args, i), depth + 1);
         }
         json_object_foreach(
             (json_t *)json_object_get(meta, "kwargs"), key, value)
         {
-            rt_raw(b, shown++ > 0 ? "; " : "");
-            rt_esc(b, key);
-            rt_raw(b, "=");
+            ts_text_put(b, shown++ > 0 ? "; " : "");
+            ts_text_put_escaped(b, key);
+            ts_text_put(b, "=");
             shapes(b, value, depth + 1);
         }
         if (shown == 0) {
-            rt_raw(b, "none");
+            ts_text_put(b, "none");
         }
         return;
     }
-    rt_esc(b, kind[0] != '\0' ? kind : "value");
+    ts_text_put_escaped(b, kind[0] != '\0' ? kind : "value");
 }
 
 static void
 string_list(ts_text_buf *b, const json_t *list)
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
-        rt_raw(b, i > 0 ? ", " : "");
-        rt_esc(b, json_string_value(json_array_get(list, i)));
+        ts_text_put(b, i > 0 ? ", " : "");
+        ts_text_put_escaped(b, json_string_value(json_array_get(list, i)));
     }
     if (json_array_size(list) == 0) {
-        rt_raw(b, "none recorded");
+        ts_text_put(b, "none recorded");
     }
 }
 
@@ -88,72 +88,73 @@ static void
 header(ts_text_buf *b, const rp_page *page, const char *title)
 {
     const json_t *context = json_object_get(page->report, "context");
-    rt_raw(b,
-           "<a class=\"skip\" href=\"#main\">Skip to the report</a>\n"
-           "<header>\n<fieldset class=\"theme\"><legend>Theme</legend>"
-           "<input type=\"radio\" name=\"theme\" id=\"theme-auto\" checked>"
-           "<label for=\"theme-auto\">auto</label> "
-           "<input type=\"radio\" name=\"theme\" id=\"theme-light\">"
-           "<label for=\"theme-light\">light</label> "
-           "<input type=\"radio\" name=\"theme\" id=\"theme-dark\">"
-           "<label for=\"theme-dark\">dark</label></fieldset>\n"
-           "<p class=\"brand\">TorchScan · schema 1 · offline report</p>\n"
-           "<h1>");
-    rt_esc(b, title);
-    rt_raw(b, "</h1>\n<p class=\"model\">");
-    rt_esc(b, text_of(context, "model_type"));
-    rt_raw(b, "</p>\n<p class=\"muted\">Inputs: ");
+    ts_text_put(
+        b,
+        "<a class=\"skip\" href=\"#main\">Skip to the report</a>\n"
+        "<header>\n<fieldset class=\"theme\"><legend>Theme</legend>"
+        "<input type=\"radio\" name=\"theme\" id=\"theme-auto\" checked>"
+        "<label for=\"theme-auto\">auto</label> "
+        "<input type=\"radio\" name=\"theme\" id=\"theme-light\">"
+        "<label for=\"theme-light\">light</label> "
+        "<input type=\"radio\" name=\"theme\" id=\"theme-dark\">"
+        "<label for=\"theme-dark\">dark</label></fieldset>\n"
+        "<p class=\"brand\">TorchScan · schema 1 · offline report</p>\n"
+        "<h1>");
+    ts_text_put_escaped(b, title);
+    ts_text_put(b, "</h1>\n<p class=\"model\">");
+    ts_text_put_escaped(b, text_of(context, "model_type"));
+    ts_text_put(b, "</p>\n<p class=\"muted\">Inputs: ");
     shapes(b, json_object_get(page->report, "inputs"), 0);
-    rt_raw(b, " · devices: ");
+    ts_text_put(b, " · devices: ");
     string_list(b, json_object_get(context, "devices"));
-    rt_raw(b, " · dtypes: ");
+    ts_text_put(b, " · dtypes: ");
     string_list(b, json_object_get(context, "dtypes"));
-    rt_raw(b, "</p>\n</header>\n");
+    ts_text_put(b, "</p>\n</header>\n");
 }
 
 static void
 badge(ts_text_buf *b, const json_t *metric)
 {
     const char *status = text_of(metric, "status");
-    rt_raw(b, "<span class=\"badge s-");
-    rt_esc(b, status);
-    rt_raw(b, "\">");
-    rt_esc(b, status);
-    rt_raw(b, "</span>");
+    ts_text_put(b, "<span class=\"badge s-");
+    ts_text_put_escaped(b, status);
+    ts_text_put(b, "\">");
+    ts_text_put_escaped(b, status);
+    ts_text_put(b, "</span>");
 }
 
 static void
 card(ts_text_buf *b, const char *heading, const json_t *metric)
 {
     rp_sum value = rp_sum_of_metric(metric);
-    rt_raw(b, "<div class=\"card\"><h2>");
-    rt_raw(b, heading);
-    rt_raw(b, "</h2><p class=\"big\">");
+    ts_text_put(b, "<div class=\"card\"><h2>");
+    ts_text_put(b, heading);
+    ts_text_put(b, "</h2><p class=\"big\">");
     if (value.status == TS_COMPLETE || value.status == TS_PARTIAL) {
-        rt_raw(b, value.status == TS_PARTIAL ? "≥ " : "");
+        ts_text_put(b, value.status == TS_PARTIAL ? "≥ " : "");
         rt_compact(b, rp_sum_double(&value));
-        rt_raw(b, " ");
-        rt_esc(b, text_of(metric, "unit"));
+        ts_text_put(b, " ");
+        ts_text_put_escaped(b, text_of(metric, "unit"));
     }
     else {
-        rt_raw(b, "unknown");
+        ts_text_put(b, "unknown");
     }
-    rt_raw(b, "</p><p>");
+    ts_text_put(b, "</p><p>");
     badge(b, metric);
-    rt_raw(b, " ");
-    rt_esc(b, text_of(metric, "method"));
-    rt_raw(b, "</p></div>\n");
+    ts_text_put(b, " ");
+    ts_text_put_escaped(b, text_of(metric, "method"));
+    ts_text_put(b, "</p></div>\n");
 }
 
 static void
 cards(ts_text_buf *b, const rp_page *page)
 {
     const json_t *totals = json_object_get(page->report, "totals");
-    rt_raw(b, "<section class=\"cards\" aria-label=\"Summary\">\n");
+    ts_text_put(b, "<section class=\"cards\" aria-label=\"Summary\">\n");
     card(b, "Module formulas", json_object_get(totals, "module_flops"));
     card(b, "Unique parameters", json_object_get(totals, "parameters"));
     card(b, "Operator dispatch", json_object_get(totals, "operator_flops"));
-    rt_raw(b, "</section>\n");
+    ts_text_put(b, "</section>\n");
 }
 
 /* ---- one metric view ---------------------------------------------------- */
@@ -162,26 +163,27 @@ static void
 group_key(ts_text_buf *b, const rp_group *g)
 {
     if (g->unscaled) {
-        rt_raw(b, "no_recorded_measurement · structural · unscaled");
+        ts_text_put(b, "no_recorded_measurement · structural · unscaled");
         return;
     }
-    rt_esc(b, g->method);
-    rt_raw(b, " · ");
-    rt_esc(b, g->unit);
-    rt_raw(b, " · ");
-    rt_esc(b, g->scope);
+    ts_text_put_escaped(b, g->method);
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, g->unit);
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, g->scope);
 }
 
 static void
 call_link(ts_text_buf *b, const rp_page *page, int side, size_t row)
 {
     const json_t *layer = json_array_get(page->layers[side], row);
-    rt_raw(b, side == 1 ? "<a href=\"#before-call-" : "<a href=\"#call-");
-    rt_int(b, (int64_t)row);
-    rt_raw(b, "\">");
-    rt_esc(b, path_label(text_of(layer, "path")));
-    rt_raw(b, "</a> call #");
-    rt_int(b, json_integer_value(json_object_get(layer, "call_index")));
+    ts_text_put(b, side == 1 ? "<a href=\"#before-call-" : "<a href=\"#call-");
+    ts_text_put_int(b, (int64_t)row);
+    ts_text_put(b, "\">");
+    ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+    ts_text_put(b, "</a> call #");
+    ts_text_put_int(b,
+                    json_integer_value(json_object_get(layer, "call_index")));
 }
 
 static void
@@ -189,20 +191,20 @@ node_link(ts_text_buf *b, const rp_page *page, size_t n)
 {
     const rp_node *node = &page->nodes[n];
     if (node->ncalls[0] > 0) {
-        rt_raw(b, "<a href=\"#call-");
-        rt_int(b, (int64_t)node->calls[0][0]);
+        ts_text_put(b, "<a href=\"#call-");
+        ts_text_put_int(b, (int64_t)node->calls[0][0]);
     }
     else if (node->ncalls[1] > 0) {
-        rt_raw(b, "<a href=\"#before-call-");
-        rt_int(b, (int64_t)node->calls[1][0]);
+        ts_text_put(b, "<a href=\"#before-call-");
+        ts_text_put_int(b, (int64_t)node->calls[1][0]);
     }
     else {
-        rt_raw(b, "<a href=\"#tree-");
-        rt_int(b, (int64_t)n);
+        ts_text_put(b, "<a href=\"#tree-");
+        ts_text_put_int(b, (int64_t)n);
     }
-    rt_raw(b, "\">");
-    rt_esc(b, path_label(node->path));
-    rt_raw(b, "</a>");
+    ts_text_put(b, "\">");
+    ts_text_put_escaped(b, path_label(node->path));
+    ts_text_put(b, "</a>");
 }
 
 static void
@@ -218,15 +220,16 @@ rail(ts_text_buf *b, const rp_page *page, const rp_view *view, size_t gi)
     if (g->unscaled) {
         return;
     }
-    rt_printf(b,
-              "<div class=\"rail\" id=\"rail-%s-%s\"><h4>Not sized by cost"
-              "</h4>",
-              view->name,
-              g->id);
+    ts_text_printf(
+        b,
+        "<div class=\"rail\" id=\"rail-%s-%s\"><h4>Not sized by cost"
+        "</h4>",
+        view->name,
+        g->id);
     if (g->nrail[0] + g->nrail[1] + g->nrail[2] + removed == 0) {
-        rt_raw(b,
-               "<p>None: every recorded contribution is sized on the map."
-               "</p></div>\n");
+        ts_text_put(b,
+                    "<p>None: every recorded contribution is sized on the map."
+                    "</p></div>\n");
         return;
     }
     for (int kind = 0; kind < 3; kind++) {
@@ -234,47 +237,48 @@ rail(ts_text_buf *b, const rp_page *page, const rp_view *view, size_t gi)
         if (g->nrail[kind] == 0) {
             continue;
         }
-        rt_raw(b, "<p>");
-        rt_raw(b, headings[kind]);
-        rt_printf(b, " (%zu)</p><ul>", g->nrail[kind]);
+        ts_text_put(b, "<p>");
+        ts_text_put(b, headings[kind]);
+        ts_text_printf(b, " (%zu)</p><ul>", g->nrail[kind]);
         for (size_t n = 0; n < page->nnodes && shown < RP_RAIL_LIMIT; n++) {
             if (rp_rail_kind(g, n) != kind) {
                 continue;
             }
             shown++;
-            rt_raw(b, "<li>");
+            ts_text_put(b, "<li>");
             node_link(b, page, n);
-            rt_raw(b, " · ");
+            ts_text_put(b, " · ");
             rt_status_text(b, &g->own[0][n], g->unit);
-            rt_raw(b, "</li>");
+            ts_text_put(b, "</li>");
         }
         if (g->nrail[kind] > shown) {
-            rt_printf(b,
-                      "<li>and %zu more (every call is in the module-call "
-                      "details)</li>",
-                      g->nrail[kind] - shown);
+            ts_text_printf(
+                b,
+                "<li>and %zu more (every call is in the module-call "
+                "details)</li>",
+                g->nrail[kind] - shown);
         }
-        rt_raw(b, "</ul>");
+        ts_text_put(b, "</ul>");
     }
     if (removed > 0) {
         size_t shown = 0;
-        rt_printf(b, "<p>Removed modules (%zu)</p><ul>", removed);
+        ts_text_printf(b, "<p>Removed modules (%zu)</p><ul>", removed);
         for (size_t n = 0; n < page->nnodes && shown < RP_RAIL_LIMIT; n++) {
             if (rm_removed(page, g, n)) {
                 shown++;
-                rt_raw(b, "<li>");
+                ts_text_put(b, "<li>");
                 node_link(b, page, n);
-                rt_raw(b, " · before: ");
+                ts_text_put(b, " · before: ");
                 rt_status_text(b, &g->sub[1][n], g->unit);
-                rt_raw(b, "</li>");
+                ts_text_put(b, "</li>");
             }
         }
         if (removed > shown) {
-            rt_printf(b, "<li>and %zu more</li>", removed - shown);
+            ts_text_printf(b, "<li>and %zu more</li>", removed - shown);
         }
-        rt_raw(b, "</ul>");
+        ts_text_put(b, "</ul>");
     }
-    rt_raw(b, "</div>\n");
+    ts_text_put(b, "</div>\n");
 }
 
 static void
@@ -283,36 +287,37 @@ map(ts_text_buf *b, const rp_page *page, int v, size_t gi)
     const rp_view *view = &page->views[v];
     const rp_group *g = &view->groups[gi];
     double height = rm_height(g);
-    rt_printf(b,
-              "<figure class=\"cost-map\" id=\"map-%s-%s\" data-key=\"",
-              view->name,
-              g->id);
+    ts_text_printf(b,
+                   "<figure class=\"cost-map\" id=\"map-%s-%s\" data-key=\"",
+                   view->name,
+                   g->id);
     group_key(b, g);
-    rt_raw(b, "\"><figcaption>Module cost map · ");
+    ts_text_put(b, "\"><figcaption>Module cost map · ");
     group_key(b, g);
-    rt_printf(b,
-              " · %zu tile%s%s</figcaption>\n",
-              g->tiles,
-              g->tiles == 1 ? "" : "s",
-              page->before != NULL ? " · before (upper bar) and after "
-                                     "(lower bar) on one scale"
-                                   : "");
-    rt_raw(b,
-           "<div class=\"toolbar\" role=\"toolbar\" aria-label=\"Map "
-           "controls\"><button type=\"button\" data-act=\"collapse\" "
-           "disabled>Collapse</button><button type=\"button\" "
-           "data-act=\"zoom\" disabled>Zoom</button><button type=\"button\" "
-           "data-act=\"parent\" disabled>Parent</button><button "
-           "type=\"button\" data-act=\"reset\" disabled>Reset</button>"
-           "</div>\n");
-    rt_printf(b,
-              "<svg viewBox=\"0 0 %.0f %.2f\" role=\"group\" "
-              "aria-label=\"Module cost map, %s\">\n",
-              RP_MAP_WIDTH,
-              height > 0 ? height : RP_ROW_HEIGHT,
-              view->label);
+    ts_text_printf(b,
+                   " · %zu tile%s%s</figcaption>\n",
+                   g->tiles,
+                   g->tiles == 1 ? "" : "s",
+                   page->before != NULL ? " · before (upper bar) and after "
+                                          "(lower bar) on one scale"
+                                        : "");
+    ts_text_put(
+        b,
+        "<div class=\"toolbar\" role=\"toolbar\" aria-label=\"Map "
+        "controls\"><button type=\"button\" data-act=\"collapse\" "
+        "disabled>Collapse</button><button type=\"button\" "
+        "data-act=\"zoom\" disabled>Zoom</button><button type=\"button\" "
+        "data-act=\"parent\" disabled>Parent</button><button "
+        "type=\"button\" data-act=\"reset\" disabled>Reset</button>"
+        "</div>\n");
+    ts_text_printf(b,
+                   "<svg viewBox=\"0 0 %.0f %.2f\" role=\"group\" "
+                   "aria-label=\"Module cost map, %s\">\n",
+                   RP_MAP_WIDTH,
+                   height > 0 ? height : RP_ROW_HEIGHT,
+                   view->label);
     rm_tiles(b, page, v, gi, RM_HTML, 0.0);
-    rt_raw(b, "</svg>\n</figure>\n");
+    ts_text_put(b, "</svg>\n</figure>\n");
     rail(b, page, view, gi);
 }
 
@@ -323,10 +328,10 @@ covered_list(ts_text_buf *b, const rp_page *page, const rp_view *view)
     if (view->ncovered == 0) {
         return;
     }
-    rt_printf(b,
-              "<details class=\"covered\"><summary>Covered by inclusive "
-              "estimates (%zu)</summary><ul>",
-              view->ncovered);
+    ts_text_printf(b,
+                   "<details class=\"covered\"><summary>Covered by inclusive "
+                   "estimates (%zu)</summary><ul>",
+                   view->ncovered);
     for (size_t n = 0; n < page->nnodes && shown < 500; n++) {
         const rp_cover *c = &view->cover[n];
         size_t owner;
@@ -335,20 +340,20 @@ covered_list(ts_text_buf *b, const rp_page *page, const rp_view *view)
         }
         shown++;
         owner = rp_node_find(page, c->path);
-        rt_raw(b, "<li>");
+        ts_text_put(b, "<li>");
         node_link(b, page, n);
-        rt_raw(b, " · covered · included in ");
+        ts_text_put(b, " · covered · included in ");
         if (owner != RP_NONE) {
             node_link(b, page, owner);
         }
-        rt_printf(b,
-                  " · call #%lld inclusive estimate</li>",
-                  (long long)c->call_index);
+        ts_text_printf(b,
+                       " · call #%lld inclusive estimate</li>",
+                       (long long)c->call_index);
     }
     if (view->ncovered > shown) {
-        rt_printf(b, "<li>and %zu more</li>", view->ncovered - shown);
+        ts_text_printf(b, "<li>and %zu more</li>", view->ncovered - shown);
     }
-    rt_raw(b, "</ul></details>\n");
+    ts_text_put(b, "</ul></details>\n");
 }
 
 typedef struct ranked_row {
@@ -390,9 +395,9 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
         b->failed = true;
         return;
     }
-    rt_raw(b,
-           "<details class=\"ranked\"><summary>Ranked call evidence and "
-           "exact values</summary>\n");
+    ts_text_put(b,
+                "<details class=\"ranked\"><summary>Ranked call evidence and "
+                "exact values</summary>\n");
     for (size_t gi = 0; gi < view->ngroups; gi++) {
         const rp_group *g = &view->groups[gi];
         size_t count = 0;
@@ -408,23 +413,24 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
             }
         }
         qsort(rows, count, sizeof *rows, by_value);
-        rt_raw(b, "<h3>");
+        ts_text_put(b, "<h3>");
         group_key(b, g);
-        rt_raw(b, "</h3><ol class=\"ranked\">");
+        ts_text_put(b, "</h3><ol class=\"ranked\">");
         for (size_t k = 0; k < count && k < RP_RANKED_LIMIT; k++) {
             const json_t *metric;
             rp_sum value = rp_row(page, 0, v, rows[k].row, &metric);
-            rt_raw(b, "<li>");
+            ts_text_put(b, "<li>");
             call_link(b, page, 0, rows[k].row);
-            rt_printf(b,
-                      " <progress value=\"%.17g\" max=\"%.17g\" "
-                      "aria-label=\"share of the largest call\"></progress> ",
-                      rows[k].value,
-                      rows[0].value > 0 ? rows[0].value : 1.0);
+            ts_text_printf(
+                b,
+                " <progress value=\"%.17g\" max=\"%.17g\" "
+                "aria-label=\"share of the largest call\"></progress> ",
+                rows[k].value,
+                rows[0].value > 0 ? rows[0].value : 1.0);
             rt_status_text(b, &value, g->unit);
-            rt_raw(b, "</li>");
+            ts_text_put(b, "</li>");
         }
-        rt_raw(b, "</ol>\n");
+        ts_text_put(b, "</ol>\n");
     }
     for (size_t i = 0; i < nrows; i++) {
         const json_t *metric, *layer = json_array_get(layers, i);
@@ -437,10 +443,10 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
                 ? 1
                 : 0;
     }
-    rt_printf(b,
-              "<h3>Unranked incomplete or absent measurements (%zu)</h3>"
-              "<ul class=\"unranked\">",
-              unranked);
+    ts_text_printf(b,
+                   "<h3>Unranked incomplete or absent measurements (%zu)</h3>"
+                   "<ul class=\"unranked\">",
+                   unranked);
     for (size_t i = 0; i < nrows && shown < 100; i++) {
         const json_t *metric, *layer = json_array_get(layers, i);
         rp_sum value = rp_row(page, 0, v, i, &metric);
@@ -451,40 +457,41 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
             continue;
         }
         shown++;
-        rt_raw(b, "<li>");
+        ts_text_put(b, "<li>");
         call_link(b, page, 0, i);
-        rt_raw(b, " · ");
+        ts_text_put(b, " · ");
         if (value.status == RP_ABSENT) {
-            rt_raw(b,
-                   page->structure ? "unavailable · unknown (not_requested)"
-                                   : "unavailable · unknown (not_recorded)");
+            ts_text_put(b,
+                        page->structure
+                            ? "unavailable · unknown (not_requested)"
+                            : "unavailable · unknown (not_recorded)");
         }
         else {
             rt_metric_text(b, metric);
         }
-        rt_raw(b, "</li>");
+        ts_text_put(b, "</li>");
     }
     if (unranked > shown) {
-        rt_printf(b,
-                  "<li>and %zu more (every call is in the module-call "
-                  "details)</li>",
-                  unranked - shown);
+        ts_text_printf(b,
+                       "<li>and %zu more (every call is in the module-call "
+                       "details)</li>",
+                       unranked - shown);
     }
-    rt_raw(b, "</ul>\n<p>Authoritative model total: ");
+    ts_text_put(b, "</ul>\n<p>Authoritative model total: ");
     total =
         json_object_get(json_object_get(page->report, "totals"), view->name);
     if (total != NULL) {
         rt_metric_text(b, total);
-        rt_raw(b, " (");
-        rt_esc(b, text_of(total, "method"));
-        rt_raw(b, ", ");
-        rt_esc(b, text_of(total, "scope"));
-        rt_raw(b, ")");
+        ts_text_put(b, " (");
+        ts_text_put_escaped(b, text_of(total, "method"));
+        ts_text_put(b, ", ");
+        ts_text_put_escaped(b, text_of(total, "scope"));
+        ts_text_put(b, ")");
     }
     else {
-        rt_raw(b, "not recorded");
+        ts_text_put(b, "not recorded");
     }
-    rt_raw(b, "</p>\n</details>\n");
+    ts_text_put(b, "</p>\n</details>\n");
     free(rows);
 }
 
@@ -493,85 +500,88 @@ inspector(ts_text_buf *b, const rp_page *page, int v)
 {
     const rp_view *view = &page->views[v];
     const rp_node *root = &page->nodes[0];
-    rt_printf(b,
-              "<aside class=\"inspector\" aria-labelledby=\"insp-%s\">"
-              "<h3 id=\"insp-%s\">Inspector</h3><div "
-              "class=\"inspector-body\" aria-live=\"polite\">"
-              "<p>(model) · ",
-              view->name,
-              view->name);
-    rt_esc(b, root->type[0] != '\0' ? root->type : "model");
-    rt_raw(b, "</p>");
+    ts_text_printf(b,
+                   "<aside class=\"inspector\" aria-labelledby=\"insp-%s\">"
+                   "<h3 id=\"insp-%s\">Inspector</h3><div "
+                   "class=\"inspector-body\" aria-live=\"polite\">"
+                   "<p>(model) · ",
+                   view->name,
+                   view->name);
+    ts_text_put_escaped(b, root->type[0] != '\0' ? root->type : "model");
+    ts_text_put(b, "</p>");
     for (size_t gi = 0; gi < view->ngroups; gi++) {
-        rt_raw(b, "<p>");
+        ts_text_put(b, "<p>");
         group_key(b, &view->groups[gi]);
-        rt_raw(b, ": ");
+        ts_text_put(b, ": ");
         rm_subtotal_text(b, &view->groups[gi], 0, 0);
-        rt_raw(b, "</p>");
+        ts_text_put(b, "</p>");
     }
-    rt_raw(b,
-           "<p class=\"note\">Select a tile to inspect a module. Every "
-           "call's exact values are in the <a href=\"#call-details\">module"
-           "-call details</a>.</p></div></aside>\n");
+    ts_text_put(
+        b,
+        "<p class=\"note\">Select a tile to inspect a module. Every "
+        "call's exact values are in the <a href=\"#call-details\">module"
+        "-call details</a>.</p></div></aside>\n");
 }
 
 static void
 panel(ts_text_buf *b, const rp_page *page, int v)
 {
     const rp_view *view = &page->views[v];
-    rt_printf(b,
-              "<section class=\"metric-panel\" id=\"panel-%s\" "
-              "data-metric=\"%s\" aria-labelledby=\"h-%s\">\n<h2 "
-              "id=\"h-%s\">%s</h2>\n<div class=\"panel-body\"><div "
-              "class=\"maps\">\n",
-              view->name,
-              view->name,
-              view->name,
-              view->name,
-              view->label);
+    ts_text_printf(b,
+                   "<section class=\"metric-panel\" id=\"panel-%s\" "
+                   "data-metric=\"%s\" aria-labelledby=\"h-%s\">\n<h2 "
+                   "id=\"h-%s\">%s</h2>\n<div class=\"panel-body\"><div "
+                   "class=\"maps\">\n",
+                   view->name,
+                   view->name,
+                   view->name,
+                   view->name,
+                   view->label);
     if (v >= 3 && page->before != NULL) {
-        rt_raw(b,
-               "<p class=\"note\">Per-module parameter deltas are withheld: "
-               "attribution follows call order, so a module's share can "
-               "move without a change to it. The totals are compared in "
-               "the appendix.</p>\n");
+        ts_text_put(
+            b,
+            "<p class=\"note\">Per-module parameter deltas are withheld: "
+            "attribution follows call order, so a module's share can "
+            "move without a change to it. The totals are compared in "
+            "the appendix.</p>\n");
     }
     for (size_t gi = 0; gi < view->ngroups; gi++) {
         map(b, page, v, gi);
     }
     if (view->ngroups == 0) {
-        rt_raw(b, "<p>No module call recorded this measurement.</p>\n");
+        ts_text_put(b, "<p>No module call recorded this measurement.</p>\n");
     }
     covered_list(b, page, view);
     ranked(b, page, v);
-    rt_raw(b, "</div>\n");
+    ts_text_put(b, "</div>\n");
     inspector(b, page, v);
-    rt_raw(b, "</div>\n</section>\n");
+    ts_text_put(b, "</div>\n</section>\n");
 }
 
 static void
 views(ts_text_buf *b, const rp_page *page, int selected)
 {
-    rt_raw(b,
-           "<p class=\"search\" hidden><label for=\"module-search\">Find a "
-           "module path</label> <input type=\"search\" id=\"module-search\">"
-           " <span id=\"module-search-count\" aria-live=\"polite\"></span>"
-           "</p>\n<div class=\"views\">\n<fieldset class=\"view-switch\">"
-           "<legend>Metric view</legend>\n");
+    ts_text_put(
+        b,
+        "<p class=\"search\" hidden><label for=\"module-search\">Find a "
+        "module path</label> <input type=\"search\" id=\"module-search\">"
+        " <span id=\"module-search-count\" aria-live=\"polite\"></span>"
+        "</p>\n<div class=\"views\">\n<fieldset class=\"view-switch\">"
+        "<legend>Metric view</legend>\n");
     for (int v = 0; v < RP_VIEWS; v++) {
-        rt_printf(b,
-                  "<input type=\"radio\" name=\"view\" id=\"view-%s\"%s>"
-                  "<label for=\"view-%s\">%s</label>\n",
-                  page->views[v].name,
-                  v == selected ? " checked" : "",
-                  page->views[v].name,
-                  page->views[v].label);
+        ts_text_printf(b,
+                       "<input type=\"radio\" name=\"view\" id=\"view-%s\"%s>"
+                       "<label for=\"view-%s\">%s</label>\n",
+                       page->views[v].name,
+                       v == selected ? " checked" : "",
+                       page->views[v].name,
+                       page->views[v].label);
     }
-    rt_raw(b, "</fieldset>\n");
+    ts_text_put(b, "</fieldset>\n");
     for (int v = 0; v < RP_VIEWS; v++) {
         panel(b, page, v);
     }
-    rt_raw(b, "</div>\n");
+    ts_text_put(b, "</div>\n");
 }
 
 /* ---- operator FLOPs per module call (beyond the reference) -------------- */
@@ -582,28 +592,29 @@ operator_layers(ts_text_buf *b, const rp_page *page)
     const json_t *layers = page->layers[0];
     const json_t *total = json_object_get(
         json_object_get(page->report, "totals"), "operator_flops");
-    rt_raw(b,
-           "<section id=\"operator-layers\"><h2>Operator FLOPs per module "
-           "call</h2>\n<p>Observed through PyTorch's dispatcher, joined to "
-           "module calls by (path, call_index). Self counts the operators a "
-           "call ran outside its children; inclusive adds its children's "
-           "calls. Self values add up to the model total: ");
+    ts_text_put(
+        b,
+        "<section id=\"operator-layers\"><h2>Operator FLOPs per module "
+        "call</h2>\n<p>Observed through PyTorch's dispatcher, joined to "
+        "module calls by (path, call_index). Self counts the operators a "
+        "call ran outside its children; inclusive adds its children's "
+        "calls. Self values add up to the model total: ");
     rt_metric_text(b, total);
-    rt_raw(b,
-           ". Inclusive values overlap and must not be summed.</p>\n"
-           "<details><summary>Per-call table</summary><table><thead><tr>"
-           "<th>Module call</th><th>Self</th><th>Inclusive</th></tr>"
-           "</thead><tbody>\n");
+    ts_text_put(b,
+                ". Inclusive values overlap and must not be summed.</p>\n"
+                "<details><summary>Per-call table</summary><table><thead><tr>"
+                "<th>Module call</th><th>Self</th><th>Inclusive</th></tr>"
+                "</thead><tbody>\n");
     for (size_t i = 0; i < json_array_size(layers); i++) {
-        rt_raw(b, "<tr><td>");
+        ts_text_put(b, "<tr><td>");
         call_link(b, page, 0, i);
-        rt_raw(b, "</td><td>");
+        ts_text_put(b, "</td><td>");
         rt_status_text(b, &page->op_self[i], "FLOPs");
-        rt_raw(b, "</td><td>");
+        ts_text_put(b, "</td><td>");
         rt_status_text(b, &page->op_incl[i], "FLOPs");
-        rt_raw(b, "</td></tr>\n");
+        ts_text_put(b, "</td></tr>\n");
     }
-    rt_raw(b, "</tbody></table></details></section>\n");
+    ts_text_put(b, "</tbody></table></details></section>\n");
 }
 
 /* ---- appendix ----------------------------------------------------------- */
@@ -611,20 +622,21 @@ operator_layers(ts_text_buf *b, const rp_page *page)
 static void
 how_to_read(ts_text_buf *b)
 {
-    rt_raw(b,
-           "<section id=\"how-to-read\"><h3>How to read this report</h3>"
-           "<ul><li>The map shows the module hierarchy, not a computational "
-           "graph: a tile's width is what its calls recorded, and a parent's "
-           "width is the subtotal of its own record and its children.</li>"
-           "<li>FLOPs do not establish latency; measure it with "
-           "measure_latency.</li><li>Static parameter and buffer bytes are "
-           "not measured peak memory; measure it with measure_peak_memory."
-           "</li><li>Module formulas and operator FLOPs are two methods; "
-           "never add or average them.</li></ul>\n<dl><dt>complete</dt><dd>"
-           "the value is exact for its method and scope.</dd><dt>partial"
-           "</dt><dd>only a lower bound is known (hatched tiles; shown with "
-           "≥).</dd><dt>unavailable</dt><dd>no number is known; it is never "
-           "drawn as zero and is listed on the rail.</dd></dl></section>\n");
+    ts_text_put(
+        b,
+        "<section id=\"how-to-read\"><h3>How to read this report</h3>"
+        "<ul><li>The map shows the module hierarchy, not a computational "
+        "graph: a tile's width is what its calls recorded, and a parent's "
+        "width is the subtotal of its own record and its children.</li>"
+        "<li>FLOPs do not establish latency; measure it with "
+        "measure_latency.</li><li>Static parameter and buffer bytes are "
+        "not measured peak memory; measure it with measure_peak_memory."
+        "</li><li>Module formulas and operator FLOPs are two methods; "
+        "never add or average them.</li></ul>\n<dl><dt>complete</dt><dd>"
+        "the value is exact for its method and scope.</dd><dt>partial"
+        "</dt><dd>only a lower bound is known (hatched tiles; shown with "
+        "≥).</dd><dt>unavailable</dt><dd>no number is known; it is never "
+        "drawn as zero and is listed on the rail.</dd></dl></section>\n");
 }
 
 static void
@@ -632,23 +644,24 @@ totals_table(ts_text_buf *b, const rp_page *page)
 {
     const char *name;
     json_t *metric;
-    rt_raw(b,
-           "<section id=\"totals\"><h3>Authoritative model totals</h3>"
-           "<table><thead><tr><th>Metric</th><th>Measurement</th><th>Method "
-           "and scope</th></tr></thead><tbody>\n");
+    ts_text_put(
+        b,
+        "<section id=\"totals\"><h3>Authoritative model totals</h3>"
+        "<table><thead><tr><th>Metric</th><th>Measurement</th><th>Method "
+        "and scope</th></tr></thead><tbody>\n");
     json_object_foreach(json_object_get(page->report, "totals"), name, metric)
     {
-        rt_raw(b, "<tr><td>");
-        rt_esc(b, name);
-        rt_raw(b, "</td><td>");
+        ts_text_put(b, "<tr><td>");
+        ts_text_put_escaped(b, name);
+        ts_text_put(b, "</td><td>");
         rt_metric_text(b, metric);
-        rt_raw(b, "</td><td>");
-        rt_esc(b, text_of(metric, "method"));
-        rt_raw(b, " · ");
-        rt_esc(b, text_of(metric, "scope"));
-        rt_raw(b, "</td></tr>\n");
+        ts_text_put(b, "</td><td>");
+        ts_text_put_escaped(b, text_of(metric, "method"));
+        ts_text_put(b, " · ");
+        ts_text_put_escaped(b, text_of(metric, "scope"));
+        ts_text_put(b, "</td></tr>\n");
     }
-    rt_raw(b, "</tbody></table></section>\n");
+    ts_text_put(b, "</tbody></table></section>\n");
 }
 
 static void
@@ -656,40 +669,42 @@ hierarchy(ts_text_buf *b, const rp_page *page)
 {
     /* iterative pre-order walk: nested <details> for nodes with children */
     size_t n = 0;
-    rt_raw(b,
-           "<section id=\"hierarchy\" class=\"tree\"><h3>Clickable module "
-           "hierarchy</h3>\n<ul>");
+    ts_text_put(
+        b,
+        "<section id=\"hierarchy\" class=\"tree\"><h3>Clickable module "
+        "hierarchy</h3>\n<ul>");
     while (n != RP_NONE) {
         const rp_node *node = &page->nodes[n];
-        rt_raw(b, "<li id=\"tree-");
-        rt_int(b, (int64_t)n);
-        rt_raw(b, "\">");
+        ts_text_put(b, "<li id=\"tree-");
+        ts_text_put_int(b, (int64_t)n);
+        ts_text_put(b, "\">");
         if (node->first_child != RP_NONE) {
-            rt_raw(b, "<details><summary>");
+            ts_text_put(b, "<details><summary>");
         }
         node_link(b, page, n);
-        rt_raw(b, " · ");
-        rt_esc(b, node->type[0] != '\0' ? node->type : "unknown type");
+        ts_text_put(b, " · ");
+        ts_text_put_escaped(
+            b, node->type[0] != '\0' ? node->type : "unknown type");
         if (node->ncalls[0] > 1) {
-            rt_printf(b, " · ×%zu calls", node->ncalls[0]);
+            ts_text_printf(b, " · ×%zu calls", node->ncalls[0]);
         }
         if (node->first_child != RP_NONE) {
-            rt_raw(b, "</summary><ul>");
+            ts_text_put(b, "</summary><ul>");
             n = node->first_child;
             continue;
         }
-        rt_raw(b, "</li>");
+        ts_text_put(b, "</li>");
         while (n != RP_NONE && page->nodes[n].next_sibling == RP_NONE) {
             n = page->nodes[n].parent;
             if (n != RP_NONE) {
-                rt_raw(b, "</ul></details></li>");
+                ts_text_put(b, "</ul></details></li>");
             }
         }
         if (n != RP_NONE) {
             n = page->nodes[n].next_sibling;
         }
     }
-    rt_raw(b, "</ul></section>\n");
+    ts_text_put(b, "</ul></section>\n");
 }
 
 static const char *const compute_metrics[] = {
@@ -704,14 +719,14 @@ path_diagnostics(ts_text_buf *b,
     for (size_t i = 0; i < json_array_size(diagnostics); i++) {
         const json_t *d = json_array_get(diagnostics, i);
         if (strcmp(text_of(d, "path"), path) == 0) {
-            rt_printf(b,
-                      "<p class=\"diag\"><a href=\"#%sdiagnostic-%zu\">",
-                      prefix,
-                      i);
-            rt_esc(b, text_of(d, "code"));
-            rt_raw(b, "</a> ");
-            rt_esc(b, text_of(d, "message"));
-            rt_raw(b, "</p>");
+            ts_text_printf(b,
+                           "<p class=\"diag\"><a href=\"#%sdiagnostic-%zu\">",
+                           prefix,
+                           i);
+            ts_text_put_escaped(b, text_of(d, "code"));
+            ts_text_put(b, "</a> ");
+            ts_text_put_escaped(b, text_of(d, "message"));
+            ts_text_put(b, "</p>");
         }
     }
 }
@@ -722,7 +737,7 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
     const json_t *report = side == 0 ? page->report : page->before;
     const json_t *layers = page->layers[side];
     const char *prefix = side == 0 ? "" : "before-";
-    rt_printf(
+    ts_text_printf(
         b,
         "<section id=\"%scall-details\"><h3>%s</h3>\n",
         prefix,
@@ -735,21 +750,22 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         const json_t *buffers = json_object_get(layer, "buffers");
         const char *name;
         json_t *metric, *metadata;
-        rt_raw(b, "<details id=\"");
-        rt_raw(b, prefix);
-        rt_raw(b, "call-");
-        rt_int(b, (int64_t)i);
-        rt_raw(b, "\"><summary>");
-        rt_esc(b, path_label(text_of(layer, "path")));
-        rt_raw(b, " · call #");
-        rt_int(b, json_integer_value(json_object_get(layer, "call_index")));
-        rt_raw(b, " · ");
-        rt_esc(b, text_of(layer, "type"));
-        rt_raw(b, "</summary>\n<p>Input: ");
+        ts_text_put(b, "<details id=\"");
+        ts_text_put(b, prefix);
+        ts_text_put(b, "call-");
+        ts_text_put_int(b, (int64_t)i);
+        ts_text_put(b, "\"><summary>");
+        ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+        ts_text_put(b, " · call #");
+        ts_text_put_int(
+            b, json_integer_value(json_object_get(layer, "call_index")));
+        ts_text_put(b, " · ");
+        ts_text_put_escaped(b, text_of(layer, "type"));
+        ts_text_put(b, "</summary>\n<p>Input: ");
         shapes(b, json_object_get(layer, "input"), 0);
-        rt_raw(b, " → output: ");
+        ts_text_put(b, " → output: ");
         shapes(b, json_object_get(layer, "output"), 0);
-        rt_raw(b, "</p><pre>");
+        ts_text_put(b, "</p><pre>");
         metadata = json_pack("{s:O?,s:O?}",
                              "input",
                              json_object_get(layer, "input"),
@@ -762,81 +778,85 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
             rt_json_esc(b, metadata);
             json_decref(metadata);
         }
-        rt_raw(b, "</pre>\n<p>");
+        ts_text_put(b, "</pre>\n<p>");
         if (json_is_object(params)) {
             rp_sum fresh = {TS_COMPLETE, false, 0, 0.0};
             const json_t *m;
             fresh = rp_row(page, side, 3, i, &m);
             if (rp_sum_double(&fresh) > 0) {
                 rt_grouped(b, &fresh);
-                rt_raw(b, " newly attributed parameters (");
+                ts_text_put(b, " newly attributed parameters (");
                 fresh = rp_row(page, side, 4, i, &m);
                 rt_grouped(b, &fresh);
-                rt_raw(b, " bytes)");
+                ts_text_put(b, " bytes)");
             }
             else {
-                rt_raw(b,
-                       json_is_true(json_object_get(params, "shared"))
-                           ? "Shared tensors · no new parameter attribution"
-                           : "No parameters attributed");
+                ts_text_put(
+                    b,
+                    json_is_true(json_object_get(params, "shared"))
+                        ? "Shared tensors · no new parameter attribution"
+                        : "No parameters attributed");
             }
         }
         if (json_is_object(buffers)) {
-            rt_printf(b,
-                      " · buffers: %lld elements, %lld bytes%s",
-                      (long long)json_integer_value(
-                          json_object_get(buffers, "elements")),
-                      (long long)json_integer_value(
-                          json_object_get(buffers, "bytes")),
-                      json_is_true(json_object_get(buffers, "shared"))
-                          ? " (shared)"
-                          : "");
+            ts_text_printf(b,
+                           " · buffers: %lld elements, %lld bytes%s",
+                           (long long)json_integer_value(
+                               json_object_get(buffers, "elements")),
+                           (long long)json_integer_value(
+                               json_object_get(buffers, "bytes")),
+                           json_is_true(json_object_get(buffers, "shared"))
+                               ? " (shared)"
+                               : "");
         }
-        rt_raw(b,
-               "</p>\n<table><thead><tr><th>Metric</th><th>Measurement</th>"
-               "<th>Method · scope</th></tr></thead><tbody>");
+        ts_text_put(
+            b,
+            "</p>\n<table><thead><tr><th>Metric</th><th>Measurement</th>"
+            "<th>Method · scope</th></tr></thead><tbody>");
         json_object_foreach((json_t *)metrics, name, metric)
         {
-            rt_raw(b, "<tr><td>");
-            rt_esc(b, name);
-            rt_raw(b, "</td><td>");
+            ts_text_put(b, "<tr><td>");
+            ts_text_put_escaped(b, name);
+            ts_text_put(b, "</td><td>");
             rt_metric_text(b, metric);
-            rt_raw(b, "</td><td>");
-            rt_esc(b, text_of(metric, "method"));
-            rt_raw(b, " · ");
-            rt_esc(b, text_of(metric, "scope"));
-            rt_raw(b, "</td></tr>");
+            ts_text_put(b, "</td><td>");
+            ts_text_put_escaped(b, text_of(metric, "method"));
+            ts_text_put(b, " · ");
+            ts_text_put_escaped(b, text_of(metric, "scope"));
+            ts_text_put(b, "</td></tr>");
         }
         for (size_t k = 0; k < 4; k++) {
             const json_t *owner = json_object_get(owners, compute_metrics[k]);
             if (json_object_get(metrics, compute_metrics[k]) != NULL) {
                 continue;
             }
-            rt_raw(b, "<tr><td>");
-            rt_raw(b, compute_metrics[k]);
+            ts_text_put(b, "<tr><td>");
+            ts_text_put(b, compute_metrics[k]);
             if (owner != NULL) {
-                rt_raw(b, "</td><td>covered · included in ");
-                rt_esc(b, path_label(text_of(owner, "path")));
-                rt_printf(b,
-                          " · call #%lld inclusive estimate</td><td>subtree"
-                          "</td></tr>",
-                          (long long)json_integer_value(
-                              json_object_get(owner, "call_index")));
+                ts_text_put(b, "</td><td>covered · included in ");
+                ts_text_put_escaped(b, path_label(text_of(owner, "path")));
+                ts_text_printf(
+                    b,
+                    " · call #%lld inclusive estimate</td><td>subtree"
+                    "</td></tr>",
+                    (long long)json_integer_value(
+                        json_object_get(owner, "call_index")));
             }
             else {
-                rt_raw(b, "</td><td>unavailable · unknown</td><td>");
-                rt_raw(b, page->structure ? "not_requested" : "not_recorded");
-                rt_raw(b, "</td></tr>");
+                ts_text_put(b, "</td><td>unavailable · unknown</td><td>");
+                ts_text_put(
+                    b, page->structure ? "not_requested" : "not_recorded");
+                ts_text_put(b, "</td></tr>");
             }
         }
-        rt_raw(b, "</tbody></table>");
+        ts_text_put(b, "</tbody></table>");
         path_diagnostics(b,
                          json_object_get(report, "diagnostics"),
                          text_of(layer, "path"),
                          prefix);
-        rt_raw(b, "</details>\n");
+        ts_text_put(b, "</details>\n");
     }
-    rt_raw(b, "</section>\n");
+    ts_text_put(b, "</section>\n");
 }
 
 static void
@@ -845,142 +865,145 @@ operator_evidence(ts_text_buf *b, const rp_page *page)
     const json_t *flops = json_object_get(page->report, "operator_flops");
     const char *name;
     json_t *value;
-    rt_raw(b,
-           "<section id=\"operator-evidence\"><h3>Operator evidence</h3>"
-           "<p>Global count: ");
+    ts_text_put(b,
+                "<section id=\"operator-evidence\"><h3>Operator evidence</h3>"
+                "<p>Global count: ");
     rt_metric_text(b,
                    json_object_get(json_object_get(page->report, "totals"),
                                    "operator_flops"));
-    rt_raw(b,
-           "</p><table><caption>By operator</caption><thead><tr><th>"
-           "Operator</th><th>Known FLOPs</th></tr></thead><tbody>");
+    ts_text_put(b,
+                "</p><table><caption>By operator</caption><thead><tr><th>"
+                "Operator</th><th>Known FLOPs</th></tr></thead><tbody>");
     json_object_foreach(json_object_get(flops, "by_operator"), name, value)
     {
         rp_sum s = {TS_COMPLETE, false, json_integer_value(value), 0.0};
-        rt_raw(b, "<tr><td>");
-        rt_esc(b, name);
-        rt_raw(b, "</td><td class=\"num\">");
+        ts_text_put(b, "<tr><td>");
+        ts_text_put_escaped(b, name);
+        ts_text_put(b, "</td><td class=\"num\">");
         rt_grouped(b, &s);
-        rt_raw(b, " known FLOPs</td></tr>");
+        ts_text_put(b, " known FLOPs</td></tr>");
     }
-    rt_raw(b,
-           "</tbody></table>\n<table><caption>By upstream module label "
-           "(known inclusive FLOPs; the labels overlap, do not sum them)"
-           "</caption><thead><tr><th>Module</th><th>Known inclusive FLOPs"
-           "</th></tr></thead><tbody>");
+    ts_text_put(b,
+                "</tbody></table>\n<table><caption>By upstream module label "
+                "(known inclusive FLOPs; the labels overlap, do not sum them)"
+                "</caption><thead><tr><th>Module</th><th>Known inclusive FLOPs"
+                "</th></tr></thead><tbody>");
     json_object_foreach(json_object_get(flops, "by_module"), name, value)
     {
         rp_sum s = {TS_COMPLETE, false, json_integer_value(value), 0.0};
-        rt_raw(b, "<tr><td>");
-        rt_esc(b, path_label(name));
-        rt_raw(b, "</td><td class=\"num\">");
+        ts_text_put(b, "<tr><td>");
+        ts_text_put_escaped(b, path_label(name));
+        ts_text_put(b, "</td><td class=\"num\">");
         rt_grouped(b, &s);
-        rt_raw(b, "</td></tr>");
+        ts_text_put(b, "</td></tr>");
     }
-    rt_raw(b,
-           "</tbody></table>\n<table><caption>Explicitly ignored operators"
-           "</caption><thead><tr><th>Operator</th><th>Calls</th><th>Reason"
-           "</th></tr></thead><tbody>");
+    ts_text_put(
+        b,
+        "</tbody></table>\n<table><caption>Explicitly ignored operators"
+        "</caption><thead><tr><th>Operator</th><th>Calls</th><th>Reason"
+        "</th></tr></thead><tbody>");
     json_object_foreach(
         json_object_get(flops, "ignored_operators"), name, value)
     {
-        rt_raw(b, "<tr><td>");
-        rt_esc(b, name);
-        rt_printf(
+        ts_text_put(b, "<tr><td>");
+        ts_text_put_escaped(b, name);
+        ts_text_printf(
             b,
             "</td><td class=\"num\">%lld</td><td>",
             (long long)json_integer_value(json_object_get(value, "calls")));
-        rt_esc(b, text_of(value, "reason"));
-        rt_raw(b, "</td></tr>");
+        ts_text_put_escaped(b, text_of(value, "reason"));
+        ts_text_put(b, "</td></tr>");
     }
-    rt_raw(b, "</tbody></table></section>\n");
+    ts_text_put(b, "</tbody></table></section>\n");
 }
 
 static void
 diagnostics(ts_text_buf *b, const json_t *list, const char *prefix)
 {
-    rt_printf(b,
-              "<section id=\"%sdiagnostics\"><h3>%s (%zu)</h3><ul>",
-              prefix,
-              prefix[0] != '\0' ? "Before diagnostics" : "Diagnostics",
-              json_array_size(list));
+    ts_text_printf(b,
+                   "<section id=\"%sdiagnostics\"><h3>%s (%zu)</h3><ul>",
+                   prefix,
+                   prefix[0] != '\0' ? "Before diagnostics" : "Diagnostics",
+                   json_array_size(list));
     for (size_t i = 0; i < json_array_size(list); i++) {
         const json_t *d = json_array_get(list, i);
-        rt_printf(b, "<li id=\"%sdiagnostic-%zu\">", prefix, i);
-        rt_esc(b, text_of(d, "severity"));
-        rt_raw(b, " · ");
-        rt_esc(b, text_of(d, "code"));
+        ts_text_printf(b, "<li id=\"%sdiagnostic-%zu\">", prefix, i);
+        ts_text_put_escaped(b, text_of(d, "severity"));
+        ts_text_put(b, " · ");
+        ts_text_put_escaped(b, text_of(d, "code"));
         if (json_object_get(d, "metric") != NULL) {
-            rt_raw(b, " [");
-            rt_esc(b, text_of(d, "metric"));
-            rt_raw(b, "]");
+            ts_text_put(b, " [");
+            ts_text_put_escaped(b, text_of(d, "metric"));
+            ts_text_put(b, "]");
         }
-        rt_raw(b, " ");
-        rt_esc(b, text_of(d, "message"));
+        ts_text_put(b, " ");
+        ts_text_put_escaped(b, text_of(d, "message"));
         if (json_object_get(d, "path") != NULL) {
-            rt_raw(b, " · path ");
-            rt_esc(b, path_label(text_of(d, "path")));
+            ts_text_put(b, " · path ");
+            ts_text_put_escaped(b, path_label(text_of(d, "path")));
         }
         if (json_object_get(d, "operator") != NULL) {
-            rt_raw(b, " · operator ");
-            rt_esc(b, text_of(d, "operator"));
+            ts_text_put(b, " · operator ");
+            ts_text_put_escaped(b, text_of(d, "operator"));
         }
-        rt_raw(b, "</li>");
+        ts_text_put(b, "</li>");
     }
-    rt_raw(b, "</ul></section>\n");
+    ts_text_put(b, "</ul></section>\n");
 }
 
 static void
 suggestions(ts_text_buf *b, const rp_page *page)
 {
-    rt_raw(b,
-           "<section id=\"suggestions\"><h3>Evidence-linked optimization "
-           "suggestions</h3>");
+    ts_text_put(b,
+                "<section id=\"suggestions\"><h3>Evidence-linked optimization "
+                "suggestions</h3>");
     if (json_array_size(page->suggestions) == 0) {
-        rt_raw(b, "<p>No complete measurement to base a suggestion on.</p>");
+        ts_text_put(b,
+                    "<p>No complete measurement to base a suggestion on.</p>");
     }
     for (size_t i = 0; i < json_array_size(page->suggestions); i++) {
         const json_t *s = json_array_get(page->suggestions, i);
-        rt_raw(b, "<div class=\"suggestion\"><p><a href=\"");
-        rt_esc(b, text_of(s, "href"));
-        rt_raw(b, "\">");
-        rt_esc(b, text_of(s, "fact"));
-        rt_raw(b, "</a></p><p>");
-        rt_esc(b, text_of(s, "experiment"));
-        rt_raw(b, "</p></div>\n");
+        ts_text_put(b, "<div class=\"suggestion\"><p><a href=\"");
+        ts_text_put_escaped(b, text_of(s, "href"));
+        ts_text_put(b, "\">");
+        ts_text_put_escaped(b, text_of(s, "fact"));
+        ts_text_put(b, "</a></p><p>");
+        ts_text_put_escaped(b, text_of(s, "experiment"));
+        ts_text_put(b, "</p></div>\n");
     }
-    rt_raw(b, "</section>\n");
+    ts_text_put(b, "</section>\n");
 }
 
 static void
 layer_list(ts_text_buf *b, const char *heading, const json_t *list)
 {
-    rt_printf(b, "<h4>%s (%zu)</h4><ul>", heading, json_array_size(list));
+    ts_text_printf(b, "<h4>%s (%zu)</h4><ul>", heading, json_array_size(list));
     for (size_t i = 0; i < json_array_size(list) && i < 500; i++) {
         const json_t *layer = json_array_get(list, i);
         const char *name;
         json_t *diff;
-        rt_raw(b, "<li>");
-        rt_esc(b, path_label(text_of(layer, "path")));
-        rt_printf(b,
-                  " call #%lld",
-                  (long long)json_integer_value(
-                      json_object_get(layer, "call_index")));
+        ts_text_put(b, "<li>");
+        ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+        ts_text_printf(b,
+                       " call #%lld",
+                       (long long)json_integer_value(
+                           json_object_get(layer, "call_index")));
         if (strcmp(heading, "Changed calls") == 0) {
             json_object_foreach(json_object_get(layer, "metrics"), name, diff)
             {
-                rt_raw(b, " · ");
-                rt_esc(b, name);
-                rt_raw(b, ": ");
+                ts_text_put(b, " · ");
+                ts_text_put_escaped(b, name);
+                ts_text_put(b, ": ");
                 rt_delta_text(b, diff);
             }
         }
-        rt_raw(b, "</li>");
+        ts_text_put(b, "</li>");
     }
     if (json_array_size(list) > 500) {
-        rt_printf(b, "<li>and %zu more</li>", json_array_size(list) - 500);
+        ts_text_printf(
+            b, "<li>and %zu more</li>", json_array_size(list) - 500);
     }
-    rt_raw(b, "</ul>");
+    ts_text_put(b, "</ul>");
 }
 
 static void
@@ -988,21 +1011,21 @@ context_table(ts_text_buf *b, const json_t *report, const char *heading)
 {
     const char *name;
     json_t *value;
-    rt_printf(b, "<table><caption>%s</caption><tbody>", heading);
+    ts_text_printf(b, "<table><caption>%s</caption><tbody>", heading);
     json_object_foreach(json_object_get(report, "context"), name, value)
     {
-        rt_raw(b, "<tr><th scope=\"row\">");
-        rt_esc(b, name);
-        rt_raw(b, "</th><td>");
+        ts_text_put(b, "<tr><th scope=\"row\">");
+        ts_text_put_escaped(b, name);
+        ts_text_put(b, "</th><td>");
         if (json_is_string(value)) {
-            rt_esc(b, json_string_value(value));
+            ts_text_put_escaped(b, json_string_value(value));
         }
         else {
             rt_json_esc(b, value);
         }
-        rt_raw(b, "</td></tr>");
+        ts_text_put(b, "</td></tr>");
     }
-    rt_raw(b, "</tbody></table>\n");
+    ts_text_put(b, "</tbody></table>\n");
 }
 
 static void
@@ -1012,56 +1035,59 @@ comparison(ts_text_buf *b, const rp_page *page)
     const json_t *layers = json_object_get(cmp, "layers");
     const char *name;
     json_t *diff;
-    rt_raw(b, "<section id=\"comparison\"><h3>Before / after</h3>");
+    ts_text_put(b, "<section id=\"comparison\"><h3>Before / after</h3>");
     if (json_array_size(page->withheld) > 0) {
-        rt_raw(b, "<p>Execution deltas are withheld: ");
+        ts_text_put(b, "<p>Execution deltas are withheld: ");
         string_list(b, page->withheld);
-        rt_raw(b,
-               " differ or are missing. Storage totals are still compared."
-               "</p>");
+        ts_text_put(
+            b,
+            " differ or are missing. Storage totals are still compared."
+            "</p>");
     }
-    rt_raw(b,
-           "<table><thead><tr><th>Metric</th><th>Before</th><th>After</th>"
-           "<th>Delta</th></tr></thead><tbody>\n");
+    ts_text_put(
+        b,
+        "<table><thead><tr><th>Metric</th><th>Before</th><th>After</th>"
+        "<th>Delta</th></tr></thead><tbody>\n");
     json_object_foreach(json_object_get(cmp, "totals"), name, diff)
     {
         const json_t *before = json_object_get(diff, "before");
         const json_t *after = json_object_get(diff, "after");
-        rt_raw(b, "<tr><td>");
-        rt_esc(b, name);
-        rt_raw(b, "</td><td>");
+        ts_text_put(b, "<tr><td>");
+        ts_text_put_escaped(b, name);
+        ts_text_put(b, "</td><td>");
         if (json_is_object(before)) {
             rt_metric_text(b, before);
         }
         else {
-            rt_raw(b, "not recorded");
+            ts_text_put(b, "not recorded");
         }
-        rt_raw(b, "</td><td>");
+        ts_text_put(b, "</td><td>");
         if (json_is_object(after)) {
             rt_metric_text(b, after);
         }
         else {
-            rt_raw(b, "not recorded");
+            ts_text_put(b, "not recorded");
         }
-        rt_raw(b, "</td><td>");
+        ts_text_put(b, "</td><td>");
         rt_delta_text(b, diff);
-        rt_raw(b, "</td></tr>\n");
+        ts_text_put(b, "</td></tr>\n");
     }
-    rt_raw(b, "</tbody></table>\n");
+    ts_text_put(b, "</tbody></table>\n");
     layer_list(b, "Added calls", json_object_get(layers, "added"));
     layer_list(b, "Removed calls", json_object_get(layers, "removed"));
     layer_list(b, "Changed calls", json_object_get(layers, "changed"));
     context_table(b, page->before, "Before context");
     context_table(b, page->report, "After context");
-    rt_raw(b, "</section>\n");
+    ts_text_put(b, "</section>\n");
 }
 
 static void
 appendix(ts_text_buf *b, const rp_page *page)
 {
-    rt_raw(b,
-           "<details class=\"appendix\" id=\"appendix\"><summary>Measurement "
-           "interpretation and exact evidence</summary>\n");
+    ts_text_put(
+        b,
+        "<details class=\"appendix\" id=\"appendix\"><summary>Measurement "
+        "interpretation and exact evidence</summary>\n");
     how_to_read(b);
     totals_table(b, page);
     hierarchy(b, page);
@@ -1077,13 +1103,13 @@ appendix(ts_text_buf *b, const rp_page *page)
     if (page->before != NULL) {
         comparison(b, page);
     }
-    rt_raw(b,
-           "<section id=\"context\"><h3>Input and measurement context"
-           "</h3>");
+    ts_text_put(b,
+                "<section id=\"context\"><h3>Input and measurement context"
+                "</h3>");
     context_table(b, page->report, "Context");
-    rt_raw(b, "<pre>");
+    ts_text_put(b, "<pre>");
     rt_json_esc(b, json_object_get(page->report, "inputs"));
-    rt_raw(b, "</pre></section>\n</details>\n");
+    ts_text_put(b, "</pre></section>\n</details>\n");
 }
 
 /* ---- data island -------------------------------------------------------- */
@@ -1199,9 +1225,9 @@ island(ts_text_buf *b, const rp_page *page)
         b->failed = true;
         return;
     }
-    rt_raw(b, "<script id=\"torchscan-data\" type=\"application/json\">");
+    ts_text_put(b, "<script id=\"torchscan-data\" type=\"application/json\">");
     rt_json_island(b, data);
-    rt_raw(b, "</script>\n");
+    ts_text_put(b, "</script>\n");
     json_decref(data);
 }
 
@@ -1211,35 +1237,36 @@ char *
 rh_page(const rp_page *page, const char *title, int view, ts_error *err)
 {
     ts_text_buf b = {NULL, 0, 0, false};
-    rt_raw(&b,
-           "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
-           "charset=\"utf-8\">\n<meta name=\"viewport\" "
-           "content=\"width=device-width, initial-scale=1\">\n<meta "
-           "http-equiv=\"Content-Security-Policy\" content=\"default-src "
-           "'none'; style-src 'unsafe-inline'; script-src 'sha256-");
-    rt_raw(&b, rs_script_sha256);
-    rt_raw(&b, "'; base-uri 'none'; form-action 'none'\">\n<title>");
-    rt_esc(&b, title);
-    rt_raw(&b, "</title>\n<style>");
-    rt_raw(&b, rs_style);
-    rt_raw(&b, "</style>\n</head>\n<body>\n");
-    rt_raw(&b,
-           "<svg class=\"defs\" width=\"0\" height=\"0\" aria-hidden=\"true\" "
-           "focusable=\"false\"><defs><pattern id=\"hatch\" "
-           "patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\"><path "
-           "d=\"M0 6L6 0\" stroke=\"currentColor\" stroke-width=\"1.2\"/>"
-           "</pattern></defs></svg>\n");
+    ts_text_put(&b,
+                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+                "charset=\"utf-8\">\n<meta name=\"viewport\" "
+                "content=\"width=device-width, initial-scale=1\">\n<meta "
+                "http-equiv=\"Content-Security-Policy\" content=\"default-src "
+                "'none'; style-src 'unsafe-inline'; script-src 'sha256-");
+    ts_text_put(&b, rs_script_sha256);
+    ts_text_put(&b, "'; base-uri 'none'; form-action 'none'\">\n<title>");
+    ts_text_put_escaped(&b, title);
+    ts_text_put(&b, "</title>\n<style>");
+    ts_text_put(&b, rs_style);
+    ts_text_put(&b, "</style>\n</head>\n<body>\n");
+    ts_text_put(
+        &b,
+        "<svg class=\"defs\" width=\"0\" height=\"0\" aria-hidden=\"true\" "
+        "focusable=\"false\"><defs><pattern id=\"hatch\" "
+        "patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\"><path "
+        "d=\"M0 6L6 0\" stroke=\"currentColor\" stroke-width=\"1.2\"/>"
+        "</pattern></defs></svg>\n");
     header(&b, page, title);
-    rt_raw(&b, "<main id=\"main\">\n");
+    ts_text_put(&b, "<main id=\"main\">\n");
     cards(&b, page);
     views(&b, page, view);
     operator_layers(&b, page);
     appendix(&b, page);
-    rt_raw(&b, "</main>\n");
+    ts_text_put(&b, "</main>\n");
     island(&b, page);
-    rt_raw(&b, "<script>");
-    rt_raw(&b, rs_script);
-    rt_raw(&b, "</script>\n</body>\n</html>\n");
+    ts_text_put(&b, "<script>");
+    ts_text_put(&b, rs_script);
+    ts_text_put(&b, "</script>\n</body>\n</html>\n");
     if (b.failed || b.data == NULL) {
         free(b.data);
         ts_error_set(err, TS_ENOMEM, "out of memory rendering a report");

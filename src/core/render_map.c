@@ -27,9 +27,9 @@ label_text(ts_text_buf *b, const rp_page *page, size_t n)
 {
     const rp_node *node = &page->nodes[n];
     size_t calls = node->ncalls[0] > 0 ? node->ncalls[0] : node->ncalls[1];
-    rt_raw(b, node->parent == RP_NONE ? "(model)" : node->name);
+    ts_text_put(b, node->parent == RP_NONE ? "(model)" : node->name);
     if (calls > 1) {
-        rt_printf(b, " ×%zu calls", calls);
+        ts_text_printf(b, " ×%zu calls", calls);
     }
 }
 
@@ -39,7 +39,7 @@ rm_label(ts_text_buf *b, const rp_page *page, size_t n)
     ts_text_buf label = {NULL, 0, 0, false};
     label_text(&label, page, n);
     b->failed |= label.failed;
-    rt_esc(b, label.data);
+    ts_text_put_escaped(b, label.data);
     free(label.data);
 }
 
@@ -47,10 +47,10 @@ void
 rm_subtotal_text(ts_text_buf *b, const rp_group *group, size_t n, int side)
 {
     if (group->unscaled) {
-        rt_raw(b,
-               group->sub[side][n].status == RP_ABSENT
-                   ? "not recorded"
-                   : "structural · unscaled");
+        ts_text_put(b,
+                    group->sub[side][n].status == RP_ABSENT
+                        ? "not recorded"
+                        : "structural · unscaled");
         return;
     }
     rt_status_text(b, &group->sub[side][n], group->unit);
@@ -106,11 +106,11 @@ fitted_label(ts_text_buf *b, const rp_page *page, size_t n, double width)
     }
     if (label.data[i] != '\0') {
         label.data[i] = '\0'; /* i is the start of a character */
-        rt_esc(b, label.data);
-        rt_raw(b, "…");
+        ts_text_put_escaped(b, label.data);
+        ts_text_put(b, "…");
     }
     else {
-        rt_esc(b, label.data);
+        ts_text_put_escaped(b, label.data);
     }
     free(label.data);
 }
@@ -123,17 +123,17 @@ static void
 rect(ts_text_buf *b, const char *cls, double x, double y, double w, double h)
 {
     bool box = strncmp(cls, "bar-", 4) != 0 && strcmp(cls, "hatch") != 0;
-    rt_raw(b, box ? "<rect class=\"box " : "<rect class=\"");
-    rt_raw(b, cls);
-    rt_raw(b, "\" x=\"");
+    ts_text_put(b, box ? "<rect class=\"box " : "<rect class=\"");
+    ts_text_put(b, cls);
+    ts_text_put(b, "\" x=\"");
     rt_fixed2(b, x);
-    rt_raw(b, "\" y=\"");
+    ts_text_put(b, "\" y=\"");
     rt_fixed2(b, y);
-    rt_raw(b, "\" width=\"");
+    ts_text_put(b, "\" width=\"");
     rt_fixed2(b, w);
-    rt_raw(b, "\" height=\"");
+    ts_text_put(b, "\" height=\"");
     rt_fixed2(b, h);
-    rt_raw(b, "\"/>");
+    ts_text_put(b, "\"/>");
 }
 
 static void
@@ -155,40 +155,40 @@ tile(ts_text_buf *b,
         g->sub[0][n].status == TS_PARTIAL
         || (page->before != NULL && g->sub[1][n].status == TS_PARTIAL);
     size_t first = node->ncalls[0] > 0 ? node->calls[0][0] : RP_NONE;
-    rt_raw(b, "<a class=\"tile\" tabindex=\"0\" href=\"#");
+    ts_text_put(b, "<a class=\"tile\" tabindex=\"0\" href=\"#");
     if (mode == RM_SVG) {
-        rt_raw(b, "inspector-");
-        rt_raw(b, g->id);
-        rt_raw(b, "-");
-        rt_int(b, (int64_t)n);
+        ts_text_put(b, "inspector-");
+        ts_text_put(b, g->id);
+        ts_text_put(b, "-");
+        ts_text_put_int(b, (int64_t)n);
     }
     else if (first != RP_NONE) {
-        rt_raw(b, "call-");
-        rt_int(b, (int64_t)first);
+        ts_text_put(b, "call-");
+        ts_text_put_int(b, (int64_t)first);
     }
     else if (node->ncalls[1] > 0) {
-        rt_raw(b, "before-call-");
-        rt_int(b, (int64_t)node->calls[1][0]);
+        ts_text_put(b, "before-call-");
+        ts_text_put_int(b, (int64_t)node->calls[1][0]);
     }
     else {
-        rt_raw(b, "tree-");
-        rt_int(b, (int64_t)n);
+        ts_text_put(b, "tree-");
+        ts_text_put_int(b, (int64_t)n);
     }
-    rt_raw(b, "\" data-node=\"");
-    rt_int(b, (int64_t)n);
-    rt_raw(b, "\" data-subtotal=\"");
+    ts_text_put(b, "\" data-node=\"");
+    ts_text_put_int(b, (int64_t)n);
+    ts_text_put(b, "\" data-subtotal=\"");
     rm_subtotal_text(b, g, n, 0);
     if (page->before != NULL) {
-        rt_raw(b, "\" data-before=\"Before subtree: ");
+        ts_text_put(b, "\" data-before=\"Before subtree: ");
         rm_subtotal_text(b, g, n, 1);
-        rt_raw(b, " · After subtree: ");
+        ts_text_put(b, " · After subtree: ");
         rm_subtotal_text(b, g, n, 0);
     }
-    rt_raw(b, "\" aria-label=\"");
-    rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);
-    rt_raw(b, ": ");
+    ts_text_put(b, "\" aria-label=\"");
+    ts_text_put_escaped(b, node->parent == RP_NONE ? "(model)" : node->path);
+    ts_text_put(b, ": ");
     rm_subtotal_text(b, g, n, 0);
-    rt_raw(b, "\">");
+    ts_text_put(b, "\">");
     rect(b, cls != NULL ? cls : depth_class[node->depth % 6], x, y, w, h);
     if (page->before != NULL) {
         double half = (h - 6) / 2;
@@ -208,33 +208,33 @@ tile(ts_text_buf *b,
     if (hatched) {
         rect(b, "hatch", x, y, w, h);
     }
-    rt_raw(b, "<text x=\"");
+    ts_text_put(b, "<text x=\"");
     rt_fixed2(b, x + 4);
-    rt_raw(b, "\" y=\"");
+    ts_text_put(b, "\" y=\"");
     rt_fixed2(b, y + 18);
-    rt_raw(b, "\">");
+    ts_text_put(b, "\">");
     fitted_label(b, page, n, w);
-    rt_raw(b, "</text><title>");
-    rt_esc(b, node->parent == RP_NONE ? "(model)" : node->path);
-    rt_raw(b, " · ");
+    ts_text_put(b, "</text><title>");
+    ts_text_put_escaped(b, node->parent == RP_NONE ? "(model)" : node->path);
+    ts_text_put(b, " · ");
     rm_subtotal_text(b, g, n, 0);
     if (node->ncalls[0] > 1) {
-        rt_printf(b, " · ×%zu calls", node->ncalls[0]);
+        ts_text_printf(b, " · ×%zu calls", node->ncalls[0]);
     }
     if (hatched) {
-        rt_raw(b, " · full value unknown");
+        ts_text_put(b, " · full value unknown");
     }
     if (mode == RM_SVG) {
-        rt_raw(b, " Call evidence: [");
+        ts_text_put(b, " Call evidence: [");
         for (size_t k = 0; k < node->ncalls[0]; k++) {
             if (k > 0) {
-                rt_raw(b, ",");
+                ts_text_put(b, ",");
             }
             rt_json_esc(b, json_array_get(page->layers[0], node->calls[0][k]));
         }
-        rt_raw(b, "]");
+        ts_text_put(b, "]");
     }
-    rt_raw(b, "</title></a>\n");
+    ts_text_put(b, "</title></a>\n");
 }
 
 void

@@ -35,25 +35,25 @@ static void
 line(ts_text_buf *b, double *y, const char *cls)
 {
     *y += cls != NULL && strcmp(cls, "h") == 0 ? LINE + 10 : LINE;
-    rt_printf(b, "<text x=\"%.0f\" y=\"%.2f\"", MARGIN, *y);
+    ts_text_printf(b, "<text x=\"%.0f\" y=\"%.2f\"", MARGIN, *y);
     if (cls != NULL) {
-        rt_printf(b, " class=\"%s\"", cls);
+        ts_text_printf(b, " class=\"%s\"", cls);
     }
-    rt_raw(b, ">");
+    ts_text_put(b, ">");
 }
 
 static void
 group_key(ts_text_buf *b, const rp_group *g)
 {
     if (g->unscaled) {
-        rt_raw(b, "no_recorded_measurement · structural · unscaled");
+        ts_text_put(b, "no_recorded_measurement · structural · unscaled");
         return;
     }
-    rt_esc(b, g->method);
-    rt_raw(b, " · ");
-    rt_esc(b, g->unit);
-    rt_raw(b, " · ");
-    rt_esc(b, g->scope);
+    ts_text_put_escaped(b, g->method);
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, g->unit);
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, g->scope);
 }
 
 static void
@@ -63,22 +63,23 @@ maps(ts_text_buf *b, const rp_page *page, int v, double *y)
     for (size_t gi = 0; gi < view->ngroups; gi++) {
         const rp_group *g = &view->groups[gi];
         line(b, y, "h");
-        rt_raw(b, "Module cost map · ");
+        ts_text_put(b, "Module cost map · ");
         group_key(b, g);
-        rt_raw(b, "</text>\n");
+        ts_text_put(b, "</text>\n");
         *y += 6;
-        rt_printf(b,
-                  "<g id=\"map-%s\" transform=\"translate(%.0f %.2f)\">\n",
-                  g->id,
-                  MARGIN,
-                  *y);
+        ts_text_printf(
+            b,
+            "<g id=\"map-%s\" transform=\"translate(%.0f %.2f)\">\n",
+            g->id,
+            MARGIN,
+            *y);
         rm_tiles(b, page, v, gi, RM_SVG, 0.0);
-        rt_raw(b, "</g>\n");
+        ts_text_put(b, "</g>\n");
         *y += rm_height(g);
     }
     if (view->ngroups == 0) {
         line(b, y, NULL);
-        rt_raw(b, "No module call recorded this measurement.</text>\n");
+        ts_text_put(b, "No module call recorded this measurement.</text>\n");
     }
 }
 
@@ -101,34 +102,36 @@ rail_cards(ts_text_buf *b, const rp_page *page, int v, double *y)
             }
             shown++;
             *y += LINE + 6;
-            rt_printf(b,
-                      "<g class=\"rail-card\"><rect class=\"card\" x=\"%.0f\" "
-                      "y=\"%.2f\" width=\"%.0f\" height=\"%.0f\" rx=\"3\"/>"
-                      "<text x=\"%.0f\" y=\"%.2f\">",
-                      MARGIN,
-                      *y - LINE + 2,
-                      SVG_WIDTH - 2 * MARGIN,
-                      LINE + 4,
-                      MARGIN + 6,
-                      *y + 2);
-            rt_esc(b, path_label(page->nodes[n].path));
-            rt_raw(b, " · ");
+            ts_text_printf(
+                b,
+                "<g class=\"rail-card\"><rect class=\"card\" x=\"%.0f\" "
+                "y=\"%.2f\" width=\"%.0f\" height=\"%.0f\" rx=\"3\"/>"
+                "<text x=\"%.0f\" y=\"%.2f\">",
+                MARGIN,
+                *y - LINE + 2,
+                SVG_WIDTH - 2 * MARGIN,
+                LINE + 4,
+                MARGIN + 6,
+                *y + 2);
+            ts_text_put_escaped(b, path_label(page->nodes[n].path));
+            ts_text_put(b, " · ");
             if (removed) {
-                rt_raw(b, "removed · before: ");
+                ts_text_put(b, "removed · before: ");
                 rt_status_text(b, &g->sub[1][n], g->unit);
             }
             else {
-                rt_raw(b, kinds[kind]);
-                rt_raw(b, " · ");
+                ts_text_put(b, kinds[kind]);
+                ts_text_put(b, " · ");
                 rt_status_text(b, &g->own[0][n], g->unit);
             }
-            rt_raw(b, " · not sized by cost</text></g>\n");
+            ts_text_put(b, " · not sized by cost</text></g>\n");
         }
         if (total > shown) {
             line(b, y, "m");
-            rt_printf(b,
-                      "and %zu more contributions not sized by cost</text>\n",
-                      total - shown);
+            ts_text_printf(
+                b,
+                "and %zu more contributions not sized by cost</text>\n",
+                total - shown);
         }
     }
 }
@@ -140,7 +143,7 @@ inspectors(ts_text_buf *b, const rp_page *page, int v, double *y)
     double top = *y + 8;
     size_t lines = page->before != NULL ? 6 : 5;
     line(b, y, "h");
-    rt_raw(b, "Inspector (follow a tile)</text>\n");
+    ts_text_put(b, "Inspector (follow a tile)</text>\n");
     for (size_t gi = 0; gi < view->ngroups; gi++) {
         const rp_group *g = &view->groups[gi];
         for (size_t n = 0; n < page->nnodes; n++) {
@@ -149,49 +152,51 @@ inspectors(ts_text_buf *b, const rp_page *page, int v, double *y)
             if (g->width[n] < RP_MIN_TILE_WIDTH) {
                 continue;
             }
-            rt_printf(b,
-                      "<g class=\"insp\" id=\"inspector-%s-%zu\"><rect "
-                      "class=\"card\" x=\"%.0f\" y=\"%.2f\" width=\"%.0f\" "
-                      "height=\"%.0f\"/>",
-                      g->id,
-                      n,
-                      MARGIN,
-                      top,
-                      SVG_WIDTH - 2 * MARGIN,
-                      lines * LINE + 8);
-            rt_printf(b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly);
-            rt_esc(b, path_label(node->path));
-            rt_raw(b, " · ");
-            rt_esc(b, node->type);
-            rt_printf(b,
-                      " · %zu call%s</text>",
-                      node->ncalls[0],
-                      node->ncalls[0] == 1 ? "" : "s");
-            rt_printf(
+            ts_text_printf(
+                b,
+                "<g class=\"insp\" id=\"inspector-%s-%zu\"><rect "
+                "class=\"card\" x=\"%.0f\" y=\"%.2f\" width=\"%.0f\" "
+                "height=\"%.0f\"/>",
+                g->id,
+                n,
+                MARGIN,
+                top,
+                SVG_WIDTH - 2 * MARGIN,
+                lines * LINE + 8);
+            ts_text_printf(b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly);
+            ts_text_put_escaped(b, path_label(node->path));
+            ts_text_put(b, " · ");
+            ts_text_put_escaped(b, node->type);
+            ts_text_printf(b,
+                           " · %zu call%s</text>",
+                           node->ncalls[0],
+                           node->ncalls[0] == 1 ? "" : "s");
+            ts_text_printf(
                 b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
-            rt_raw(b, "Subtotal: ");
+            ts_text_put(b, "Subtotal: ");
             rm_subtotal_text(b, g, n, 0);
-            rt_raw(b, "</text>");
+            ts_text_put(b, "</text>");
             if (page->before != NULL) {
-                rt_printf(
+                ts_text_printf(
                     b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
-                rt_raw(b, "Before subtree: ");
+                ts_text_put(b, "Before subtree: ");
                 rm_subtotal_text(b, g, n, 1);
-                rt_raw(b, " · After subtree: ");
+                ts_text_put(b, " · After subtree: ");
                 rm_subtotal_text(b, g, n, 0);
-                rt_raw(b, "</text>");
+                ts_text_put(b, "</text>");
             }
-            rt_printf(
+            ts_text_printf(
                 b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
             group_key(b, g);
-            rt_raw(b, "</text>");
-            rt_printf(b,
-                      "<a href=\"#call-%zu\" tabindex=\"0\"><text x=\"%.0f\" "
-                      "y=\"%.2f\">Call evidence</text></a>",
-                      node->ncalls[0] > 0 ? node->calls[0][0] : (size_t)0,
-                      MARGIN + 6,
-                      ly + LINE);
-            rt_raw(b, "</g>\n");
+            ts_text_put(b, "</text>");
+            ts_text_printf(
+                b,
+                "<a href=\"#call-%zu\" tabindex=\"0\"><text x=\"%.0f\" "
+                "y=\"%.2f\">Call evidence</text></a>",
+                node->ncalls[0] > 0 ? node->calls[0][0] : (size_t)0,
+                MARGIN + 6,
+                ly + LINE);
+            ts_text_put(b, "</g>\n");
         }
     }
     *y = top + lines * LINE + 16;
@@ -202,42 +207,43 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
 {
     const json_t *layers = page->layers[0];
     line(b, y, "h");
-    rt_raw(b, "Call evidence</text>\n");
+    ts_text_put(b, "Call evidence</text>\n");
     for (size_t i = 0; i < json_array_size(layers); i++) {
         const json_t *metric, *layer = json_array_get(layers, i);
         const json_t *owner = json_object_get(
             json_object_get(layer, "metric_owners"), page->views[v].name);
         rp_sum value = rp_row(page, 0, v, i, &metric);
         *y += LINE;
-        rt_printf(
+        ts_text_printf(
             b, "<text id=\"call-%zu\" x=\"%.0f\" y=\"%.2f\">", i, MARGIN, *y);
-        rt_esc(b, path_label(text_of(layer, "path")));
-        rt_printf(b,
-                  " call #%lld · ",
-                  (long long)json_integer_value(
-                      json_object_get(layer, "call_index")));
+        ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+        ts_text_printf(b,
+                       " call #%lld · ",
+                       (long long)json_integer_value(
+                           json_object_get(layer, "call_index")));
         if (owner != NULL) {
-            rt_raw(b, "covered · included in ");
-            rt_esc(b, path_label(text_of(owner, "path")));
-            rt_printf(b,
-                      " · call #%lld inclusive estimate",
-                      (long long)json_integer_value(
-                          json_object_get(owner, "call_index")));
+            ts_text_put(b, "covered · included in ");
+            ts_text_put_escaped(b, path_label(text_of(owner, "path")));
+            ts_text_printf(b,
+                           " · call #%lld inclusive estimate",
+                           (long long)json_integer_value(
+                               json_object_get(owner, "call_index")));
         }
         else if (value.status == RP_ABSENT) {
             size_t n = rp_node_find(page, text_of(layer, "path"));
-            rt_raw(b,
-                   n != RP_NONE && page->nodes[n].first_child != RP_NONE
-                       ? "no own record · its subtotal is its children's"
-                   : page->structure ? "structural · unscaled"
-                                     : "unavailable · unknown");
+            ts_text_put(b,
+                        n != RP_NONE && page->nodes[n].first_child != RP_NONE
+                            ? "no own record · its subtotal is its children's"
+                        : page->structure ? "structural · unscaled"
+                                          : "unavailable · unknown");
         }
         else if (value.status == TS_PARTIAL) {
-            rt_raw(b, "partial · ≥ ");
+            ts_text_put(b, "partial · ≥ ");
             rt_grouped(b, &value);
-            rt_raw(b, " ");
-            rt_esc(b, metric != NULL ? text_of(metric, "unit") : "");
-            rt_raw(b, " · full value unknown");
+            ts_text_put(b, " ");
+            ts_text_put_escaped(b,
+                                metric != NULL ? text_of(metric, "unit") : "");
+            ts_text_put(b, " · full value unknown");
         }
         else {
             rt_status_text(b,
@@ -245,7 +251,7 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
                            metric != NULL ? text_of(metric, "unit")
                                           : (v == 3 ? "parameters" : "bytes"));
         }
-        rt_raw(b, "</text>\n");
+        ts_text_put(b, "</text>\n");
     }
 }
 
@@ -257,22 +263,22 @@ diagnostics(ts_text_buf *b,
             double *y)
 {
     line(b, y, "h");
-    rt_printf(b, "%s (%zu)</text>\n", heading, json_array_size(list));
+    ts_text_printf(b, "%s (%zu)</text>\n", heading, json_array_size(list));
     for (size_t i = 0; i < json_array_size(list); i++) {
         const json_t *d = json_array_get(list, i);
         *y += LINE;
-        rt_printf(b,
-                  "<text id=\"%sdiagnostic-%zu\" x=\"%.0f\" y=\"%.2f\">",
-                  prefix,
-                  i,
-                  MARGIN,
-                  *y);
-        rt_esc(b, text_of(d, "severity"));
-        rt_raw(b, " · ");
-        rt_esc(b, text_of(d, "code"));
-        rt_raw(b, " ");
-        rt_esc(b, text_of(d, "message"));
-        rt_raw(b, "</text>\n");
+        ts_text_printf(b,
+                       "<text id=\"%sdiagnostic-%zu\" x=\"%.0f\" y=\"%.2f\">",
+                       prefix,
+                       i,
+                       MARGIN,
+                       *y);
+        ts_text_put_escaped(b, text_of(d, "severity"));
+        ts_text_put(b, " · ");
+        ts_text_put_escaped(b, text_of(d, "code"));
+        ts_text_put(b, " ");
+        ts_text_put_escaped(b, text_of(d, "message"));
+        ts_text_put(b, "</text>\n");
     }
 }
 
@@ -280,19 +286,19 @@ static void
 suggestions(ts_text_buf *b, const rp_page *page, double *y)
 {
     line(b, y, "h");
-    rt_raw(b, "Evidence-linked suggestions</text>\n");
+    ts_text_put(b, "Evidence-linked suggestions</text>\n");
     for (size_t i = 0; i < json_array_size(page->suggestions); i++) {
         const json_t *s = json_array_get(page->suggestions, i);
         *y += LINE;
-        rt_raw(b, "<a href=\"");
-        rt_esc(b, text_of(s, "href"));
-        rt_printf(
+        ts_text_put(b, "<a href=\"");
+        ts_text_put_escaped(b, text_of(s, "href"));
+        ts_text_printf(
             b, "\" tabindex=\"0\"><text x=\"%.0f\" y=\"%.2f\">", MARGIN, *y);
-        rt_esc(b, text_of(s, "fact"));
-        rt_raw(b, "</text></a>\n");
+        ts_text_put_escaped(b, text_of(s, "fact"));
+        ts_text_put(b, "</text></a>\n");
         line(b, y, "m");
-        rt_esc(b, text_of(s, "experiment"));
-        rt_raw(b, "</text>\n");
+        ts_text_put_escaped(b, text_of(s, "experiment"));
+        ts_text_put(b, "</text>\n");
     }
 }
 
@@ -311,9 +317,9 @@ evidence(ts_text_buf *b, const rp_page *page)
     if (data == NULL) {
         return TS_ENOMEM;
     }
-    rt_raw(b, "<g id=\"svg-evidence\"><title>");
+    ts_text_put(b, "<g id=\"svg-evidence\"><title>");
     rt_json_esc(b, data);
-    rt_raw(b, "</title></g>\n");
+    ts_text_put(b, "</title></g>\n");
     json_decref(data);
     return TS_OK;
 }
@@ -324,15 +330,16 @@ rsv_page(const rp_page *page, const char *title, int view, ts_error *err)
     ts_text_buf body = {NULL, 0, 0, false}, b = {NULL, 0, 0, false};
     double y = 8;
     line(&body, &y, "h");
-    rt_esc(&body, title);
-    rt_raw(&body, " · ");
-    rt_raw(&body, page->views[view].label);
-    rt_raw(&body, "</text>\n");
+    ts_text_put_escaped(&body, title);
+    ts_text_put(&body, " · ");
+    ts_text_put(&body, page->views[view].label);
+    ts_text_put(&body, "</text>\n");
     line(&body, &y, "m");
-    rt_raw(&body, "TorchScan · schema 1 · ");
-    rt_esc(&body,
-           text_of(json_object_get(page->report, "context"), "model_type"));
-    rt_raw(&body, "</text>\n");
+    ts_text_put(&body, "TorchScan · schema 1 · ");
+    ts_text_put_escaped(
+        &body,
+        text_of(json_object_get(page->report, "context"), "model_type"));
+    ts_text_put(&body, "</text>\n");
     maps(&body, page, view, &y);
     rail_cards(&body, page, view, &y);
     inspectors(&body, page, view, &y);
@@ -354,27 +361,29 @@ rsv_page(const rp_page *page, const char *title, int view, ts_error *err)
         body.failed = true;
     }
     y += 2 * MARGIN;
-    rt_printf(&b,
-              "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f "
-              "%.2f\" width=\"%.0f\" height=\"%.2f\" role=\"img\" "
-              "aria-labelledby=\"svg-title\">\n<title id=\"svg-title\">",
-              SVG_WIDTH,
-              y,
-              SVG_WIDTH,
-              y);
-    rt_esc(&b, title);
-    rt_raw(&b, "</title>\n<style>");
-    rt_raw(&b, rs_svg_style);
-    rt_raw(&b,
-           "</style>\n<defs><pattern id=\"hatch\" "
-           "patternUnits=\"userSpaceOnUse\" "
-           "width=\"6\" height=\"6\"><path d=\"M0 6L6 0\" stroke=\"#24292f\" "
-           "stroke-width=\"1.2\"/></pattern></defs>\n<rect width=\"100%\" "
-           "height=\"100%\" fill=\"#fff\"/>\n");
+    ts_text_printf(
+        &b,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f "
+        "%.2f\" width=\"%.0f\" height=\"%.2f\" role=\"img\" "
+        "aria-labelledby=\"svg-title\">\n<title id=\"svg-title\">",
+        SVG_WIDTH,
+        y,
+        SVG_WIDTH,
+        y);
+    ts_text_put_escaped(&b, title);
+    ts_text_put(&b, "</title>\n<style>");
+    ts_text_put(&b, rs_svg_style);
+    ts_text_put(
+        &b,
+        "</style>\n<defs><pattern id=\"hatch\" "
+        "patternUnits=\"userSpaceOnUse\" "
+        "width=\"6\" height=\"6\"><path d=\"M0 6L6 0\" stroke=\"#24292f\" "
+        "stroke-width=\"1.2\"/></pattern></defs>\n<rect width=\"100%\" "
+        "height=\"100%\" fill=\"#fff\"/>\n");
     if (body.data != NULL) {
         ts_text_put(&b, body.data);
     }
-    rt_raw(&b, "</svg>\n");
+    ts_text_put(&b, "</svg>\n");
     b.failed |= body.failed;
     free(body.data);
     if (b.failed || b.data == NULL) {

@@ -9,43 +9,6 @@
 #include "torchscan/json_text.h"
 
 void
-rt_raw(ts_text_buf *b, const char *text)
-{
-    ts_text_put(b, text);
-}
-
-void
-rt_printf(ts_text_buf *b, const char *fmt, ...)
-{
-    char piece[256];
-    va_list ap;
-    int n;
-    va_start(ap, fmt);
-    n = vsnprintf(piece, sizeof piece, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        ts_text_put_n(
-            b, piece, (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1);
-    }
-}
-
-void
-rt_int(ts_text_buf *b, int64_t value)
-{
-    char digits[24];
-    size_t i = sizeof digits;
-    uint64_t mag = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
-    do {
-        digits[--i] = (char)('0' + mag % 10);
-        mag /= 10;
-    } while (mag > 0);
-    if (value < 0) {
-        digits[--i] = '-';
-    }
-    ts_text_put_n(b, digits + i, sizeof digits - i);
-}
-
-void
 rt_fixed2(ts_text_buf *b, double value)
 {
     double exact = fabs(value) * 100.0, scaled = round(exact);
@@ -54,53 +17,18 @@ rt_fixed2(ts_text_buf *b, double value)
     /* near a half the product's rounding error could flip the digit:
      * printf decides from the exact binary value there */
     if (!(scaled < 9.0e15) || fabs(exact - floor(exact) - 0.5) < 1e-6) {
-        rt_printf(b, "%.2f", value);
+        ts_text_printf(b, "%.2f", value);
         return;
     }
     hundredths = (int64_t)scaled;
     if (value < 0 && hundredths != 0) {
         ts_text_put_n(b, "-", 1);
     }
-    rt_int(b, hundredths / 100);
+    ts_text_put_int(b, hundredths / 100);
     frac[0] = '.';
     frac[1] = (char)('0' + (hundredths % 100) / 10);
     frac[2] = (char)('0' + hundredths % 10);
     ts_text_put_n(b, frac, 3);
-}
-
-void
-rt_esc(ts_text_buf *b, const char *text)
-{
-    const char *start = text;
-    if (text == NULL) {
-        return;
-    }
-    for (const char *c = text; *c; c++) {
-        const char *ref = NULL;
-        switch (*c) {
-            case '&':
-                ref = "&amp;";
-                break;
-            case '<':
-                ref = "&lt;";
-                break;
-            case '>':
-                ref = "&gt;";
-                break;
-            case '"':
-                ref = "&quot;";
-                break;
-            case '\'':
-                ref = "&#39;";
-                break;
-            default:
-                continue;
-        }
-        ts_text_put_n(b, start, (size_t)(c - start));
-        ts_text_put(b, ref);
-        start = c + 1;
-    }
-    ts_text_put(b, start);
 }
 
 static void
@@ -146,10 +74,10 @@ rt_compact(ts_text_buf *b, double value)
     double mag = fabs(value);
     if (mag < 1000.0) {
         if (value == floor(value)) {
-            rt_printf(b, "%.0f", value);
+            ts_text_printf(b, "%.0f", value);
         }
         else {
-            rt_printf(b, "%.3g", value);
+            ts_text_printf(b, "%.3g", value);
         }
         return;
     }
@@ -158,7 +86,7 @@ rt_compact(ts_text_buf *b, double value)
         value /= 1000.0;
         p++;
     }
-    rt_printf(b, "%.2f%s", value, prefixes[p]);
+    ts_text_printf(b, "%.2f%s", value, prefixes[p]);
 }
 
 void
@@ -166,23 +94,23 @@ rt_status_text(ts_text_buf *b, const rp_sum *value, const char *unit)
 {
     switch (value->status) {
         case TS_COMPLETE:
-            rt_raw(b, "complete · ");
+            ts_text_put(b, "complete · ");
             rt_grouped(b, value);
-            rt_raw(b, " ");
-            rt_esc(b, unit);
+            ts_text_put(b, " ");
+            ts_text_put_escaped(b, unit);
             break;
         case TS_PARTIAL:
-            rt_raw(b, "partial · at least ");
+            ts_text_put(b, "partial · at least ");
             rt_grouped(b, value);
-            rt_raw(b, " ");
-            rt_esc(b, unit);
-            rt_raw(b, " (lower bound; full value unknown)");
+            ts_text_put(b, " ");
+            ts_text_put_escaped(b, unit);
+            ts_text_put(b, " (lower bound; full value unknown)");
             break;
         case TS_UNAVAILABLE:
-            rt_raw(b, "unavailable · unknown");
+            ts_text_put(b, "unavailable · unknown");
             break;
         default:
-            rt_raw(b, "not recorded");
+            ts_text_put(b, "not recorded");
             break;
     }
 }
@@ -215,30 +143,30 @@ rt_delta_text(ts_text_buf *b, const json_t *diff)
         else {
             d.i = json_integer_value(delta);
         }
-        rt_raw(b, "complete · ");
+        ts_text_put(b, "complete · ");
         if (rp_sum_double(&d) >= 0) {
-            rt_raw(b, "+");
+            ts_text_put(b, "+");
         }
         rt_grouped(b, &d);
-        rt_raw(b, " ");
-        rt_esc(b, unit != NULL ? unit : "");
+        ts_text_put(b, " ");
+        ts_text_put_escaped(b, unit != NULL ? unit : "");
     }
     else if (status != NULL && strcmp(status, "partial") == 0) {
-        rt_raw(b,
-               "partial · delta unknown (requires two complete "
-               "measurements)");
+        ts_text_put(b,
+                    "partial · delta unknown (requires two complete "
+                    "measurements)");
     }
     else {
         const char *reason =
             json_string_value(json_object_get(diff, "reason"));
-        rt_raw(b, "unavailable · ");
+        ts_text_put(b, "unavailable · ");
         if (reason != NULL) {
-            rt_esc(b, reason);
+            ts_text_put_escaped(b, reason);
         }
         else {
-            rt_raw(b,
-                   "not comparable: measured on one side only or "
-                   "unavailable");
+            ts_text_put(b,
+                        "not comparable: measured on one side only or "
+                        "unavailable");
         }
     }
 }
@@ -290,6 +218,6 @@ rt_json_esc(ts_text_buf *b, const json_t *value)
         b->failed = true;
         return;
     }
-    rt_esc(b, text);
+    ts_text_put_escaped(b, text);
     free(text);
 }

@@ -14,16 +14,6 @@
 #include "render_model.h"
 #include "text_buf.h"
 
-/* Raw text. */
-void rt_raw(ts_text_buf *b, const char *text);
-/* printf into the buffer (short pieces: numbers, ids). */
-void rt_printf(ts_text_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-/* A decimal integer, without printf (the hot paths write many). */
-void rt_int(ts_text_buf *b, int64_t value);
 /* A coordinate with two decimals, exactly as printf("%.2f") writes it
  * ("12.50", "-0.25"); printf runs only for values near a rounding half. */
 void rt_fixed2(ts_text_buf *b, double value);

@@ -107,3 +107,19 @@ ts_text_printf(ts_text_buf *b, const char *fmt, ...)
         free(big);
     }
 }
+
+void
+ts_text_put_int(ts_text_buf *b, int64_t value)
+{
+    char digits[24];
+    size_t i = sizeof digits;
+    uint64_t mag = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+    do {
+        digits[--i] = (char)('0' + mag % 10);
+        mag /= 10;
+    } while (mag > 0);
+    if (value < 0) {
+        digits[--i] = '-';
+    }
+    ts_text_put_n(b, digits + i, sizeof digits - i);
+}

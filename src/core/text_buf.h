@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct ts_text_buf {
     char *data; /* malloc'd, NUL-terminated once anything was appended */
@@ -23,6 +24,10 @@ void ts_text_put(ts_text_buf *b, const char *text);
 /* Appends `text` (NULL appends nothing) with & < > " ' replaced by HTML
  * character references: safe in HTML and SVG text and attribute values. */
 void ts_text_put_escaped(ts_text_buf *b, const char *text);
+
+/* Appends a decimal integer (without printf: the page writers emit
+ * millions). */
+void ts_text_put_int(ts_text_buf *b, int64_t value);
 
 /* Appends printf-formatted text. Numbers are formatted by the C library in
  * the "C" locale's notation (the engine never calls setlocale). */

@@ -88,7 +88,7 @@ write_fixed2(ts_text_buf *b, void *arg)
 static void
 write_int(ts_text_buf *b, void *arg)
 {
-    rt_int(b, *(int64_t *)arg);
+    ts_text_put_int(b, *(int64_t *)arg);
 }
 
 static void
