@@ -2,7 +2,7 @@
 
 Rows: AnalysisReports of a real nn.Sequential crawled on the meta device (50 and 10,000 leaf layers: Linear(16, 16)
 and ReLU alternating; the report has one more row, the Sequential itself), and a BenchmarkComparison page (two
-measure_latency reports with profiles), which keeps the harness exercised while AnalysisReports are not rendered.
+measure_latency reports with profiles).
 
 Columns: render_report's time (best of a few calls), beside it json.loads of the same report's JSON text (a
 yardstick: parsing the data the page embeds), the page size, and the page's loadEventEnd in headless Chromium
@@ -32,7 +32,6 @@ from torchscan import compare_benchmarks, crawl_module, measure_latency, profile
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
 from headless import Browser, BrowserUnavailable, write_page  # noqa: E402
 
-NOT_YET = "unavailable: render_report does not render AnalysisReports yet"
 
 
 def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -112,11 +111,7 @@ def main() -> None:
             print(f"\n{name}" + (f" ({rows:,} report rows, crawled in {made:.2f} s)" if rows else ""))
             print(f"  report JSON             {len(text) / 1e6:9.2f} MB")
             print(f"  json.loads              {parse * 1e3:9.1f} ms")
-            try:
-                render, html = best(lambda: render_report(report), 3)
-            except NotImplementedError:
-                print(f"  render_report           {NOT_YET}")
-                continue
+            render, html = best(lambda: render_report(report), 3)
             print(f"  render_report           {render * 1e3:9.1f} ms   x{render / parse:.2f} of json.loads")
             print(f"  page                    {len(html.encode()) / 1e6:9.2f} MB")
             if browser is None:

@@ -1,9 +1,5 @@
 """render_report's AnalysisReport pages (contract 1.13, 4.1, 4.2) in a real browser.
 
-Skipped, with the reason "render_report does not render AnalysisReports yet", for as long as render_report raises
-NotImplementedError on an AnalysisReport (a probe report decides, per format); they run by themselves once it
-renders them. Any other failure of render_report fails them.
-
 What they expect of the page, beside the contract's words (the renderer must match these selectors):
 
 - view radios ``input[type=radio]#view-<metric>`` for the five metrics, one radio group, with
@@ -35,7 +31,6 @@ from torchscan._demo import DemoCNN, DemoTextModel
 
 from headless import assert_quiet, describe_axe
 
-NOT_YET = "render_report does not render AnalysisReports yet"
 METRICS = ("module_flops", "macs", "dmas", "parameters", "parameter_bytes")
 
 # Selectors the renderer must match (see the module docstring).
@@ -46,15 +41,6 @@ ALL_PANELS = ".metric-panel"
 TILES = ".cost-map [tabindex]"  # must match the renderer's focusable map tiles
 INSPECTOR = ".inspector"
 DATA_ISLAND = 'script#torchscan-data[type="application/json"]'
-
-
-def _not_rendered(fmt: str) -> bool:
-    probe = crawl_module(torch.nn.Linear(2, 2), (2,))
-    try:
-        render_report(probe, format=fmt)
-    except NotImplementedError:
-        return True
-    return False
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +57,7 @@ def reports() -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def html_pages(request) -> dict[str, str]:
-    if _not_rendered("html"):
-        pytest.skip(NOT_YET)
-    reports = request.getfixturevalue("reports")  # crawled only once the probe renders
+def html_pages(reports) -> dict[str, str]:
     return {
         "cnn": render_report(reports["cnn"], title="DemoCNN"),
         "text_model": render_report(reports["text_model"], title="DemoTextModel (kwargs)"),
@@ -83,10 +66,7 @@ def html_pages(request) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def svg_pages(request) -> dict[str, str]:
-    if _not_rendered("svg"):
-        pytest.skip(NOT_YET + " as SVG")
-    reports = request.getfixturevalue("reports")
+def svg_pages(reports) -> dict[str, str]:
     return {
         "cnn": render_report(reports["cnn"], format="svg", title="DemoCNN"),
         "text_model": render_report(reports["text_model"], format="svg", title="DemoTextModel", metric="macs"),
