@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: run test build deps ctest asan pytest browser-test ext-layers bench bench-instructions lint format format-check clean
+.PHONY: readme-screenshot run test build deps ctest asan pytest browser-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
@@ -97,6 +97,12 @@ lint: format-check
 
 format:
 	clang-format -i src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h
+
+# docs/images/report.png, the README's picture of a rendered report (tools/readme_screenshot.py; Chromium
+# only in a network namespace of its own).
+readme-screenshot: build
+	sh tools/install-system-deps.sh browser
+	unshare -n sh -c 'ip link set lo up && $(PY) tools/readme_screenshot.py'
 
 clean:
 	rm -rf build-c build-asan build build-fuzz build-browser $(BUILT)
