@@ -90,7 +90,8 @@ rp_sum_of_metric(const json_t *metric)
                          json_object_get(metric, "known_value"));
 }
 
-rp_sum
+/* The value a layer row records for a view (see rp_row). */
+static rp_sum
 rp_row_value(const json_t *layer, int view, const json_t **metric)
 {
     rp_sum absent = {RP_ABSENT, false, 0, 0.0};

@@ -143,11 +143,6 @@ double rp_sum_double(const rp_sum *sum);
 /* A sum from a MetricResult (absent for NULL). */
 rp_sum rp_sum_of_metric(const json_t *metric);
 
-/* The value a layer row records for a view: its MetricResult's (set in
- * *metric, borrowed) for the compute views; a complete count of newly
- * attributed parameters or bytes for the parameter views (*metric NULL).
- * Absent when the row records none. */
-rp_sum rp_row_value(const json_t *layer, int view, const json_t **metric);
 
 /* The rail kind of node n's own contribution in a scaled group: unknown
  * (unavailable, or partial with no known part), complete zero, or small
@@ -155,7 +150,10 @@ rp_sum rp_row_value(const json_t *layer, int view, const json_t **metric);
  * rail. */
 int rp_rail_kind(const rp_group *group, size_t n);
 
-/* The cached rp_row_value of row `row` on `side` for view v. */
+/* The value row `row` on `side` records for view v: its MetricResult's
+ * (set in *metric) for the compute views; a complete count of newly
+ * attributed parameters or bytes for the parameter views (*metric NULL).
+ * Absent when the row records none. Read once by rp_page_build. */
 static inline rp_sum
 rp_row(const rp_page *page, int side, int v, size_t row, const json_t **metric)
 {
