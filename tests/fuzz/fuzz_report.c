@@ -1,7 +1,8 @@
 /* libFuzzer target over the path every saved report takes: JSON text ->
  * jansson (as the `torchscan` command reads files) -> the report check ->
- * compare_reports, the summary table and Python-style JSON text, which
- * read only checked reports. Built and run by `make fuzz` (clang-14,
+ * compare_reports, the summary table, Python-style JSON text and the
+ * per-layer exports (CSV, Markdown, folded stacks), which read only checked
+ * reports. Built and run by `make fuzz` (clang-14,
  * -fsanitize=fuzzer,address,undefined); seeds in tests/fuzz/corpus/. */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <jansson.h>
 
 #include "torchscan/diff.h"
+#include "torchscan/export.h"
 #include "torchscan/json_text.h"
 #include "torchscan/report_check.h"
 #include "torchscan/table.h"
@@ -38,6 +40,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(diff);
         for (int k = 0; k < 2; k++) {
             free(ts_format_summary(report, &options[k], &err));
+        }
+        /* every export format: every metric in the tables, and the folded
+         * stacks of each metric */
+        for (int f = TS_EXPORT_CSV; f <= TS_EXPORT_FOLDED; f++) {
+            for (int m = -1; m < TS_EXPORT_NMETRICS; m++) {
+                ts_export_options opt = {(ts_export_format)f, m};
+                free(ts_export_report(report, &opt, NULL, &err));
+            }
         }
     }
     else {
