@@ -68,6 +68,14 @@ int ts_rss_format(const ts_rss_result *result, char *buf, size_t size);
  * TS_EFORMAT when it is malformed. */
 int ts_rss_parse(const char *line, ts_rss_result *out, ts_error *err);
 
+/* The exit status a shell would give for the command's outcome: its own
+ * status when it exited; 128 + N when signal N ended it (or, outcome
+ * interrupted, when signal N stopped the supervisor, which killed the
+ * command); 124 on timeout (as GNU timeout); 127 when it was not found
+ * (spawn errno ENOENT or ENOTDIR), 126 when it could not be started
+ * (found but not executable, or any other spawn error). */
+int ts_rss_exit_status(const ts_rss_result *result);
+
 /* "exited", "signaled", "timeout", "interrupted", "spawn-failed". */
 const char *ts_rss_outcome_name(ts_rss_outcome outcome);
 

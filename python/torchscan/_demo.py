@@ -4,7 +4,10 @@
 called with a generated input, and a small transformer text model called with
 ``args`` and ``kwargs``), prints their tables and writes ``report.json``.
 ``python -m torchscan summary PACKAGE.MODULE:FACTORY --input-shape 3,224,224``
-analyses a model returned by a factory of the caller's.
+analyses a model returned by a factory of the caller's: with generated inputs
+(``--input-shape``, repeated for several inputs, with ``--dtype`` and
+``--device``), or with the positional and keyword inputs of a JSON spec
+(``--inputs-json FILE``, see ``_INPUTS_JSON_HELP``).
 
 Exit status: 0 on success; 1 when the model, its factory or a file fails;
 2 on bad arguments (checked before any model runs, except a ``--max-depth``
@@ -18,6 +21,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -27,7 +31,7 @@ import torch
 from torch import nn
 
 from . import _engine
-from .crawler import crawl_module, summary
+from .crawler import _model_defaults, _target_device, crawl_module, summary
 from .report import IncompleteAnalysisError
 
 
@@ -175,6 +179,125 @@ def _input_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def _dtype(text: str) -> torch.dtype:
+    """argparse type of --dtype: a torch dtype name (float32, torch.float16, bfloat16, int64, bool, ...)."""
+    name = text[len("torch.") :] if text.startswith("torch.") else text
+    value = getattr(torch, name, None) if name.isidentifier() else None
+    if not isinstance(value, torch.dtype):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a torch dtype such as float32, float16, int64 or bool")
+    return value
+
+
+def _device_name(text: str) -> str:
+    """argparse type of --device: a device name PyTorch can parse (cpu, cuda, cuda:1, mps, meta, ...);
+    whether this process can use it is checked before the model is imported."""
+    try:
+        torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device name such as cpu, cuda:0 or meta") from None
+    return text
+
+
+_FILLS = ("zeros", "ones", "rand", "randn", "randint")
+
+_INPUTS_JSON_HELP = (
+    'a JSON file (- for stdin) of the call\'s inputs: {"args": [SPEC, ...], "kwargs": {"name": SPEC, ...}}. '
+    'A SPEC is a tensor, {"shape": [1, 3, 224, 224], "dtype": "float32", "fill": "rand"} (the whole shape: no '
+    'batch dimension is added; dtype defaults to --dtype, else the model\'s; fill is zeros, ones, rand, randn or '
+    'randint with "high": N, by default ones for bool, zeros for integers, rand otherwise), or a JSON null, '
+    "bool, number or string passed as it is"
+)
+
+
+class _TensorSpec:
+    """One generated input of --inputs-json, checked; built once the model is loaded."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype | None, fill: str | None, high: int | None) -> None:
+        self.shape, self.dtype, self.fill, self.high = shape, dtype, fill, high
+
+    def build(self, default_dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        dtype = self.dtype or default_dtype
+        fill = self.fill or ("ones" if dtype == torch.bool else "rand" if _is_real(dtype) else "zeros")
+        if fill == "zeros":
+            return torch.zeros(self.shape, dtype=dtype, device=device)
+        if fill == "ones":
+            return torch.ones(self.shape, dtype=dtype, device=device)
+        if fill == "randint":
+            return torch.randint(0, self.high or 1, self.shape, dtype=dtype, device=device)
+        make = torch.rand if fill == "rand" else torch.randn
+        return make(self.shape, device=device).to(dtype=dtype)
+
+
+def _is_real(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def _spec_error(where: str, message: str) -> _Failed:
+    return _Failed(f"--inputs-json {where}: {message}", EXIT_USAGE)
+
+
+def _input_spec(value: Any, where: str, default_dtype: torch.dtype | None) -> Any:
+    """A checked input of --inputs-json: a _TensorSpec, or the JSON scalar itself."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if not isinstance(value, dict):
+        raise _spec_error(where, 'expected a tensor {"shape": [...], ...} or a JSON scalar')
+    unknown = sorted(set(value) - {"shape", "dtype", "fill", "high"})
+    if unknown:
+        raise _spec_error(where, f"unknown key {unknown[0]!r} (shape, dtype, fill, high)")
+    shape = value.get("shape")
+    if not isinstance(shape, list) or any(not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in shape):
+        raise _spec_error(f"{where}.shape", f"expected a list of non-negative integers, got {json.dumps(shape)}")
+    if math.prod(shape) >= 2**63:
+        raise _spec_error(f"{where}.shape", "the number of elements must fit 64 bits")
+    dtype = default_dtype
+    if "dtype" in value:
+        try:
+            dtype = _dtype(value["dtype"]) if isinstance(value["dtype"], str) else None
+        except argparse.ArgumentTypeError as error:
+            raise _spec_error(f"{where}.dtype", str(error)) from None
+        if dtype is None:
+            raise _spec_error(f"{where}.dtype", "expected a dtype name such as float32 or int64")
+    fill, high = value.get("fill"), value.get("high")
+    if fill is not None and fill not in _FILLS:
+        raise _spec_error(f"{where}.fill", f"expected one of {', '.join(_FILLS)}, got {json.dumps(fill)}")
+    if fill == "randint":
+        if not isinstance(high, int) or isinstance(high, bool) or high < 1:
+            raise _spec_error(f"{where}.high", "randint needs a positive integer high (values are in [0, high))")
+        if dtype is None or _is_real(dtype) or dtype == torch.bool:
+            raise _spec_error(f"{where}.dtype", "randint needs an integer dtype such as int64")
+    elif "high" in value:
+        raise _spec_error(f"{where}.high", 'high applies only to "fill": "randint"')
+    if fill in ("rand", "randn") and dtype is not None and not _is_real(dtype):
+        raise _spec_error(f"{where}.fill", f"{fill} needs a floating or complex dtype, not {dtype}")
+    return _TensorSpec(tuple(shape), dtype, fill, high)
+
+
+def _read_inputs_json(path: str, default_dtype: torch.dtype | None) -> tuple[list[Any], dict[str, Any]]:
+    """Reads and checks --inputs-json (before the model is imported)."""
+    try:
+        if path == "-":
+            spec = json.load(sys.stdin)
+        else:
+            with open(path, encoding="utf-8") as handle:
+                spec = json.load(handle)
+    except OSError as error:
+        raise _Failed(f"--inputs-json {path}: {error.strerror or error}", EXIT_USAGE) from error
+    except (ValueError, UnicodeDecodeError) as error:  # json.JSONDecodeError is a ValueError
+        raise _Failed(f"--inputs-json {path}: not JSON: {error}", EXIT_USAGE) from error
+    if not isinstance(spec, dict) or set(spec) - {"args", "kwargs"}:
+        raise _spec_error(path, 'expected an object {"args": [...], "kwargs": {...}}')
+    args, kwargs = spec.get("args", []), spec.get("kwargs", {})
+    if not isinstance(args, list):
+        raise _spec_error(f"{path}: args", "expected a list")
+    if not isinstance(kwargs, dict) or any(not name.isidentifier() for name in kwargs):
+        raise _spec_error(f"{path}: kwargs", "expected an object keyed by argument names")
+    return (
+        [_input_spec(value, f"{path}: args[{i}]", default_dtype) for i, value in enumerate(args)],
+        {name: _input_spec(value, f"{path}: kwargs.{name}", default_dtype) for name, value in kwargs.items()},
+    )
+
+
 def _max_depth(text: str) -> int:
     """argparse type of --max-depth: a non-negative integer."""
     if not (text.isascii() and text.isdigit()):
@@ -196,13 +319,53 @@ def _load_factory(spec: str) -> Any:
     return model
 
 
+def _call_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """Checks the inputs' options before the model is imported (exit 2 naming the option); returns what
+    _crawl_arguments turns into crawl_module's input arguments once the model is loaded."""
+    dtypes = args.dtype or []
+    device = args.device
+    if device is not None:
+        try:
+            _target_device(device)  # crawl_module's own check: known here, usable in this process
+        except (ValueError, RuntimeError) as error:
+            # its messages name the argument: "device 'cuda:7': CUDA is not available."
+            raise _Failed(f"--{error}", EXIT_USAGE) from error
+    if args.inputs_json is not None:
+        if len(dtypes) > 1:
+            raise _Failed("--dtype: give it once with --inputs-json (the default of specs without a dtype)", EXIT_USAGE)
+        return {"json": _read_inputs_json(args.inputs_json, dtypes[0] if dtypes else None), "device": device}
+    shapes = args.input_shape
+    if len(dtypes) not in (0, 1, len(shapes)):
+        raise _Failed(f"--dtype: give it once, or once per --input-shape ({len(shapes)}), not {len(dtypes)} times", EXIT_USAGE)
+    return {
+        "input_shape": shapes[0] if len(shapes) == 1 else shapes,
+        "dtype": None if not dtypes else dtypes[0] if len(dtypes) == 1 else dtypes,
+        "device": device,
+    }
+
+
+def _crawl_arguments(model: nn.Module, inputs: dict[str, Any]) -> dict[str, Any]:
+    """crawl_module's input arguments for the loaded model."""
+    if "json" not in inputs:
+        return inputs
+    specs, kwarg_specs = inputs["json"]
+    default_device, default_dtype = _model_defaults(model)
+    device = default_device if inputs["device"] is None else torch.device(inputs["device"])
+    torch.manual_seed(0)
+
+    def build(value: Any) -> Any:
+        return value.build(default_dtype, device) if isinstance(value, _TensorSpec) else value
+
+    return {"args": tuple(build(v) for v in specs), "kwargs": {k: build(v) for k, v in kwarg_specs.items()}}
+
+
 def _summary(args: argparse.Namespace) -> int:
     _check_output_path(args.json)
+    inputs = _call_inputs(args)
     model = _load_factory(args.model)
-    input_shape: Any = args.input_shape[0] if len(args.input_shape) == 1 else args.input_shape
     code = 0
     try:
-        report = crawl_module(model, input_shape, mode=args.mode, strict=args.strict)
+        report = crawl_module(model, **_crawl_arguments(model, inputs), mode=args.mode, strict=args.strict)
     except IncompleteAnalysisError as error:
         print(f"torchscan: {error}", file=sys.stderr)
         report, code = error.report, EXIT_INCOMPLETE
@@ -228,12 +391,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     summ = sub.add_parser("summary", help="analyse a model from PACKAGE.MODULE:FACTORY")
     summ.add_argument("model", help="import path of a factory returning an nn.Module")
-    summ.add_argument(
+    inputs = summ.add_mutually_exclusive_group(required=True)
+    inputs.add_argument(
         "--input-shape",
         action="append",
-        required=True,
         type=_input_shape,
-        help="e.g. 3,224,224 (repeat for several inputs)",
+        help="e.g. 3,224,224: one generated input, a batch dimension of 1 prepended (repeat for several inputs)",
+    )
+    inputs.add_argument("--inputs-json", metavar="FILE", help=_INPUTS_JSON_HELP)
+    summ.add_argument(
+        "--dtype",
+        action="append",
+        type=_dtype,
+        help="dtype of generated inputs, e.g. float16 or int64 (default: the model's); once, or once per "
+        "--input-shape; with --inputs-json, the default of specs without a dtype",
+    )
+    summ.add_argument(
+        "--device",
+        type=_device_name,
+        help="device of generated inputs, e.g. cpu, cuda:0 or meta (default: the model's); the model is never moved",
     )
     summ.add_argument("--json", type=_json_path, help="write the report to this file")
     summ.add_argument("--strict", action="store_true", help=f"exit {EXIT_INCOMPLETE} when any metric is incomplete")

@@ -56,23 +56,6 @@ write_all(int fd, const char *text, size_t len)
     return 0;
 }
 
-static int
-exit_status(const ts_rss_result *result)
-{
-    switch (result->outcome) {
-        case TS_RSS_EXITED:
-            return result->code;
-        case TS_RSS_SIGNALED:
-        case TS_RSS_INTERRUPTED:
-            return 128 + result->code;
-        case TS_RSS_TIMED_OUT:
-            return 124;
-        case TS_RSS_SPAWN_FAILED:
-        default:
-            return result->code == ENOENT ? 127 : 126;
-    }
-}
-
 int
 main(int argc, char **argv)
 {
@@ -144,5 +127,5 @@ main(int argc, char **argv)
         fprintf(stderr, "torchscan-rss-supervisor: cannot write the result\n");
         return 1;
     }
-    return exit_status(&result);
+    return ts_rss_exit_status(&result);
 }

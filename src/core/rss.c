@@ -338,6 +338,24 @@ ts_rss_supervise(char *const argv[],
     return rc;
 }
 
+int
+ts_rss_exit_status(const ts_rss_result *result)
+{
+    switch (result->outcome) {
+        case TS_RSS_EXITED:
+            return result->code;
+        case TS_RSS_SIGNALED:
+        case TS_RSS_INTERRUPTED:
+            return 128 + result->code;
+        case TS_RSS_TIMED_OUT:
+            return 124;
+        case TS_RSS_SPAWN_FAILED:
+        default:
+            return result->code == ENOENT || result->code == ENOTDIR ? 127
+                                                                     : 126;
+    }
+}
+
 static const char *const outcome_names[] = {
     "exited", "signaled", "timeout", "interrupted", "spawn-failed"};
 #define NOUTCOMES (sizeof outcome_names / sizeof outcome_names[0])

@@ -1,7 +1,9 @@
 /* Child-process RSS: the result line, unit conversion, and supervising real
  * children (exit codes, signals, timeouts, a missing command). */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "torchscan/rss.h"
@@ -41,6 +43,34 @@ test_format_parse(void)
     CHECK_EQ_INT(ts_rss_parse("exite 0 12", &back, &err), TS_EFORMAT);
     CHECK_EQ_INT(ts_rss_parse(NULL, &back, &err), TS_EFORMAT);
     CHECK_EQ_STR(ts_rss_outcome_name(TS_RSS_INTERRUPTED), "interrupted");
+}
+
+static void
+test_exit_status(void)
+{
+    /* what a shell gives for the same outcomes */
+    ts_rss_result r = {TS_RSS_EXITED, 0, 0};
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 0);
+    r.code = 3;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 3);
+    r.outcome = TS_RSS_SIGNALED;
+    r.code = SIGTERM;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 128 + SIGTERM);
+    r.outcome = TS_RSS_INTERRUPTED;
+    r.code = SIGINT;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 128 + SIGINT);
+    r.outcome = TS_RSS_TIMED_OUT;
+    r.code = 0;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 124);
+    r.outcome = TS_RSS_SPAWN_FAILED;
+    r.code = ENOENT;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 127);
+    r.code = ENOTDIR;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 127);
+    r.code = EACCES;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 126);
+    r.code = ENOEXEC;
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 126);
 }
 
 static void
@@ -101,6 +131,25 @@ test_supervise(void)
     CHECK_EQ_INT(ts_rss_supervise(missing, 0.0, NULL, 0, &r, &err), TS_OK);
     CHECK_EQ_INT(r.outcome, TS_RSS_SPAWN_FAILED);
     CHECK(r.code != 0);
+    CHECK_EQ_INT(ts_rss_exit_status(&r), 127);
+
+    /* a file that exists but is not executable: 126, as in a shell */
+    {
+        char path[] = "/tmp/torchscan-test-rss-XXXXXX";
+        int fd = mkstemp(path);
+        char *not_executable[] = {path, NULL};
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+            close(fd);
+            CHECK_EQ_INT(
+                ts_rss_supervise(not_executable, 0.0, NULL, 0, &r, &err),
+                TS_OK);
+            CHECK_EQ_INT(r.outcome, TS_RSS_SPAWN_FAILED);
+            CHECK_EQ_INT(r.code, EACCES);
+            CHECK_EQ_INT(ts_rss_exit_status(&r), 126);
+            unlink(path);
+        }
+    }
 
     CHECK_EQ_INT(ts_rss_supervise(NULL, 0.0, NULL, 0, &r, &err), TS_EINVAL);
 }
@@ -110,6 +159,7 @@ main(void)
 {
     test_format_parse();
     test_units();
+    test_exit_status();
     test_supervise();
     return ts_test_report();
 }

@@ -1,10 +1,11 @@
 /* libFuzzer target over the path every saved report takes: JSON text ->
  * jansson (as the `torchscan` command reads files) -> the report check ->
- * compare_reports, the summary table, Python-style JSON text and the
- * analysis page renderer (HTML, SVG, before/after), which read only
- * checked reports; and any JSON -> the benchmark page (render_report's
- * validation, the summary and the SVG pictures of the timed blocks). Built
- * and run by `make fuzz` (clang-14,
+ * compare_reports, the summary table, Python-style JSON text, the
+ * analysis page renderer (HTML, SVG, before/after) and the per-layer
+ * exports (CSV, Markdown, folded stacks), which read only checked reports;
+ * and any JSON -> the benchmark page (render_report's validation, the
+ * summary and the SVG pictures of the timed blocks). Built and run by
+ * `make fuzz` (clang-14,
  * -fsanitize=fuzzer,address,undefined); seeds in tests/fuzz/corpus/. */
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <jansson.h>
 
 #include "torchscan/diff.h"
+#include "torchscan/export.h"
 #include "torchscan/json_text.h"
 #include "torchscan/render.h"
 #include "torchscan/report_check.h"
@@ -47,6 +49,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(ts_render_analysis(report, NULL, "t", "dmas", "svg", &err));
         free(ts_render_analysis(
             report, report, "t", "module_flops", "html", &err));
+        /* every export format: every metric in the tables, and the folded
+         * stacks of each metric */
+        for (int f = TS_EXPORT_CSV; f <= TS_EXPORT_FOLDED; f++) {
+            for (int m = -1; m < TS_EXPORT_NMETRICS; m++) {
+                ts_export_options opt = {(ts_export_format)f, m};
+                free(ts_export_report(report, &opt, NULL, &err));
+            }
+        }
     }
     else {
         (void)ts_json_data_check(report, "fuzz", &err);

@@ -25,6 +25,9 @@ FACTORIES = textwrap.dedent(
     import torch
     from torch import nn
 
+    with open(os.environ["TS_MARKER"] + ".imported", "a") as f:
+        f.write("imported\\n")
+
     def _ran():
         with open(os.environ["TS_MARKER"], "a") as f:
             f.write("factory ran\\n")
@@ -42,6 +45,53 @@ FACTORIES = textwrap.dedent(
         return nn.Sequential(Sine())
 
     not_a_model = 42
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.lin = nn.Linear(8, 4)
+
+        def forward(self, ids, *, attention_mask, scale=1.0):
+            return self.lin(self.emb(ids)) * attention_mask.unsqueeze(-1) * scale
+
+    def masked():
+        _ran()
+        return Masked()
+
+    class TwoInputs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+            self.emb = nn.Embedding(10, 3)
+
+        def forward(self, x, ids):
+            return self.lin(x).unsqueeze(1) + self.emb(ids)
+
+    def two_inputs():
+        _ran()
+        return TwoInputs()
+
+    def conv64():
+        _ran()
+        return nn.Conv2d(3, 8, 3).double()
+
+    def meta_conv():
+        _ran()
+        with torch.device("meta"):
+            return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+
+    def _bert():
+        from transformers import BertConfig, BertModel
+
+        config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=32, max_position_embeddings=32)
+        torch.manual_seed(0)
+        return BertModel(config)
+
+    def tiny_bert():
+        _ran()
+        return _bert()
     """
 )
 
@@ -52,7 +102,7 @@ def cli(tmp_path: Path):
     marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "TS_MARKER": str(marker)}
 
-    def run(*args: str, limit_file_size: int | None = None) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, limit_file_size: int | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
         def preexec() -> None:
             if limit_file_size is not None:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_size, limit_file_size))
@@ -61,6 +111,7 @@ def cli(tmp_path: Path):
             [sys.executable, "-m", "torchscan", *args],
             cwd=tmp_path,
             env=env,
+            input=input,
             capture_output=True,
             text=True,
             timeout=300,
@@ -69,6 +120,7 @@ def cli(tmp_path: Path):
         )
 
     run.ran_model = lambda: marker.exists()  # type: ignore[attr-defined]
+    run.imported = lambda: Path(f"{marker}.imported").exists()  # type: ignore[attr-defined]
     return run
 
 
@@ -144,7 +196,7 @@ def test_a_failed_write_keeps_the_previous_file_whole(cli, tmp_path):
     result = cli("summary", "cli_models:conv", "--input-shape", "3,8,8", "--json", "r.json", limit_file_size=512)
     assert result.returncode == 1 and "cannot write r.json" in result.stderr
     assert json.loads(previous.read_text()) == {"previous": True}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli_models.py", "marker", "r.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli_models.py", "marker", "marker.imported", "r.json"]
 
 
 def test_json_goes_through_links_keeps_permissions_and_feeds_pipes(cli, tmp_path):
@@ -171,6 +223,149 @@ def test_an_empty_json_path_is_bad_usage(cli, command):
     result = cli(*command, "--json", "")
     assert result.returncode == 2 and "--json" in result.stderr
     assert not cli.ran_model()
+
+
+# ---- summary: dtype, device, several inputs, keyword inputs ------------------------------------------------------
+
+
+def _tensor(shape: list[int], dtype: str, device: str = "cpu") -> dict:
+    return {"kind": "tensor", "shape": shape, "dtype": f"torch.{dtype}", "device": device, "requires_grad": False}
+
+
+def _conv_flops(c_in: int, c_out: int, k: int, h: int, w: int) -> int:
+    # contract 2.1: 2 * c_in * k * k FLOPs per output element (bias included), a stride-1 unpadded output
+    return c_out * (h - k + 1) * (w - k + 1) * 2 * c_in * k * k
+
+
+MASKED_INPUTS = {
+    "args": [{"shape": [2, 16], "dtype": "int64", "fill": "randint", "high": 50}],
+    "kwargs": {"attention_mask": {"shape": [2, 16], "dtype": "int64", "fill": "ones"}, "scale": 2.0},
+}
+
+
+@pytest.mark.parametrize("from_stdin", [False, True])
+def test_summary_takes_positional_and_keyword_inputs_from_json(cli, tmp_path, from_stdin):
+    (tmp_path / "in.json").write_text(json.dumps(MASKED_INPUTS))
+    if from_stdin:
+        result = cli("summary", "cli_models:masked", "--inputs-json", "-", "--json", "r.json",
+                     input=json.dumps(MASKED_INPUTS))
+    else:
+        result = cli("summary", "cli_models:masked", "--inputs-json", "in.json", "--json", "r.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["inputs"] == {
+        "source": "provided",
+        "args": [_tensor([2, 16], "int64")],
+        "kwargs": {"attention_mask": _tensor([2, 16], "int64"), "scale": {"kind": "scalar", "type": "float"}},
+    }
+    lin = next(row for row in report["layers"] if row["path"] == "lin")
+    # Linear(8, 4) on (2, 16, 8): 2 * 16 * 4 outputs, 2 * 8 FLOPs each
+    assert lin["metrics"]["module_flops"]["value"] == 2 * 16 * 4 * 2 * 8
+    assert "Masked" in result.stdout
+
+
+def test_summary_dtype_for_generated_inputs(cli, tmp_path):
+    result = cli("summary", "cli_models:conv64", "--input-shape", "3,8,8", "--dtype", "float64", "--json", "r.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["inputs"]["args"] == [_tensor([1, 3, 8, 8], "float64")]
+    assert report["totals"]["module_flops"]["value"] == _conv_flops(3, 8, 3, 8, 8)
+    # one dtype per input
+    result = cli("summary", "cli_models:two_inputs", "--input-shape", "4", "--input-shape", "5",
+                 "--dtype", "torch.float32", "--dtype", "int64", "--json", "r2.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r2.json").read_text())
+    assert report["inputs"]["args"] == [_tensor([1, 4], "float32"), _tensor([1, 5], "int64")]
+
+
+def test_summary_device_meta_counts_without_allocating(cli, tmp_path):
+    result = cli("summary", "cli_models:meta_conv", "--input-shape", "3,8,8", "--device", "meta", "--json", "r.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["inputs"]["args"] == [_tensor([1, 3, 8, 8], "float32", "meta")]
+    flops = _conv_flops(3, 8, 3, 8, 8) + 8 * 6 * 6  # the ReLU: one per element
+    assert report["totals"]["module_flops"] == {
+        "status": "complete", "value": flops, "known_value": flops,
+        "unit": "FLOPs", "scope": "forward", "method": "torchscan_module_formula",
+    }
+
+
+def test_summary_of_a_hugging_face_model_with_keyword_inputs(cli, tmp_path):
+    inputs = {"kwargs": {
+        "input_ids": {"shape": [2, 8], "dtype": "int64", "fill": "randint", "high": 64},
+        "attention_mask": {"shape": [2, 8], "dtype": "int64", "fill": "ones"},
+        "token_type_ids": {"shape": [2, 8], "dtype": "int64"},
+    }}
+    (tmp_path / "in.json").write_text(json.dumps(inputs))
+    result = cli("summary", "cli_models:tiny_bert", "--inputs-json", "in.json", "--json", "r.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["inputs"]["kwargs"] == {name: _tensor([2, 8], "int64") for name in inputs["kwargs"]}
+    assert report["context"]["model_type"] == "transformers.models.bert.modeling_bert.BertModel"
+    # the same call made through the API in this process gives the same counts
+    import torch
+
+    namespace: dict = {}
+    exec(FACTORIES[FACTORIES.index("def _bert"):FACTORIES.index("def tiny_bert")], {"torch": torch}, namespace)
+    direct = crawl_module(namespace["_bert"](), kwargs={
+        "input_ids": torch.randint(0, 64, (2, 8)),
+        "attention_mask": torch.ones(2, 8, dtype=torch.int64),
+        "token_type_ids": torch.zeros(2, 8, dtype=torch.int64),
+    })
+    for metric in ("parameters", "module_flops", "operator_flops", "macs"):
+        assert report["totals"][metric] == direct["totals"][metric], metric
+    assert [row["path"] for row in report["layers"]] == [row["path"] for row in direct["layers"]]
+
+
+INPUTS_ERRORS = [
+    ('{"args": [{"shape": [1, -3]}]}', "args[0].shape: expected a list of non-negative integers"),
+    ('{"args": [{"shape": [2], "colour": 1}]}', "args[0]: unknown key 'colour'"),
+    ('{"args": [{"shape": [2], "dtype": "int64", "fill": "randint"}]}', "args[0].high: randint needs"),
+    ('{"args": [{"shape": [2], "dtype": "float32", "fill": "randint", "high": 3}]}', "args[0].dtype: randint needs"),
+    ('{"args": [{"shape": [2], "dtype": "int64", "fill": "randn"}]}', "args[0].fill: randn needs a floating"),
+    ('{"args": [{"shape": [2], "fill": "random"}]}', "args[0].fill: expected one of"),
+    ('{"args": [{"shape": [2], "high": 3}]}', "args[0].high: high applies only"),
+    ('{"args": [{"shape": [2], "dtype": "float99"}]}', "args[0].dtype: 'float99' is not a torch dtype"),
+    ('{"args": [[1, 2]]}', "args[0]: expected a tensor"),
+    ('{"kwargs": {"not a name": 1}}', "kwargs: expected an object keyed by argument names"),
+    ('{"kwargs": {"mask": {"shape": [99999999999, 99999999999]}}}', "kwargs.mask.shape: the number of elements"),
+    ('{"inputs": []}', 'expected an object {"args"'),
+    ('{"args": [', "not JSON"),
+]
+
+
+@pytest.mark.parametrize("content, message", INPUTS_ERRORS)
+def test_bad_inputs_json_is_refused_before_the_model_is_imported(cli, tmp_path, content, message):
+    (tmp_path / "in.json").write_text(content)
+    result = cli("summary", "cli_models:masked", "--inputs-json", "in.json")
+    assert result.returncode == 2, result.stderr
+    assert "torchscan: --inputs-json in.json" in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not cli.imported() and not cli.ran_model()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--input-shape", "3,8,8", "--dtype", "float33"], "argument --dtype: 'float33' is not a torch dtype"),
+        (["--input-shape", "3,8,8", "--dtype", "Size"], "argument --dtype: 'Size' is not a torch dtype"),
+        (["--input-shape", "3,8,8", "--device", "nonsense"], "argument --device: 'nonsense' is not a device name"),
+        (["--input-shape", "3,8,8", "--device", "cuda:99"], "--device 'cuda:99'"),
+        (["--input-shape", "4", "--input-shape", "5", "--dtype", "float32", "--dtype", "int64", "--dtype", "bool"],
+         "--dtype: give it once, or once per --input-shape (2), not 3 times"),
+        (["--inputs-json", "in.json", "--dtype", "float32", "--dtype", "int64"],
+         "--dtype: give it once with --inputs-json"),
+        (["--inputs-json", "missing.json"], "--inputs-json missing.json: No such file"),
+        (["--inputs-json", "in.json", "--input-shape", "3,8,8"], "not allowed with argument"),
+        ([], "one of the arguments --input-shape --inputs-json is required"),
+    ],
+)
+def test_bad_input_options_are_refused_before_the_model_is_imported(cli, tmp_path, args, message):
+    (tmp_path / "in.json").write_text(json.dumps(MASKED_INPUTS))
+    result = cli("summary", "cli_models:masked", *args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not cli.imported() and not cli.ran_model()
 
 
 # ---- the C tool -------------------------------------------------------------------------------------------------
