@@ -331,8 +331,8 @@ cli_display_name(const char *path)
     return cli_is_stdin(path) ? "<stdin>" : path;
 }
 
-static json_t *
-load(const char *path)
+json_t *
+cli_load(const char *path)
 {
     json_error_t error;
     json_t *report =
@@ -417,7 +417,7 @@ check_document(const json_t *doc, const char *file)
 json_t *
 cli_load_checked(const char *path)
 {
-    json_t *doc = load(path);
+    json_t *doc = cli_load(path);
     if (doc != NULL && !check_document(doc, path)) {
         json_decref(doc);
         return NULL;

@@ -88,6 +88,10 @@ const char *cli_display_name(const char *path);
  * are all objects with "layers". */
 bool cli_is_collection(const json_t *doc);
 
+/* Reads a JSON file ('-': stdin), unchecked. NULL after a message naming
+ * the file, the line and column (an integer past 2^63 says so). */
+json_t *cli_load(const char *path);
+
 /* Reads a file ('-': stdin) and checks it with ts_analysis_report_check
  * (each report of a collection). NULL after a message naming the file, the
  * report's name in a collection and where. */

@@ -6,6 +6,9 @@
  *   torchscan compare BEFORE.json AFTER.json [-o FILE]
  *   torchscan export REPORT.json --format csv|markdown|folded [--metric M]
  *                                [--name NAME] [-o FILE]
+ *   torchscan render REPORT.json [--format html|svg] [--before B.json]
+ *                                [--metric M] [--title T] [--name NAME]
+ *                                [-o FILE]
  *   torchscan rss [--timeout S] [-o FILE] [--] COMMAND [ARG...]
  *   torchscan --help | --version;  torchscan COMMAND --help
  *
@@ -37,6 +40,7 @@
 #include "torchscan/diff.h"
 #include "torchscan/export.h"
 #include "torchscan/json_text.h"
+#include "torchscan/render.h"
 #include "torchscan/report_check.h"
 #include "torchscan/rss.h"
 #include "torchscan/table.h"
@@ -52,6 +56,7 @@
 static int cmd_table(const cli_command *cmd, const cli_args *args);
 static int cmd_compare(const cli_command *cmd, const cli_args *args);
 static int cmd_export(const cli_command *cmd, const cli_args *args);
+static int cmd_render(const cli_command *cmd, const cli_args *args);
 static int cmd_rss(const cli_command *cmd, const cli_args *args);
 
 #define OUTPUT_OPTION                                                  \
@@ -80,6 +85,14 @@ enum {
     EXPORT_METRIC,
     EXPORT_NAME,
     EXPORT_OUTPUT
+};
+enum {
+    RENDER_FORMAT,
+    RENDER_BEFORE,
+    RENDER_METRIC,
+    RENDER_TITLE,
+    RENDER_NAME,
+    RENDER_OUTPUT
 };
 enum {
     RSS_TIMEOUT,
@@ -188,6 +201,48 @@ static const cli_command commands[] = {
      false,
      EXIT_USAGE,
      cmd_export},
+    {"render",
+     "REPORT.json",
+     "render a saved report as an offline HTML page or SVG",
+     "Writes the page render_report(report, format=..., before=..., "
+     "title=..., metric=...) gives, byte for byte: the same C code. An "
+     "AnalysisReport renders as one self-contained HTML page (no network "
+     "request, every number readable without script) or, with --format "
+     "svg, as a standalone SVG of one metric view. --before B.json adds "
+     "the comparison with an earlier report (execution deltas withheld, "
+     "with reasons, when the inputs or the recorded context differ). A "
+     "BenchmarkReport or BenchmarkComparison renders as HTML only. "
+     "REPORT.json may be '-' (standard input); a file holding a collection "
+     "of named reports needs --name (and a --before collection is read "
+     "under the same name). Every report is checked first; a bad one is "
+     "refused naming the file and where inside it.",
+     REPORT_EXITS,
+     {
+         {"--format", NULL, "FORMAT", "html (default) or svg"},
+         {"--before",
+          NULL,
+          "FILE",
+          "an earlier AnalysisReport to compare with"},
+         {"--metric",
+          NULL,
+          "M",
+          "the view shown first (html) or drawn (svg): module_flops "
+          "(default), macs, dmas, parameters or parameter_bytes"},
+         {"--title",
+          NULL,
+          "TEXT",
+          "the page title (default \"TorchScan analysis\")"},
+         {"--name",
+          NULL,
+          "NAME",
+          "the report to render from a collection of named reports"},
+         OUTPUT_OPTION,
+     },
+     1,
+     1,
+     false,
+     EXIT_USAGE,
+     cmd_render},
     {"rss",
      "[--] COMMAND [ARG...]",
      "run a command and print its peak resident set size",
@@ -562,6 +617,112 @@ cmd_export(const cli_command *cmd, const cli_args *args)
         note_folded(&stats,
                     ts_export_metric_name(opt.metric < 0 ? 0 : opt.metric));
     }
+    return status;
+}
+
+/* ---- render ---- */
+
+static const char *const render_metrics[] = {
+    "module_flops", "macs", "dmas", "parameters", "parameter_bytes", NULL};
+
+static bool
+one_of(const char *text, const char *const *names)
+{
+    for (; *names != NULL; names++) {
+        if (strcmp(text, *names) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* True for a report with the benchmark shape (render_report's rule). */
+static bool
+is_benchmark(const json_t *doc)
+{
+    const char *type = json_string_value(json_object_get(doc, "report_type"));
+    return (type != NULL && strcmp(type, "benchmark_comparison") == 0)
+           || (json_object_get(doc, "totals") != NULL
+               && json_object_get(doc, "measurement") != NULL);
+}
+
+static int
+cmd_render(const cli_command *cmd, const cli_args *args)
+{
+    const char *path = args->operands[0];
+    const char *format = args->values[RENDER_FORMAT];
+    const char *metric = args->values[RENDER_METRIC];
+    const char *title = args->values[RENDER_TITLE];
+    const char *before_path = args->values[RENDER_BEFORE];
+    const char *name = args->values[RENDER_NAME];
+    const json_t *report, *before = NULL;
+    json_t *doc = NULL, *before_doc = NULL;
+    char *page = NULL;
+    cli_output out;
+    ts_error err;
+    int status = EXIT_BAD;
+    format = format != NULL ? format : "html";
+    metric = metric != NULL ? metric : "module_flops";
+    title = title != NULL ? title : "TorchScan analysis";
+    if (strcmp(format, "html") != 0 && strcmp(format, "svg") != 0) {
+        return cli_usage_error(cmd, "--format is html or svg");
+    }
+    if (!one_of(metric, render_metrics)) {
+        return cli_usage_error(cmd,
+                               "--metric is module_flops, macs, dmas, "
+                               "parameters or parameter_bytes");
+    }
+    if (before_path != NULL && cli_is_stdin(before_path)
+        && cli_is_stdin(path)) {
+        return cli_usage_error(cmd, "only one input may be '-'");
+    }
+    if ((doc = cli_load(path)) == NULL
+        || (before_path != NULL
+            && (before_doc = cli_load(before_path)) == NULL)) {
+        goto done;
+    }
+    if (is_benchmark(doc)) {
+        if (strcmp(format, "html") != 0 || before_doc != NULL) {
+            status = cli_usage_error(cmd,
+                                     "a benchmark report renders as HTML "
+                                     "only, without --before");
+            goto done;
+        }
+        report = doc;
+    }
+    else if ((report = pick_report(cmd, doc, path, name, &status)) == NULL) {
+        goto done;
+    }
+    status = EXIT_BAD;
+    if (before_doc != NULL) {
+        before = cli_is_collection(before_doc) && name != NULL
+                     ? json_object_get(before_doc, name)
+                     : before_doc;
+        if (before == NULL) {
+            cli_error(
+                "%s: no report named %s", cli_display_name(before_path), name);
+            goto done;
+        }
+    }
+    ts_error_clear(&err);
+    page =
+        is_benchmark(report)
+            ? ts_render_benchmark_html(report, title, &err)
+            : ts_render_analysis(report, before, title, metric, format, &err);
+    if (page == NULL) {
+        cli_error("%s: %s", cli_display_name(path), err.message);
+        goto done;
+    }
+    if (!cli_output_open(&out, args->values[RENDER_OUTPUT])) {
+        goto done;
+    }
+    errno = 0;
+    fputs(page, out.fp);
+    status = cli_output_commit(&out, 0, EXIT_BAD);
+done:
+    free(page);
+    json_decref(doc);
+    json_decref(before_doc);
     return status;
 }
 

@@ -403,7 +403,7 @@ def test_help_of_the_tool_and_of_every_command():
     main = tool("--help")
     assert main.returncode == 0 and main.stderr == "" and main.stdout.startswith("usage: torchscan COMMAND")
     assert tool("-h").stdout == main.stdout
-    assert _commands() == ["table", "compare", "export", "rss"]
+    assert _commands() == ["table", "compare", "export", "render", "rss"]
     for command in _commands():
         for flag in ("--help", "-h"):
             result = tool(command, flag)
@@ -416,9 +416,11 @@ def test_help_of_the_tool_and_of_every_command():
 
 # a valid value for each option a --help lists (an option added without one here fails the test below)
 VALID = {"--max-depth": "1", "--wrap": "end", "--metric": "macs", "--name": None, "--format": "csv",
-         "--output": "-", "-o": "-", "--timeout": "30"}
+         "--output": "-", "-o": "-", "--timeout": "30", "--title": "A <title>", "--before": "complete"}
+# where one command's option takes other values than VALID's
+VALID_FOR = {("render", "--format"): "svg"}
 OPERANDS = {"table": ["complete"], "compare": ["complete", "partial"], "export": ["complete", "--format", "csv"],
-            "rss": ["true"]}
+            "render": ["complete"], "rss": ["true"]}
 
 
 def test_every_option_a_help_lists_is_accepted(reports):
@@ -433,7 +435,8 @@ def test_every_option_a_help_lists_is_accepted(reports):
             if option == "--name":  # a collection and one of its names
                 operands[0], value = str(reports["pair"]), "a"
             else:
-                value = VALID.get(option)
+                value = VALID_FOR.get((command, option), VALID.get(option))
+                value = str(reports[value]) if value in reports else value
             words = [option] if metavar is None else [option, value]
             # the options go first: rss's first operand ends them
             result = tool(command, *words, *operands)

@@ -6,7 +6,9 @@ import base64
 import copy
 import hashlib
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -463,3 +465,61 @@ def test_non_json_data_is_refused():
 def test_golden_bytes(case, fmt):
     expected = (GOLDEN / f"{case}.{fmt}").read_text(encoding="utf-8")
     assert golden.render(case, fmt) == expected, f"run `python tools/golden.py pages` after an intended change"
+
+
+TOOL = shutil.which("torchscan", path=os.path.dirname(sys.executable))
+
+
+def _render_cli(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    assert TOOL is not None, "the torchscan tool is installed next to the interpreter"
+    return subprocess.run([TOOL, "render", *args], input=input, capture_output=True, check=False, timeout=120)
+
+
+@pytest.mark.parametrize("fmt", ["html", "svg"])
+@pytest.mark.parametrize("case", sorted(golden.CASES))
+def test_golden_bytes_from_the_command_line(case, fmt):
+    report_file, before_file, metric = golden.CASES[case]
+    args = [str(GOLDEN / report_file), "--format", fmt, "--metric", metric, "--title", f"Golden {case} <&> \u2028"]
+    if before_file:
+        args += ["--before", str(GOLDEN / before_file)]
+    result = _render_cli(*args)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == (GOLDEN / f"{case}.{fmt}").read_bytes()
+
+
+def test_command_line_reads_stdin_and_a_collection(tmp_path):
+    report, before = _report("cnn_wide.json"), _report("cnn.json")
+    collection = tmp_path / "pair.json"
+    collection.write_text(json.dumps({"a": report, "b": before}))
+    result = _render_cli("-", "--metric", "dmas", input=json.dumps(report).encode())
+    assert result.returncode == 0 and result.stdout.decode() == render_report(report, metric="dmas")
+    result = _render_cli(str(collection), "--name", "a", "-o", str(tmp_path / "out.html"))
+    assert result.returncode == 0 and result.stdout == b""
+    assert (tmp_path / "out.html").read_text() == render_report(report)
+    assert _render_cli(str(collection)).returncode == 2  # a collection needs --name
+
+
+def test_command_line_refusals_name_the_file_and_where(tmp_path):
+    bad = _two_leaf_report()
+    bad["layers"][1]["metrics"]["macs"]["status"] = "weird"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    result = _render_cli(str(path))
+    assert result.returncode == 1 and result.stdout == b""
+    assert f"{path}: report: layers[1].metrics.macs.status" in result.stderr.decode()
+    big = json.dumps(_two_leaf_report()).replace('"value": 1,', f'"value": {2**63},', 1)
+    result = _render_cli("-", input=big.encode())
+    assert result.returncode == 1 and "integers must fit in 64 bits" in result.stderr.decode()
+    assert _render_cli(str(path), "--metric", "operator_flops").returncode == 2
+    assert _render_cli(str(path), "--format", "pdf").returncode == 2
+
+
+def test_command_line_renders_benchmark_pages(tmp_path):
+    from test_benchmark import synthetic
+
+    report = synthetic(0.01, 0.001)
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(report))
+    result = _render_cli(str(path), "--title", "Bench")
+    assert result.returncode == 0 and result.stdout.decode() == render_report(report, title="Bench")
+    assert _render_cli(str(path), "--format", "svg").returncode == 2
