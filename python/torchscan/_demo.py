@@ -2,7 +2,8 @@
 
 ``python -m torchscan demo`` analyses two built-in example models (a small CNN
 called with a generated input, and a small transformer text model called with
-``args`` and ``kwargs``), prints their tables and writes ``report.json``.
+``args`` and ``kwargs``), prints their tables, writes ``report.json`` and the
+offline pages ``report.html`` (the CNN) and ``report.text_model.html``.
 ``python -m torchscan summary PACKAGE.MODULE:FACTORY --input-shape 3,224,224``
 analyses a model returned by a factory of the caller's: with generated inputs
 (``--input-shape``, repeated for several inputs, with ``--dtype`` and
@@ -25,6 +26,7 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -32,6 +34,7 @@ from torch import nn
 
 from . import _engine
 from .crawler import _model_defaults, _target_device, crawl_module, summary
+from .render import render_report
 from .report import IncompleteAnalysisError
 
 
@@ -118,15 +121,20 @@ def _dump(value: Any, handle: Any) -> None:
 
 
 def _write_json(path: str, value: Any) -> None:
-    """Writes ``value`` to ``path`` (through symbolic links). A regular file
-    is replaced whole or not at all, keeping its permissions: the text goes
-    to a temporary file beside it first. Anything else (a device, a pipe) is
-    written to directly."""
+    """Writes ``value`` as JSON to ``path`` (see _write_file)."""
+    _write_file(path, lambda handle: _dump(value, handle))
+
+
+def _write_file(path: str, write: Callable[[Any], None]) -> None:
+    """Writes a text file through ``write(handle)`` to ``path`` (through
+    symbolic links). A regular file is replaced whole or not at all, keeping
+    its permissions: the text goes to a temporary file beside it first.
+    Anything else (a device, a pipe) is written to directly."""
     real = os.path.realpath(path)
     try:
         if os.path.exists(real) and not os.path.isfile(real):
             with open(real, "w", encoding="utf-8") as handle:
-                _dump(value, handle)
+                write(handle)
             return
         mode = os.stat(real).st_mode & 0o7777 if os.path.exists(real) else None
         if mode is None:
@@ -138,7 +146,7 @@ def _write_json(path: str, value: Any) -> None:
         raise _Failed(f"cannot write {path}: {error.strerror or error}", EXIT_ERROR) from error
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            _dump(value, handle)
+            write(handle)
         os.chmod(tmp, mode)
         os.replace(tmp, real)
     except BaseException as error:
@@ -149,8 +157,16 @@ def _write_json(path: str, value: Any) -> None:
         raise
 
 
+def _beside(path: str, name: str) -> str:
+    """report.html, text_model -> report.text_model.html"""
+    stem, suffix = os.path.splitext(path)
+    return f"{stem}.{name}{suffix or '.html'}"
+
+
 def _demo(args: argparse.Namespace) -> int:
     _check_output_path(args.json)
+    _check_output_path(args.html)
+    _check_output_path(_beside(args.html, "text_model"))
     torch.manual_seed(0)
     print("== DemoCNN, input_shape=(3, 32, 32) ==")
     cnn = summary(DemoCNN(), (3, 32, 32))
@@ -161,7 +177,12 @@ def _demo(args: argparse.Namespace) -> int:
     mask[1, 8:] = False
     text = summary(DemoTextModel(), args=(ids,), kwargs={"attention_mask": mask})
     _write_json(args.json, {"cnn": cnn, "text_model": text})
+    pages = {args.html: ("DemoCNN", cnn), _beside(args.html, "text_model"): ("DemoTextModel", text)}
+    for path, (title, report) in pages.items():
+        page = render_report(report, title=f"{title} (python -m torchscan demo)")
+        _write_file(path, lambda handle, page=page: handle.write(page))
     print(f"\nWrote both reports to {args.json}")
+    print(f"Open the offline pages in a browser: {' and '.join(os.path.abspath(path) for path in pages)}")
     return 0
 
 
@@ -388,6 +409,13 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="analyse the built-in example models")
     demo.add_argument(
         "--json", default="report.json", type=_json_path, help="where to write the reports (default report.json)"
+    )
+    demo.add_argument(
+        "--html",
+        default="report.html",
+        type=_json_path,
+        help="where to write the CNN's offline page (default report.html); the text model's goes beside it "
+        "(report.text_model.html)",
     )
     summ = sub.add_parser("summary", help="analyse a model from PACKAGE.MODULE:FACTORY")
     summ.add_argument("model", help="import path of a factory returning an nn.Module")

@@ -446,7 +446,16 @@ def test_tool_reports_output_it_could_not_write(saved, command):
 def test_demo_report_file_reads_back_with_the_tool(cli, tmp_path):
     result = cli("demo", "--json", "demo.json")
     assert result.returncode == 0, result.stderr
-    assert set(json.loads((tmp_path / "demo.json").read_text())) == {"cnn", "text_model"}
+    reports = json.loads((tmp_path / "demo.json").read_text())
+    assert set(reports) == {"cnn", "text_model"}
+    # make run's pictures: the offline pages of both reports, and where they are
+    from torchscan import render_report
+
+    pages = {"cnn": tmp_path / "report.html", "text_model": tmp_path / "report.text_model.html"}
+    titles = {"cnn": "DemoCNN", "text_model": "DemoTextModel"}
+    for name, page in pages.items():
+        assert page.read_text() == render_report(reports[name], title=f"{titles[name]} (python -m torchscan demo)")
+        assert str(page) in result.stdout
     table = _tool("table", "demo.json", cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     assert table.stdout.startswith("== cnn ==\n") and "\n== text_model ==\n" in table.stdout
