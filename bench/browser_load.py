@@ -4,7 +4,9 @@ Rows: AnalysisReports of a real nn.Sequential crawled on the meta device (50 and
 and ReLU alternating; the report has one more row, the Sequential itself), and a BenchmarkComparison page (two
 measure_latency reports with profiles).
 
-Columns: render_report's time (best of a few calls), beside it json.loads of the same report's JSON text (a
+Columns: render_report's time (best of a few calls; the Python dict converted to the engine's JSON tree, checked,
+laid out and written), the C tool's `torchscan render` of the same report saved as JSON (read, parsed, checked,
+rendered), beside them json.loads of the same report's JSON text (a
 yardstick: parsing the data the page embeds), the page size, and the page's loadEventEnd in headless Chromium
 (``performance.getEntriesByType('navigation')[0].loadEventEnd``, milliseconds from navigation start; best of
 three loads from a file:// URL), plus the requests the page issued besides its own navigation (expected 0).
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -30,7 +35,9 @@ from torch import nn
 from torchscan import compare_benchmarks, crawl_module, measure_latency, profile_workload, render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
-from headless import Browser, BrowserUnavailable, write_page  # noqa: E402
+from headless import ARTIFACTS, Browser, BrowserUnavailable, write_page  # noqa: E402
+
+TOOL = shutil.which("torchscan", path=os.path.dirname(sys.executable))
 
 
 
@@ -112,6 +119,14 @@ def main() -> None:
             print(f"  report JSON             {len(text) / 1e6:9.2f} MB")
             print(f"  json.loads              {parse * 1e3:9.1f} ms")
             render, html = best(lambda: render_report(report), 3)
+            if rows:
+                # the same page from the C tool: the saved file read, parsed (jansson) and rendered
+                saved = ARTIFACTS / f"bench-{rows}.json"
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                saved.write_text(text)
+                command = [TOOL, "render", str(saved), "-o", os.devnull]
+                tool, _ = best(lambda: subprocess.run(command, check=True), 3)
+                print(f"  torchscan render        {tool * 1e3:9.1f} ms   (file -> page in C, JSON parse included)")
             print(f"  render_report           {render * 1e3:9.1f} ms   x{render / parse:.2f} of json.loads")
             print(f"  page                    {len(html.encode()) / 1e6:9.2f} MB")
             if browser is None:
