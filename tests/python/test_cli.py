@@ -276,6 +276,16 @@ def test_summary_dtype_for_generated_inputs(cli, tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r2.json").read_text())
     assert report["inputs"]["args"] == [_tensor([1, 4], "float32"), _tensor([1, 5], "int64")]
+    # a spec without a dtype takes the model's (float64 here), or --dtype's
+    (tmp_path / "in.json").write_text('{"args": [{"shape": [1, 3, 8, 8]}]}')
+    assert cli("summary", "cli_models:conv64", "--inputs-json", "in.json", "--json", "r3.json").returncode == 0
+    assert json.loads((tmp_path / "r3.json").read_text())["inputs"]["args"] == [_tensor([1, 3, 8, 8], "float64")]
+    (tmp_path / "in.json").write_text('{"args": [{"shape": [1, 4], "dtype": "float32"}], "kwargs": {"ids": {"shape": [1, 5]}}}')
+    result = cli("summary", "cli_models:two_inputs", "--inputs-json", "in.json", "--dtype", "int64", "--json", "r4.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r4.json").read_text())
+    assert report["inputs"]["args"] == [_tensor([1, 4], "float32")]
+    assert report["inputs"]["kwargs"] == {"ids": _tensor([1, 5], "int64")}
 
 
 def test_summary_device_meta_counts_without_allocating(cli, tmp_path):
@@ -288,6 +298,12 @@ def test_summary_device_meta_counts_without_allocating(cli, tmp_path):
         "status": "complete", "value": flops, "known_value": flops,
         "unit": "FLOPs", "scope": "forward", "method": "torchscan_module_formula",
     }
+    (tmp_path / "in.json").write_text('{"args": [{"shape": [1, 3, 8, 8], "fill": "randn"}]}')
+    result = cli("summary", "cli_models:meta_conv", "--inputs-json", "in.json", "--device", "meta", "--json", "r2.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r2.json").read_text())
+    assert report["inputs"]["args"] == [_tensor([1, 3, 8, 8], "float32", "meta")]
+    assert report["totals"]["module_flops"]["value"] == flops
 
 
 def test_summary_of_a_hugging_face_model_with_keyword_inputs(cli, tmp_path):
