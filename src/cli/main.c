@@ -661,6 +661,7 @@ cmd_render(const cli_command *cmd, const cli_args *args)
     cli_output out;
     ts_error err;
     int status = EXIT_BAD;
+    bool bench;
     format = format != NULL ? format : "html";
     metric = metric != NULL ? metric : "module_flops";
     title = title != NULL ? title : "TorchScan analysis";
@@ -676,12 +677,16 @@ cmd_render(const cli_command *cmd, const cli_args *args)
         && cli_is_stdin(path)) {
         return cli_usage_error(cmd, "only one input may be '-'");
     }
+    /* a before report is always an AnalysisReport: checked here, so that a
+     * problem in it names its own file */
     if ((doc = cli_load(path)) == NULL
         || (before_path != NULL
-            && (before_doc = cli_load(before_path)) == NULL)) {
+            && (before_doc = cli_load_checked(before_path)) == NULL)) {
         goto done;
     }
-    if (is_benchmark(doc)) {
+    /* render_report's order: a report with layers is an analysis */
+    bench = json_object_get(doc, "layers") == NULL && is_benchmark(doc);
+    if (bench) {
         if (strcmp(format, "html") != 0 || before_doc != NULL) {
             status = cli_usage_error(cmd,
                                      "a benchmark report renders as HTML "
@@ -690,27 +695,27 @@ cmd_render(const cli_command *cmd, const cli_args *args)
         }
         report = doc;
     }
-    else if ((report = pick_report(cmd, doc, path, name, &status)) == NULL) {
+    else if ((report = pick_report(cmd, doc, path, name, &status)) == NULL
+             || (before_doc != NULL
+                 && (before = pick_report(
+                         cmd, before_doc, before_path, name, &status))
+                        == NULL)) {
         goto done;
-    }
-    status = EXIT_BAD;
-    if (before_doc != NULL) {
-        before = cli_is_collection(before_doc) && name != NULL
-                     ? json_object_get(before_doc, name)
-                     : before_doc;
-        if (before == NULL) {
-            cli_error(
-                "%s: no report named %s", cli_display_name(before_path), name);
-            goto done;
-        }
     }
     ts_error_clear(&err);
     page =
-        is_benchmark(report)
+        report == doc && json_object_get(doc, "layers") == NULL
+                && is_benchmark(doc)
             ? ts_render_benchmark_html(report, title, &err)
             : ts_render_analysis(report, before, title, metric, format, &err);
     if (page == NULL) {
-        cli_error("%s: %s", cli_display_name(path), err.message);
+        /* the engine's argument errors (the title) are bad usage */
+        status = err.code == TS_EINVAL
+                     ? cli_usage_error(cmd, "%s", err.message)
+                     : EXIT_BAD;
+        if (status == EXIT_BAD) {
+            cli_error("%s: %s", cli_display_name(path), err.message);
+        }
         goto done;
     }
     if (!cli_output_open(&out, args->values[RENDER_OUTPUT])) {

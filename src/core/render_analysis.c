@@ -38,6 +38,9 @@ ts_render_analysis(const json_t *report,
     }
     rc = ts_json_data_check(title_text, "title", err);
     json_decref(title_text);
+    if (rc != TS_OK && err != NULL) {
+        err->code = TS_EINVAL; /* a bad argument, not a bad report */
+    }
     if (rc != TS_OK || rp_page_build(&page, report, before, err) != TS_OK) {
         return NULL;
     }

@@ -40,8 +40,15 @@ shapes(ts_text_buf *b, const json_t *meta, int depth)
         const json_t *dims = json_object_get(meta, "shape");
         ts_text_put(b, "(");
         for (size_t i = 0; i < json_array_size(dims); i++) {
+            const json_t *dim = json_array_get(dims, i);
             ts_text_put(b, i > 0 ? ", " : "");
-            ts_text_put_int(b, json_integer_value(json_array_get(dims, i)));
+            if (json_is_integer(dim)) {
+                ts_text_put_int(b, json_integer_value(dim));
+            }
+            else {
+                /* a symbolic size */
+                ts_text_put_escaped(b, json_string_value(dim));
+            }
         }
         ts_text_put(b, ") ");
         ts_text_put_escaped(b, text_of(meta, "dtype"));
@@ -241,7 +248,7 @@ rail(ts_text_buf *b, const rp_page *page, const rp_view *view, size_t gi)
         ts_text_put(b, headings[kind]);
         ts_text_printf(b, " (%zu)</p><ul>", g->nrail[kind]);
         for (size_t n = 0; n < page->nnodes && shown < RP_RAIL_LIMIT; n++) {
-            if (rp_rail_kind(g, n) != kind) {
+            if (rp_rail_kind(page, g, n) != kind) {
                 continue;
             }
             shown++;
@@ -513,7 +520,7 @@ inspector(ts_text_buf *b, const rp_page *page, int v)
         ts_text_put(b, "<p>");
         group_key(b, &view->groups[gi]);
         ts_text_put(b, ": ");
-        rm_subtotal_text(b, &view->groups[gi], 0, 0);
+        rm_subtotal_text(b, &view->groups[gi], 0, 0, RM_HTML);
         ts_text_put(b, "</p>");
     }
     ts_text_put(
@@ -537,7 +544,7 @@ panel(ts_text_buf *b, const rp_page *page, int v)
                    view->name,
                    view->name,
                    view->label);
-    if (v >= 3 && page->before != NULL) {
+    if (v >= RP_VIEW_PARAMETERS && page->before != NULL) {
         ts_text_put(
             b,
             "<p class=\"note\">Per-module parameter deltas are withheld: "
@@ -595,23 +602,34 @@ operator_layers(ts_text_buf *b, const rp_page *page)
     ts_text_put(
         b,
         "<section id=\"operator-layers\"><h2>Operator FLOPs per module "
-        "call</h2>\n<p>Observed through PyTorch's dispatcher, joined to "
-        "module calls by (path, call_index). Self counts the operators a "
-        "call ran outside its children; inclusive adds its children's "
-        "calls. Self values add up to the model total: ");
+        "call</h2>\n<p>Observed through PyTorch's dispatcher and joined to "
+        "module calls by (path, call_index). Self is what a call ran outside "
+        "its child modules; self values add up to the model total: ");
     rt_metric_text(b, total);
     ts_text_put(b,
-                ". Inclusive values overlap and must not be summed.</p>\n"
-                "<details><summary>Per-call table</summary><table><thead><tr>"
-                "<th>Module call</th><th>Self</th><th>Inclusive</th></tr>"
-                "</thead><tbody>\n");
+                ". Inclusive is per module: the self values of all its calls "
+                "and of every module under its path (a report cannot tell "
+                "per call which calls ran inside which: a shared module "
+                "called from another one's forward counts under its own "
+                "path). Inclusive values overlap and must not be summed."
+                "</p>\n<details><summary>Per-call table</summary><table>"
+                "<thead><tr><th>Module call</th><th>Self</th><th>Inclusive "
+                "(the module, all calls)</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < json_array_size(layers); i++) {
+        const char *path = json_string_value(
+            json_object_get(json_array_get(layers, i), "path"));
+        size_t n = rp_node_find(page, path != NULL ? path : "");
         ts_text_put(b, "<tr><td>");
         call_link(b, page, 0, i);
         ts_text_put(b, "</td><td>");
         rt_status_text(b, &page->op_self[i], "FLOPs");
         ts_text_put(b, "</td><td>");
-        rt_status_text(b, &page->op_incl[i], "FLOPs");
+        if (n != RP_NONE && page->nodes[n].calls[0][0] == i) {
+            rt_status_text(b, &page->op_incl[n], "FLOPs");
+        }
+        else {
+            ts_text_put(b, "as its first call");
+        }
         ts_text_put(b, "</td></tr>\n");
     }
     ts_text_put(b, "</tbody></table></details></section>\n");
@@ -718,7 +736,8 @@ path_diagnostics(ts_text_buf *b,
 {
     for (size_t i = 0; i < json_array_size(diagnostics); i++) {
         const json_t *d = json_array_get(diagnostics, i);
-        if (strcmp(text_of(d, "path"), path) == 0) {
+        const char *at = json_string_value(json_object_get(d, "path"));
+        if (at != NULL && strcmp(at, path) == 0) {
             ts_text_printf(b,
                            "<p class=\"diag\"><a href=\"#%sdiagnostic-%zu\">",
                            prefix,
@@ -782,11 +801,11 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         if (json_is_object(params)) {
             rp_sum fresh = {TS_COMPLETE, false, 0, 0.0};
             const json_t *m;
-            fresh = rp_row(page, side, 3, i, &m);
+            fresh = rp_row(page, side, RP_VIEW_PARAMETERS, i, &m);
             if (rp_sum_double(&fresh) > 0) {
                 rt_grouped(b, &fresh);
                 ts_text_put(b, " newly attributed parameters (");
-                fresh = rp_row(page, side, 4, i, &m);
+                fresh = rp_row(page, side, RP_VIEW_PARAMETER_BYTES, i, &m);
                 rt_grouped(b, &fresh);
                 ts_text_put(b, " bytes)");
             }
@@ -1121,8 +1140,12 @@ indexed(const json_t *diagnostics)
     for (size_t i = 0; list != NULL && i < json_array_size(diagnostics); i++) {
         json_t *d = json_deep_copy(json_array_get(diagnostics, i));
         if (d == NULL
-            || json_object_set_new(d, "index", json_integer((json_int_t)i))
-            || json_array_append_new(list, d)) {
+            || json_object_set_new(d, "index", json_integer((json_int_t)i))) {
+            json_decref(d);
+            json_decref(list);
+            return NULL;
+        }
+        if (json_array_append_new(list, d)) {
             json_decref(list);
             return NULL;
         }
@@ -1130,54 +1153,55 @@ indexed(const json_t *diagnostics)
     return list;
 }
 
+/* A list of indices; NULL when out of memory. */
+static json_t *
+index_list(const size_t *items, size_t n)
+{
+    json_t *list = json_array();
+    for (size_t k = 0; list != NULL && k < n; k++) {
+        if (json_array_append_new(list, json_integer((json_int_t)items[k]))) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    return list;
+}
+
 /* maps: {nodes: [[path, parent|null, type, [calls], [before calls]]],
- * views: {name: [{group, method, unit, scope, unscaled, tiles}]}} */
+ * views: {name: [{group, method, unit, scope, unscaled, tiles}]}}; NULL
+ * when out of memory. (json_object_set_new and json_array_append_new
+ * take their value also when they fail, and refuse a NULL one.) */
 static json_t *
 maps(const rp_page *page)
 {
-    json_t *nodes = json_array(), *views = json_object();
-    json_t *result = json_pack("{s:o,s:o}", "nodes", nodes, "views", views);
-    if (result == NULL) {
-        return NULL;
-    }
-    for (size_t n = 0; n < page->nnodes; n++) {
+    json_t *nodes = json_array(), *views = json_object(),
+           *result = json_object();
+    bool failed = result == NULL || json_object_set_new(result, "nodes", nodes)
+                  || json_object_set_new(result, "views", views);
+    for (size_t n = 0; !failed && n < page->nnodes; n++) {
         const rp_node *node = &page->nodes[n];
-        json_t *calls[2] = {json_array(), json_array()};
-        json_t *item;
-        for (int side = 0; side < 2; side++) {
-            for (size_t k = 0; calls[side] != NULL && k < node->ncalls[side];
-                 k++) {
-                if (json_array_append_new(
-                        calls[side],
-                        json_integer((json_int_t)node->calls[side][k]))) {
-                    break;
-                }
-            }
-        }
-        item = json_pack("[s,o,s,o,o]",
-                         node->path,
-                         node->parent == RP_NONE
-                             ? json_null()
-                             : json_integer((json_int_t)node->parent),
-                         node->type,
-                         calls[0],
-                         calls[1]);
-        if (item == NULL || json_array_append_new(nodes, item)) {
-            json_decref(result);
-            return NULL;
-        }
+        json_t *item = json_array();
+        failed = item == NULL || json_array_append_new(nodes, item)
+                 || json_array_append_new(item, json_string(node->path))
+                 || json_array_append_new(
+                     item,
+                     node->parent == RP_NONE
+                         ? json_null()
+                         : json_integer((json_int_t)node->parent))
+                 || json_array_append_new(item, json_string(node->type))
+                 || json_array_append_new(
+                     item, index_list(node->calls[0], node->ncalls[0]))
+                 || json_array_append_new(
+                     item, index_list(node->calls[1], node->ncalls[1]));
     }
-    for (int v = 0; v < RP_VIEWS; v++) {
+    for (int v = 0; !failed && v < RP_VIEWS; v++) {
         const rp_view *view = &page->views[v];
         json_t *groups = json_array();
-        if (groups == NULL
-            || json_object_set_new(views, view->name, groups) != 0) {
-            json_decref(result);
-            return NULL;
-        }
-        for (size_t gi = 0; gi < view->ngroups; gi++) {
+        failed = json_object_set_new(views, view->name, groups) != 0;
+        for (size_t gi = 0; !failed && gi < view->ngroups; gi++) {
             const rp_group *g = &view->groups[gi];
-            json_t *item =
+            failed = json_array_append_new(
+                groups,
                 json_pack("{s:s,s:s,s:s,s:s,s:b,s:I}",
                           "group",
                           g->id,
@@ -1190,12 +1214,12 @@ maps(const rp_page *page)
                           "unscaled",
                           g->unscaled,
                           "tiles",
-                          (json_int_t)g->tiles);
-            if (item == NULL || json_array_append_new(groups, item)) {
-                json_decref(result);
-                return NULL;
-            }
+                          (json_int_t)g->tiles));
         }
+    }
+    if (failed) {
+        json_decref(result);
+        return NULL;
     }
     return result;
 }
@@ -1203,25 +1227,32 @@ maps(const rp_page *page)
 static void
 island(ts_text_buf *b, const rp_page *page)
 {
-    json_t *data =
-        json_pack("{s:O,s:O?,s:O?,s:o,s:o,s:o,s:O}",
-                  "report",
-                  page->report,
-                  "before",
-                  page->before,
-                  "comparison",
-                  page->comparison,
-                  "maps",
-                  maps(page),
-                  "diagnostics",
-                  indexed(json_object_get(page->report, "diagnostics")),
-                  "before_diagnostics",
-                  page->before != NULL
-                      ? indexed(json_object_get(page->before, "diagnostics"))
-                      : json_array(),
-                  "suggestions",
-                  page->suggestions);
-    if (data == NULL) {
+    const json_t *before_diagnostics =
+        json_object_get(page->before, "diagnostics");
+    json_t *data = json_object();
+    if (data == NULL
+        || json_object_set_new(
+            data, "report", json_incref((json_t *)page->report))
+        || json_object_set_new(data,
+                               "before",
+                               page->before != NULL
+                                   ? json_incref((json_t *)page->before)
+                                   : json_null())
+        || json_object_set_new(data,
+                               "comparison",
+                               page->comparison != NULL
+                                   ? json_incref(page->comparison)
+                                   : json_null())
+        || json_object_set_new(data, "maps", maps(page))
+        || json_object_set_new(
+            data,
+            "diagnostics",
+            indexed(json_object_get(page->report, "diagnostics")))
+        || json_object_set_new(
+            data, "before_diagnostics", indexed(before_diagnostics))
+        || json_object_set_new(
+            data, "suggestions", json_incref(page->suggestions))) {
+        json_decref(data);
         b->failed = true;
         return;
     }

@@ -18,6 +18,7 @@ bool
 rm_removed(const rp_page *page, const rp_group *group, size_t n)
 {
     return page->before != NULL && page->nodes[n].ncalls[0] == 0
+           && page->nodes[n].ncalls[1] > 0
            && group->sub[1][n].status != RP_ABSENT;
 }
 
@@ -44,7 +45,8 @@ rm_label(ts_text_buf *b, const rp_page *page, size_t n)
 }
 
 void
-rm_subtotal_text(ts_text_buf *b, const rp_group *group, size_t n, int side)
+rm_subtotal_text(
+    ts_text_buf *b, const rp_group *group, size_t n, int side, rm_mode mode)
 {
     if (group->unscaled) {
         ts_text_put(b,
@@ -53,7 +55,12 @@ rm_subtotal_text(ts_text_buf *b, const rp_group *group, size_t n, int side)
                         : "structural · unscaled");
         return;
     }
-    rt_status_text(b, &group->sub[side][n], group->unit);
+    if (mode == RM_SVG) {
+        rt_status_short(b, &group->sub[side][n], group->unit);
+    }
+    else {
+        rt_status_text(b, &group->sub[side][n], group->unit);
+    }
 }
 
 /* The diverging class of a compared tile, or NULL when the change is not
@@ -150,7 +157,12 @@ tile(ts_text_buf *b,
     double x = g->x[n], w = g->width[n];
     double y = y0 + TOP_PAD + node->depth * RP_ROW_HEIGHT;
     double h = RP_ROW_HEIGHT - 2;
-    const char *cls = page->before != NULL ? change_class(g, n) : NULL;
+    /* deltas drawn only where they are not withheld: never per module for
+     * parameters (attribution follows call order), and not for execution
+     * metrics whose context differs */
+    bool compare = page->before != NULL && v < RP_VIEW_PARAMETERS
+                   && json_array_size(page->withheld) == 0;
+    const char *cls = compare ? change_class(g, n) : NULL;
     bool hatched =
         g->sub[0][n].status == TS_PARTIAL
         || (page->before != NULL && g->sub[1][n].status == TS_PARTIAL);
@@ -177,20 +189,20 @@ tile(ts_text_buf *b,
     ts_text_put(b, "\" data-node=\"");
     ts_text_put_int(b, (int64_t)n);
     ts_text_put(b, "\" data-subtotal=\"");
-    rm_subtotal_text(b, g, n, 0);
+    rm_subtotal_text(b, g, n, 0, mode);
     if (page->before != NULL) {
         ts_text_put(b, "\" data-before=\"Before subtree: ");
-        rm_subtotal_text(b, g, n, 1);
+        rm_subtotal_text(b, g, n, 1, mode);
         ts_text_put(b, " · After subtree: ");
-        rm_subtotal_text(b, g, n, 0);
+        rm_subtotal_text(b, g, n, 0, mode);
     }
     ts_text_put(b, "\" aria-label=\"");
     ts_text_put_escaped(b, node->parent == RP_NONE ? "(model)" : node->path);
     ts_text_put(b, ": ");
-    rm_subtotal_text(b, g, n, 0);
+    rm_subtotal_text(b, g, n, 0, mode);
     ts_text_put(b, "\">");
     rect(b, cls != NULL ? cls : depth_class[node->depth % 6], x, y, w, h);
-    if (page->before != NULL) {
+    if (compare) {
         double half = (h - 6) / 2;
         rect(b,
              "bar-before",
@@ -217,7 +229,7 @@ tile(ts_text_buf *b,
     ts_text_put(b, "</text><title>");
     ts_text_put_escaped(b, node->parent == RP_NONE ? "(model)" : node->path);
     ts_text_put(b, " · ");
-    rm_subtotal_text(b, g, n, 0);
+    rm_subtotal_text(b, g, n, 0, mode);
     if (node->ncalls[0] > 1) {
         ts_text_printf(b, " · ×%zu calls", node->ncalls[0]);
     }

@@ -33,15 +33,14 @@ double rm_height(const rp_group *group);
  * root) and " ×N calls" for repeated calls. */
 void rm_label(ts_text_buf *b, const rp_page *page, size_t n);
 
-/* The text of a node's subtotal in a group on one side (escaped):
- * the status sentence, or "structural · unscaled" for the synthetic group. */
-void rm_subtotal_text(ts_text_buf *b,
-                      const rp_group *group,
-                      size_t n,
-                      int side);
+/* The text of a node's subtotal in a group on one side (escaped): the
+ * status sentence (the SVG's shorter form in RM_SVG), or "structural ·
+ * unscaled" for the synthetic group. */
+void rm_subtotal_text(
+    ts_text_buf *b, const rp_group *group, size_t n, int side, rm_mode mode);
 
-/* True when node n exists only in the before report and has a value in
- * the group (a removed module of a comparison). */
+/* True when node n has calls only in the before report and a value in
+ * the group there (a removed module of a comparison). */
 bool rm_removed(const rp_page *page, const rp_group *group, size_t n);
 
 #endif /* TORCHSCAN_RENDER_MAP_H */

@@ -48,8 +48,12 @@ rp_sum_add(rp_sum *sum, const rp_sum *value)
     if (sum->status != value->status || sum->status == TS_PARTIAL) {
         sum->status = TS_PARTIAL;
     }
-    if (!sum->real && !value->real && ts_add(sum->i, value->i, &sum->i)) {
-        return;
+    if (!sum->real && !value->real) {
+        int64_t total;
+        if (ts_add(sum->i, value->i, &total)) {
+            sum->i = total;
+            return;
+        }
     }
     sum->r = rp_sum_double(sum) + rp_sum_double(value);
     sum->real = true;
@@ -105,7 +109,7 @@ rp_row_value(const json_t *layer, int view, const json_t **metric)
     if (!json_is_object(params)) {
         return absent;
     }
-    if (strcmp(view_specs[view].name, "parameter_bytes") == 0) {
+    if (view == RP_VIEW_PARAMETER_BYTES) {
         return sum_of_number(TS_COMPLETE, json_object_get(params, "bytes"));
     }
     {
@@ -228,8 +232,13 @@ read_rows(rp_page *page)
     return TS_OK;
 }
 
+/* Deepest module path a page draws: far beyond real models (whose nesting
+ * is tens of modules), small enough that a hostile report cannot make the
+ * union tree quadratic in memory. */
+#define RP_MAX_PATH_DEPTH 1000
+
 static int
-build_nodes(rp_page *page)
+build_nodes(rp_page *page, ts_error *err)
 {
     if (node_for(page, "") == RP_NONE) {
         return TS_ENOMEM;
@@ -238,8 +247,23 @@ build_nodes(rp_page *page)
         const json_t *layers = page->layers[side];
         for (size_t i = 0; i < json_array_size(layers); i++) {
             const json_t *layer = json_array_get(layers, i);
-            size_t n = node_for(
-                page, json_string_value(json_object_get(layer, "path")));
+            const char *path =
+                json_string_value(json_object_get(layer, "path"));
+            size_t n, depth = 0;
+            for (const char *c = path; *c; c++) {
+                depth += *c == '.' ? 1 : 0;
+            }
+            if (depth >= RP_MAX_PATH_DEPTH) {
+                ts_error_set(err,
+                             TS_EFORMAT,
+                             "%s: layers[%zu].path: more than %d modules "
+                             "deep, deeper than a page draws",
+                             side == 0 ? "report" : "before",
+                             i,
+                             RP_MAX_PATH_DEPTH);
+                return TS_EFORMAT;
+            }
+            n = node_for(page, path);
             const char *type =
                 json_string_value(json_object_get(layer, "type"));
             if (n == RP_NONE || push_call(&page->nodes[n], side, i) != TS_OK) {
@@ -335,7 +359,7 @@ owner_of(const json_t *layer, int view)
 }
 
 int
-rp_rail_kind(const rp_group *group, size_t n)
+rp_rail_kind(const rp_page *page, const rp_group *group, size_t n)
 {
     const rp_sum *own = &group->own[0][n];
     double width = rp_sum_double(own) * group->scale;
@@ -347,7 +371,8 @@ rp_rail_kind(const rp_group *group, size_t n)
         return RP_RAIL_UNKNOWN;
     }
     if (own->status == TS_COMPLETE && width == 0.0) {
-        return RP_RAIL_ZERO;
+        /* a parent's zero record is its children's business */
+        return page->nodes[n].first_child == RP_NONE ? RP_RAIL_ZERO : -1;
     }
     if (width > 0.0 && width < RP_SMALL_SHARE * RP_MAP_WIDTH) {
         return RP_RAIL_SMALL;
@@ -447,12 +472,13 @@ build_view(rp_page *page, int v)
                                   false);
                 }
                 else {
-                    g = group_for(page,
-                                  view,
-                                  "first_use_attribution",
-                                  v == 3 ? "parameters" : "bytes",
-                                  "module_call_new",
-                                  false);
+                    g = group_for(
+                        page,
+                        view,
+                        "first_use_attribution",
+                        v == RP_VIEW_PARAMETERS ? "parameters" : "bytes",
+                        "module_call_new",
+                        false);
                 }
                 if (g == NULL) {
                     return TS_ENOMEM;
@@ -477,7 +503,7 @@ build_view(rp_page *page, int v)
         rp_group *g = &view->groups[i];
         layout_group(page, g);
         for (size_t n = 0; n < page->nnodes; n++) {
-            int kind = rp_rail_kind(g, n);
+            int kind = rp_rail_kind(page, g, n);
             if (kind >= 0) {
                 g->nrail[kind]++;
             }
@@ -610,51 +636,41 @@ build_comparison(rp_page *page, ts_error *err)
     return TS_OK;
 }
 
-/* ---- operator FLOPs per call -------------------------------------------- */
+/* ---- operator FLOPs per module ---------------------------------------------
+ */
 
-/* Self FLOPs of each row, and inclusive ones: a row's own plus the rows
- * that follow it in call order while their path lies under its path (the
- * crawl records calls as they begin, so a call's descendants follow it). */
+/* Self FLOPs of each row, and inclusive ones per module path: the self
+ * FLOPs of all calls of the path and of every path under it. (Per call,
+ * inclusive values cannot be told from a report: a row's depth is its
+ * path's, so a shared module called inside another one's forward looks
+ * the same as one called after it.) */
 static int
 build_operator_flops(rp_page *page)
 {
     const json_t *layers = page->layers[0];
     size_t n = json_array_size(layers);
-    size_t *stack;
-    size_t depth = 0;
     page->op_self = calloc(n + 1, sizeof *page->op_self);
-    page->op_incl = calloc(n + 1, sizeof *page->op_incl);
-    stack = calloc(n + 1, sizeof *stack);
-    if (page->op_self == NULL || page->op_incl == NULL || stack == NULL) {
-        free(stack);
+    page->op_incl = calloc(page->nnodes + 1, sizeof *page->op_incl);
+    if (page->op_self == NULL || page->op_incl == NULL) {
         return TS_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        const json_t *layer = json_array_get(layers, i);
-        const char *path = text_of(layer, "path");
-        size_t len = strlen(path);
         page->op_self[i] = rp_sum_of_metric(json_object_get(
-            json_object_get(layer, "metrics"), "operator_flops"));
-        page->op_incl[i].status = RP_ABSENT;
-        /* leave the open calls that do not contain this one */
-        while (depth > 0) {
-            const char *open =
-                text_of(json_array_get(layers, stack[depth - 1]), "path");
-            size_t olen = strlen(open);
-            if ((olen == 0 && len > 0)
-                || (olen < len && strncmp(open, path, olen) == 0
-                    && path[olen] == '.')) {
-                break;
-            }
-            depth--;
-        }
-        for (size_t d = 0; d < depth; d++) {
-            rp_sum_add(&page->op_incl[stack[d]], &page->op_self[i]);
-        }
-        rp_sum_add(&page->op_incl[i], &page->op_self[i]);
-        stack[depth++] = i;
+            json_object_get(json_array_get(layers, i), "metrics"),
+            "operator_flops"));
     }
-    free(stack);
+    for (size_t k = 0; k < page->nnodes; k++) {
+        page->op_incl[k].status = RP_ABSENT;
+    }
+    for (size_t k = page->nnodes; k-- > 0;) {
+        const rp_node *node = &page->nodes[k];
+        for (size_t c = 0; c < node->ncalls[0]; c++) {
+            rp_sum_add(&page->op_incl[k], &page->op_self[node->calls[0][c]]);
+        }
+        if (node->parent != RP_NONE) {
+            rp_sum_add(&page->op_incl[node->parent], &page->op_incl[k]);
+        }
+    }
     return TS_OK;
 }
 
@@ -684,6 +700,7 @@ add_suggestion(rp_page *page,
 {
     json_t *s;
     if (fact->failed || fact->data == NULL) {
+        free(fact->data);
         return TS_ENOMEM;
     }
     s = json_pack("{s:s,s:I,s:s,s:s,s:s}",
@@ -874,7 +891,7 @@ rp_page_build(rp_page *page,
         rc = read_rows(page);
     }
     if (rc == TS_OK) {
-        rc = build_nodes(page);
+        rc = build_nodes(page, err);
     }
     for (int v = 0; rc == TS_OK && v < RP_VIEWS; v++) {
         rc = build_view(page, v);

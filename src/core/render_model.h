@@ -28,6 +28,15 @@
 
 #define RP_NONE ((size_t)-1)
 #define RP_VIEWS 5
+/* The views in rp_view_index order: the three compute views, then the
+ * parameter views, which count first-use attributions. */
+enum {
+    RP_VIEW_MODULE_FLOPS,
+    RP_VIEW_MACS,
+    RP_VIEW_DMAS,
+    RP_VIEW_PARAMETERS,
+    RP_VIEW_PARAMETER_BYTES
+};
 /* Width of a map in user units (the SVG viewBox width). */
 #define RP_MAP_WIDTH 960.0
 #define RP_ROW_HEIGHT 30.0
@@ -148,7 +157,7 @@ rp_sum rp_sum_of_metric(const json_t *metric);
  * (unavailable, or partial with no known part), complete zero, or small
  * (narrower than RP_SMALL_SHARE of the map); -1 when it is not on the
  * rail. */
-int rp_rail_kind(const rp_group *group, size_t n);
+int rp_rail_kind(const rp_page *page, const rp_group *group, size_t n);
 
 /* The value row `row` on `side` records for view v: its MetricResult's
  * (set in *metric) for the compute views; a complete count of newly

@@ -92,7 +92,7 @@ rail_cards(ts_text_buf *b, const rp_page *page, int v, double *y)
         const rp_group *g = &view->groups[gi];
         size_t shown = 0, total = 0;
         for (size_t n = 0; n < page->nnodes; n++) {
-            int kind = rp_rail_kind(g, n);
+            int kind = rp_rail_kind(page, g, n);
             bool removed = rm_removed(page, g, n);
             if (kind < 0 && !removed) {
                 continue;
@@ -117,12 +117,12 @@ rail_cards(ts_text_buf *b, const rp_page *page, int v, double *y)
             ts_text_put(b, " · ");
             if (removed) {
                 ts_text_put(b, "removed · before: ");
-                rt_status_text(b, &g->sub[1][n], g->unit);
+                rt_status_short(b, &g->sub[1][n], g->unit);
             }
             else {
                 ts_text_put(b, kinds[kind]);
                 ts_text_put(b, " · ");
-                rt_status_text(b, &g->own[0][n], g->unit);
+                rt_status_short(b, &g->own[0][n], g->unit);
             }
             ts_text_put(b, " · not sized by cost</text></g>\n");
         }
@@ -174,28 +174,39 @@ inspectors(ts_text_buf *b, const rp_page *page, int v, double *y)
             ts_text_printf(
                 b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
             ts_text_put(b, "Subtotal: ");
-            rm_subtotal_text(b, g, n, 0);
+            rm_subtotal_text(b, g, n, 0, RM_SVG);
             ts_text_put(b, "</text>");
             if (page->before != NULL) {
                 ts_text_printf(
                     b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
                 ts_text_put(b, "Before subtree: ");
-                rm_subtotal_text(b, g, n, 1);
+                rm_subtotal_text(b, g, n, 1, RM_SVG);
                 ts_text_put(b, " · After subtree: ");
-                rm_subtotal_text(b, g, n, 0);
+                rm_subtotal_text(b, g, n, 0, RM_SVG);
                 ts_text_put(b, "</text>");
             }
             ts_text_printf(
                 b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
             group_key(b, g);
             ts_text_put(b, "</text>");
-            ts_text_printf(
-                b,
-                "<a href=\"#call-%zu\" tabindex=\"0\"><text x=\"%.0f\" "
-                "y=\"%.2f\">Call evidence</text></a>",
-                node->ncalls[0] > 0 ? node->calls[0][0] : (size_t)0,
-                MARGIN + 6,
-                ly + LINE);
+            if (node->ncalls[0] > 0) {
+                ts_text_printf(
+                    b,
+                    "<a href=\"#call-%zu\" tabindex=\"0\"><text "
+                    "x=\"%.0f\" y=\"%.2f\">Call evidence</text></a>",
+                    node->calls[0][0],
+                    MARGIN + 6,
+                    ly + LINE);
+            }
+            else {
+                ts_text_printf(b,
+                               "<text x=\"%.0f\" y=\"%.2f\">%s</text>",
+                               MARGIN + 6,
+                               ly + LINE,
+                               node->ncalls[1] > 0
+                                   ? "Called in the before report only"
+                                   : "No call of its own (a container)");
+            }
             ts_text_put(b, "</g>\n");
         }
     }
@@ -246,10 +257,12 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
             ts_text_put(b, " · full value unknown");
         }
         else {
-            rt_status_text(b,
-                           &value,
-                           metric != NULL ? text_of(metric, "unit")
-                                          : (v == 3 ? "parameters" : "bytes"));
+            rt_status_text(
+                b,
+                &value,
+                metric != NULL
+                    ? text_of(metric, "unit")
+                    : (v == RP_VIEW_PARAMETERS ? "parameters" : "bytes"));
         }
         ts_text_put(b, "</text>\n");
     }
@@ -305,7 +318,7 @@ suggestions(ts_text_buf *b, const rp_page *page, double *y)
 static int
 evidence(ts_text_buf *b, const rp_page *page)
 {
-    json_t *data = json_pack("{s:O?,s:O?,s:O}",
+    json_t *data = json_pack("{s:O?,s:O?,s:O?}",
                              "context",
                              json_object_get(page->report, "context"),
                              "inputs",

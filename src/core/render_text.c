@@ -116,6 +116,20 @@ rt_status_text(ts_text_buf *b, const rp_sum *value, const char *unit)
 }
 
 void
+rt_status_short(ts_text_buf *b, const rp_sum *value, const char *unit)
+{
+    if (value->status != TS_PARTIAL) {
+        rt_status_text(b, value, unit);
+        return;
+    }
+    ts_text_put(b, "partial · ≥ ");
+    rt_grouped(b, value);
+    ts_text_put(b, " ");
+    ts_text_put_escaped(b, unit);
+    ts_text_put(b, " · full value unknown");
+}
+
+void
 rt_metric_text(ts_text_buf *b, const json_t *metric)
 {
     rp_sum value = rp_sum_of_metric(metric);

@@ -27,6 +27,9 @@ void rt_compact(ts_text_buf *b, double value);
 /* The status sentence of a sum in `unit` (escaped); "not recorded" when
  * absent. */
 void rt_status_text(ts_text_buf *b, const rp_sum *value, const char *unit);
+/* The SVG's shorter form (contract 4.2): complete as above, partial
+ * "partial · ≥ 1,234 FLOPs · full value unknown". */
+void rt_status_short(ts_text_buf *b, const rp_sum *value, const char *unit);
 /* The status sentence of a MetricResult (escaped). */
 void rt_metric_text(ts_text_buf *b, const json_t *metric);
 /* The delta sentence of a metric diff {status, delta, before, after

@@ -172,6 +172,22 @@ test_numbers(void)
 }
 
 static void
+test_sums(void)
+{
+    rp_sum a = {TS_COMPLETE, false, 9000000000000000000LL, 0.0};
+    rp_sum b = a, part = {TS_PARTIAL, false, 5, 0.0};
+    /* past int64: the sum goes on as a double of the true value */
+    rp_sum_add(&a, &b);
+    CHECK(a.real);
+    CHECK_EQ_REAL(rp_sum_double(&a), 1.8e19);
+    CHECK_EQ_INT(a.status, TS_COMPLETE);
+    /* a lower bound makes the sum one */
+    rp_sum_add(&b, &part);
+    CHECK_EQ_INT(b.status, TS_PARTIAL);
+    CHECK_EQ_INT(b.i, 9000000000000000005LL);
+}
+
+static void
 test_island_escapes(void)
 {
     json_t *value =
@@ -228,9 +244,9 @@ test_model(void)
     CHECK_EQ_REAL(g->x[bx], g->x[b]);
     CHECK_EQ_REAL(g->width[by], 0.0);
     /* the rail: b.y unknown, z a complete zero, b.x small? 137 > 24: no */
-    CHECK_EQ_INT(rp_rail_kind(g, by), RP_RAIL_UNKNOWN);
-    CHECK_EQ_INT(rp_rail_kind(g, z), RP_RAIL_ZERO);
-    CHECK_EQ_INT(rp_rail_kind(g, bx), -1);
+    CHECK_EQ_INT(rp_rail_kind(&page, g, by), RP_RAIL_UNKNOWN);
+    CHECK_EQ_INT(rp_rail_kind(&page, g, z), RP_RAIL_ZERO);
+    CHECK_EQ_INT(rp_rail_kind(&page, g, bx), -1);
     CHECK_EQ_INT(g->nrail[RP_RAIL_UNKNOWN], 1);
     CHECK_EQ_INT(g->nrail[RP_RAIL_ZERO], 1);
     CHECK_EQ_INT(g->nrail[RP_RAIL_SMALL], 0);
@@ -245,11 +261,13 @@ test_model(void)
     view = &page.views[rp_view_index("parameters")];
     CHECK_EQ_INT(view->ngroups, 1);
     CHECK_EQ_INT(view->groups[0].sub[0][0].i, 6);
-    /* operator FLOPs: inclusive follows call order and path prefixes */
+    /* operator FLOPs: self per row; inclusive per module path (all calls
+     * of the path and of the paths under it) */
     CHECK_EQ_INT(page.op_self[2].i, 1);
-    CHECK_EQ_INT(page.op_incl[2].i, 1 + 3 + 0);
+    CHECK_EQ_INT(page.op_incl[b].i, 1 + 3 + 0);
+    CHECK_EQ_INT(page.op_incl[a].i, 5 + 5);
     CHECK_EQ_INT(page.op_incl[0].i, 5 + 1 + 3 + 5);
-    CHECK_EQ_INT(page.op_incl[7].i, 5);
+    CHECK_EQ_INT(page.op_incl[c].i, 0);
     /* suggestions: the largest complete module_flops call (a #0, first on
      * the tie) and the largest parameter call */
     CHECK_EQ_INT(json_array_size(page.suggestions), 2);
@@ -316,6 +334,7 @@ int
 main(void)
 {
     test_numbers();
+    test_sums();
     test_island_escapes();
     test_model();
     test_withheld();

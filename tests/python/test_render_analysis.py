@@ -523,3 +523,107 @@ def test_command_line_renders_benchmark_pages(tmp_path):
     result = _render_cli(str(path), "--title", "Bench")
     assert result.returncode == 0 and result.stdout.decode() == render_report(report, title="Bench")
     assert _render_cli(str(path), "--format", "svg").returncode == 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Edge cases found in review
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_svg_comparison_with_a_before_without_diagnostics():
+    before = _report("cnn.json")
+    del before["diagnostics"]
+    svg = ET.fromstring(render_report(_report("cnn_wide.json"), before=before, format="svg"))
+    evidence = next(el for el in svg.iter() if el.get("id") == "svg-evidence")
+    assert json.loads(evidence.find(f"{SVG_NS}title").text)["before_diagnostics"] is None
+
+
+def test_a_container_never_called_is_not_a_removed_module():
+    class Stack(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.h = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+
+        def forward(self, x):
+            for block in self.h:
+                x = block(x)
+            return x
+
+    report = crawl_module(Stack(), (4,))
+    assert "h" not in {layer["path"] for layer in report["layers"]}  # the ModuleList has no row
+    page = render_report(report, before=report)
+    assert "Removed modules" not in page
+    assert "removed · before" not in render_report(report, before=report, format="svg")
+
+
+def test_inclusive_operator_flops_follow_module_paths_for_shared_modules():
+    class Inner(nn.Module):
+        def __init__(self, shared: nn.Module) -> None:
+            super().__init__()
+            self.c = nn.Linear(4, 4)
+            self.__dict__["shared"] = shared  # called here, registered elsewhere
+
+        def forward(self, x):
+            return self.c(self.shared(x))
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+            self.b = Inner(self.a)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    report = crawl_module(Outer(), (4,))
+    flops = {(layer["path"], layer["call_index"]): layer["metrics"]["operator_flops"]["value"] for layer in report["layers"]}
+    section = render_report(report).split('id="operator-layers"')[1].split("</section>")[0]
+    rows: dict[str, str] = {}
+    for path, inclusive in re.findall(r'<tr><td><a href="#call-\d+">([^<]*)</a> call #\d+</td><td>.*?</td><td>(.*?)</td></tr>', section):
+        rows.setdefault(path, inclusive)  # a module's first call carries its inclusive value
+    # per module path: a's two calls, b's own work and b.c (a's second call ran inside b but counts under a)
+    assert rows["a"] == f"complete · {flops[('a', 0)] + flops[('a', 1)]:,} FLOPs"
+    assert rows["b"] == f"complete · {flops[('b', 0)] + flops[('b.c', 0)]:,} FLOPs"
+    assert rows["(model)"] == f"complete · {sum(flops.values()):,} FLOPs"
+
+
+def test_withheld_deltas_are_not_drawn():
+    before = _two_leaf_report(8, 4)
+    after = _two_leaf_report(16, 4)
+    compared = render_report(after, before=before)
+    assert re.search(r'class="box (up|down)\d"', compared) and 'class="bar-after"' in compared
+    after["context"]["torch_version"] = "0.0.1"
+    withheld = render_report(after, before=before)
+    assert not re.search(r'class="box (up|down)\d"', withheld) and 'class="bar-after"' not in withheld
+    panel = compared.split('id="panel-parameters"')[1]
+    assert not re.search(r'class="box (up|down)\d"', panel.split("</svg>")[0])
+
+
+def test_paths_deeper_than_a_page_draws_are_refused():
+    report = _two_leaf_report()
+    report["layers"][1]["path"] = ".".join(["m"] * 1001)
+    with pytest.raises(ValueError, match=r"report: layers\[1\]\.path: more than 1000 modules deep"):
+        render_report(report)
+
+
+def test_a_diagnostic_without_a_path_is_not_attached_to_the_root_call():
+    report = _report("partial.json")
+    page = render_report(report)
+    root_details = page.split('<details id="call-0">')[1].split("</details>")[0]
+    assert "uncounted_operator" not in root_details  # the operator diagnostic names no module
+    assert 'id="diagnostic-4"' in page and "uncounted_operator" in page
+
+
+def test_command_line_before_collection_and_bad_title(tmp_path):
+    collection = tmp_path / "pair.json"
+    collection.write_text(json.dumps({"a": _report("cnn.json"), "b": _report("cnn_wide.json")}))
+    one = str(GOLDEN / "cnn.json")
+    result = _render_cli(one, "--before", str(collection))
+    assert result.returncode == 2 and "--name" in result.stderr.decode()
+    assert _render_cli(one, "--title", "a\x1bb").returncode == 2
+    bad_before = _two_leaf_report()
+    bad_before["layers"][1]["depth"] = -1
+    path = tmp_path / "bad_before.json"
+    path.write_text(json.dumps(bad_before))
+    result = _render_cli(one, "--before", str(path))
+    assert result.returncode == 1 and f"{path}: layers[1].depth" in result.stderr.decode()
