@@ -4,7 +4,13 @@
   var data = JSON.parse(island.textContent);
   var nodes = data.maps.nodes;
   var layers = data.report.layers;
-  var selected = null;
+  function grouped(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+  function valueText(m) {
+    if (!m) { return "not recorded"; }
+    if (m.status === "complete") { return "complete \u00b7 " + grouped(m.value) + " " + m.unit; }
+    if (m.status === "partial") { return "partial \u00b7 at least " + grouped(m.known_value) + " " + m.unit + " (lower bound; full value unknown)"; }
+    return "unavailable \u00b7 unknown";
+  }
 
   function text(tag, value, cls) {
     var el = document.createElement(tag);
@@ -15,8 +21,8 @@
   function shape(meta) {
     if (!meta) { return "none"; }
     if (Array.isArray(meta)) { return meta.map(shape).join(", "); }
-    if (meta.kind === "tensor") { return "(" + meta.shape.join(", ") + ") " + meta.dtype; }
-    if (meta.args) { return meta.args.map(shape).join(", ") + (Object.keys(meta.kwargs || {}).length ? ", " + Object.keys(meta.kwargs).map(function (k) { return k + "=" + shape(meta.kwargs[k]); }).join(", ") : ""); }
+    if (meta.kind === "tensor" && Array.isArray(meta.shape)) { return "(" + meta.shape.join(", ") + ") " + (meta.dtype || ""); }
+    if (Array.isArray(meta.args)) { return meta.args.map(shape).join(", ") + (Object.keys(meta.kwargs || {}).length ? ", " + Object.keys(meta.kwargs).map(function (k) { return k + "=" + shape(meta.kwargs[k]); }).join(", ") : ""); }
     return meta.kind || "value";
   }
   function tilesOf(map) { return Array.prototype.slice.call(map.querySelectorAll("a.tile")); }
@@ -30,6 +36,7 @@
     var node = nodes[n];
     var view = panel.getAttribute("data-metric");
     var calls = node[3];
+    var beforeCalls = node[4];
     body.textContent = "";
     body.appendChild(text("p", node[0] === "" ? "(model root)" : node[0], "insp-path"));
     body.appendChild(text("p", "Type: " + (node[2] || "unknown") + " \u00b7 " + calls.length + (calls.length === 1 ? " call" : " calls")));
@@ -38,6 +45,11 @@
     if (calls.length) {
       body.appendChild(text("p", "Input: " + shape(layers[calls[0]].input), "shape-box"));
       body.appendChild(text("p", "Output: " + shape(layers[calls[0]].output), "shape-box"));
+    }
+    if (!calls.length && beforeCalls.length) {
+      var gone = text("a", "Called in the before report only");
+      gone.href = "#before-call-" + beforeCalls[0];
+      body.appendChild(gone);
     }
     calls.slice(0, 20).forEach(function (i) {
       var row = layers[i];
@@ -48,17 +60,17 @@
       card.className = "call-card";
       card.appendChild(text("p", "Call #" + row.call_index));
       card.appendChild(text("p", fresh ? fresh + " newly attributed parameters" : (p.shared ? "Shared tensors \u00b7 no new parameter attribution" : "No parameters attributed")));
-      if (m) { card.appendChild(text("p", m.status + (m.known_value === null ? " \u00b7 unknown" : " \u00b7 " + m.known_value + " " + m.unit))); }
+      if (m) { card.appendChild(text("p", valueText(m))); }
       var a = text("a", "Exact values");
       a.href = "#call-" + i;
       card.appendChild(a);
       body.appendChild(card);
     });
     if (data.before) { body.appendChild(text("p", tile.getAttribute("data-before") || "Not in the before report")); }
-    data.diagnostics.filter(function (d) { return d.path === node[0]; }).forEach(function (d) {
-      body.appendChild(text("p", d.severity + " \u00b7 " + d.code + (d.metric ? " [" + d.metric + "]" : "") + " " + d.message, "diag"));
+    data.diagnostics.filter(function (d) { return typeof d.path === "string" && d.path === node[0]; }).forEach(function (d) {
+      body.appendChild(text("p", d.severity + " \u00b7 " + d.code + (d.metric ? " [" + d.metric + "]" : "") + " " + (d.message || ""), "diag"));
     });
-    data.suggestions.filter(function (s) { return s.path === node[0]; }).slice(0, 1).forEach(function (s) {
+    data.suggestions.filter(function (s) { return s.path === node[0] && s.href.indexOf("#call-") === 0; }).slice(0, 1).forEach(function (s) {
       body.appendChild(text("p", "Suggestion: " + s.experiment));
     });
   }
@@ -67,7 +79,7 @@
     tilesOf(map).forEach(function (t) { t.classList.remove("selected"); t.removeAttribute("aria-current"); });
     tile.classList.add("selected");
     tile.setAttribute("aria-current", "true");
-    selected = tile;
+    map.selectedTile = tile;
     map.querySelectorAll(".toolbar button").forEach(function (b) { b.disabled = false; });
     inspect(tile);
   }
@@ -94,12 +106,13 @@
   function act(map, what) {
     if (what === "reset") {
       layout(map, 0, 960);
-      tilesOf(map).forEach(function (t) { t.classList.remove("selected", "collapsed"); t.removeAttribute("aria-current"); });
+      tilesOf(map).forEach(function (t) { t.classList.remove("selected", "collapsed", "collapsing"); t.removeAttribute("aria-current"); });
       map.querySelectorAll(".toolbar button").forEach(function (b) { b.disabled = true; });
-      selected = null;
+      map.selectedTile = null;
       return;
     }
-    if (!selected || mapOf(selected) !== map) { return; }
+    var selected = map.selectedTile;
+    if (!selected) { return; }
     var node = nodes[Number(selected.getAttribute("data-node"))];
     if (what === "parent") {
       var up = node[1] === null ? null : tileFor(map, node[1]);
@@ -119,7 +132,7 @@
     var map = mapOf(tile);
     var n = Number(tile.getAttribute("data-node"));
     var node = nodes[n];
-    var candidates = tilesOf(map).filter(function (t) { return t.style.display !== "none" && !t.classList.contains("collapsed"); });
+    var candidates = tilesOf(map).filter(function (t) { return !t.classList.contains("collapsed"); });
     var ids = candidates.map(function (t) { return Number(t.getAttribute("data-node")); });
     if (key === "ArrowUp") { return node[1] === null ? null : tileFor(map, node[1]); }
     if (key === "ArrowDown") {
@@ -158,7 +171,7 @@
         var hit = q !== "" && nodes[Number(t.getAttribute("data-node"))][0].toLowerCase().indexOf(q) >= 0;
         t.classList.toggle("match", hit);
         t.classList.toggle("dim", q !== "" && !hit);
-        if (hit) { count++; }
+        if (hit && t.getClientRects().length > 0) { count++; }  /* in the view shown */
       });
       document.getElementById("module-search-count").textContent = q === "" ? "" : count + " matching tiles";
     });
