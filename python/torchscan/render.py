@@ -35,7 +35,8 @@ def render_report(
     module cost map (rows are depth, widths are recorded contributions,
     repeated calls share a tile, partial tiles hatched, unknown values never
     drawn as zero but listed on a rail), ranked call evidence and an
-    inspector; operator FLOPs per module call (self and inclusive); and an
+    inspector; operator FLOPs per module call (self per call, inclusive per
+    module path); and an
     appendix with every exact value, the module hierarchy, diagnostics,
     evidence-linked suggestions and the context. ``format="svg"`` draws the
     ``metric`` view as one static SVG with the same geometry. With
