@@ -13,6 +13,7 @@
 #include "torchscan/render.h"
 #include "torchscan/workload.h"
 #include "render_plot.h"
+#include "render_style.h"
 #include "text_buf.h"
 
 #define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
@@ -447,54 +448,6 @@ ts_render_verdict(const json_t *report, ts_error *err)
 /* Light by default, dark where the reader's system prefers it, light and
  * without backgrounds on paper. The figures take their colours from the
  * same variables (their marks differ by shape as well as colour). */
-static const char style[] =
-    ":root{color-scheme:light dark;--fg:#1f2328;--bg:#fff;--panel:#f6f8fa;"
-    "--line:#d0d7de;--muted:#57606a;--grid:#eaeef2;--single:#0969da;"
-    "--baseline:#0969da;--candidate:#bc4c00}"
-    "@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--bg:#0d1117;"
-    "--panel:#161b22;--line:#30363d;--muted:#9198a1;--grid:#21262d;"
-    "--single:#4493f8;--baseline:#4493f8;--candidate:#f0883e}}"
-    "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;"
-    "margin:0;color:var(--fg);background:var(--bg);line-height:1.45}"
-    "header{padding:1rem 1.5rem;border-bottom:1px solid var(--line);"
-    "background:var(--panel)}"
-    "h1{font-size:1.4rem;margin:0 0 .3rem}"
-    ".verdict{margin:0;font-weight:600}"
-    "main{padding:0 1.5rem 2rem}"
-    "section{margin-top:1.5rem}"
-    "h2{font-size:1.15rem;border-bottom:1px solid var(--line);"
-    "padding-bottom:.2rem}"
-    "h3{font-size:1rem}"
-    "pre{background:var(--panel);padding:.75rem;overflow-x:auto;"
-    "white-space:pre-wrap}"
-    "table{border-collapse:collapse;margin:.5rem 0}"
-    "th,td{border:1px solid var(--line);padding:.25rem .5rem;"
-    "text-align:left;vertical-align:top}"
-    "th{background:var(--panel)}"
-    "td.num{text-align:right;font-variant-numeric:tabular-nums}"
-    "details{margin:.5rem 0}"
-    "summary{cursor:pointer;font-weight:600}"
-    ".note,figcaption{color:var(--muted)}"
-    "figure.plot{margin:1rem 0}"
-    ".plot-numbers td.num{white-space:nowrap}"
-    "figcaption{font-size:.9rem;max-width:640px}"
-    "svg.plot{display:block;max-width:100%;height:auto;color:var(--fg);"
-    "font-size:11px;font-variant-numeric:tabular-nums}"
-    "svg.plot text{fill:var(--fg);stroke:none}"
-    "svg.plot .axis line{stroke:var(--muted)}"
-    "svg.plot .axis line.grid{stroke:var(--grid)}"
-    "svg.plot .axis-label{font-size:12px}"
-    "svg.plot .single{color:var(--single)}"
-    "svg.plot .baseline{color:var(--baseline)}"
-    "svg.plot .candidate{color:var(--candidate)}"
-    "svg.plot .block,svg.plot .key{fill:currentColor;fill-opacity:.75;"
-    "stroke:currentColor}"
-    "svg.plot .trace{stroke-opacity:.45}"
-    "@media print{:root{--fg:#000;--bg:#fff;--panel:#fff;--line:#888;"
-    "--muted:#333;--grid:#ddd;--single:#000;--baseline:#000;"
-    "--candidate:#000}header{background:none}figure.plot,table{"
-    "break-inside:avoid}summary{cursor:auto}}";
-
 /* The exact value cell of a MetricResult. */
 static void
 metric_value(html_buf *b, const json_t *metric)
@@ -833,7 +786,7 @@ ts_render_benchmark_html(const json_t *report,
         "initial-scale=1\">\n");
     element(&b, "title", title);
     raw(&b, "\n<style>");
-    raw(&b, style);
+    raw(&b, rs_style);
     raw(&b, "</style>\n</head>\n<body>\n<header>\n");
     element(&b, "h1", title);
     raw(&b, "\n<p class=\"verdict\">");

@@ -13,26 +13,13 @@
 #include "render_text.h"
 #include "torchscan/json_text.h"
 
-static const char *
-text_of(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s != NULL ? s : "";
-}
-
-static const char *
-path_label(const char *path)
-{
-    return path[0] != '\0' ? path : "(model)";
-}
-
 /* ---- header and cards --------------------------------------------------- */
 
 /* "(1, 3, 32, 32) torch.float32" for each tensor of a metadata tree. */
 static void
 shapes(ts_text_buf *b, const json_t *meta, int depth)
 {
-    const char *kind = text_of(meta, "kind");
+    const char *kind = rp_text(meta, "kind");
     if (depth > 8) {
         return;
     }
@@ -51,7 +38,7 @@ shapes(ts_text_buf *b, const json_t *meta, int depth)
             }
         }
         ts_text_put(b, ") ");
-        ts_text_put_escaped(b, text_of(meta, "dtype"));
+        ts_text_put_escaped(b, rp_text(meta, "dtype"));
         return;
     }
     if (json_is_array(json_object_get(meta, "args"))) {
@@ -109,7 +96,7 @@ header(ts_text_buf *b, const rp_page *page, const char *title)
         "<h1>");
     ts_text_put_escaped(b, title);
     ts_text_put(b, "</h1>\n<p class=\"model\">");
-    ts_text_put_escaped(b, text_of(context, "model_type"));
+    ts_text_put_escaped(b, rp_text(context, "model_type"));
     ts_text_put(b, "</p>\n<p class=\"muted\">Inputs: ");
     shapes(b, json_object_get(page->report, "inputs"), 0);
     ts_text_put(b, " · devices: ");
@@ -122,7 +109,7 @@ header(ts_text_buf *b, const rp_page *page, const char *title)
 static void
 badge(ts_text_buf *b, const json_t *metric)
 {
-    const char *status = text_of(metric, "status");
+    const char *status = rp_text(metric, "status");
     ts_text_put(b, "<span class=\"badge s-");
     ts_text_put_escaped(b, status);
     ts_text_put(b, "\">");
@@ -141,7 +128,7 @@ card(ts_text_buf *b, const char *heading, const json_t *metric)
         ts_text_put(b, value.status == TS_PARTIAL ? "≥ " : "");
         rt_compact(b, rp_sum_double(&value));
         ts_text_put(b, " ");
-        ts_text_put_escaped(b, text_of(metric, "unit"));
+        ts_text_put_escaped(b, rp_text(metric, "unit"));
     }
     else {
         ts_text_put(b, "unknown");
@@ -149,7 +136,7 @@ card(ts_text_buf *b, const char *heading, const json_t *metric)
     ts_text_put(b, "</p><p>");
     badge(b, metric);
     ts_text_put(b, " ");
-    ts_text_put_escaped(b, text_of(metric, "method"));
+    ts_text_put_escaped(b, rp_text(metric, "method"));
     ts_text_put(b, "</p></div>\n");
 }
 
@@ -167,27 +154,13 @@ cards(ts_text_buf *b, const rp_page *page)
 /* ---- one metric view ---------------------------------------------------- */
 
 static void
-group_key(ts_text_buf *b, const rp_group *g)
-{
-    if (g->unscaled) {
-        ts_text_put(b, "no_recorded_measurement · structural · unscaled");
-        return;
-    }
-    ts_text_put_escaped(b, g->method);
-    ts_text_put(b, " · ");
-    ts_text_put_escaped(b, g->unit);
-    ts_text_put(b, " · ");
-    ts_text_put_escaped(b, g->scope);
-}
-
-static void
 call_link(ts_text_buf *b, const rp_page *page, int side, size_t row)
 {
     const json_t *layer = json_array_get(page->layers[side], row);
     ts_text_put(b, side == 1 ? "<a href=\"#before-call-" : "<a href=\"#call-");
     ts_text_put_int(b, (int64_t)row);
     ts_text_put(b, "\">");
-    ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+    ts_text_put_escaped(b, rp_path_label(rp_text(layer, "path")));
     ts_text_put(b, "</a> call #");
     ts_text_put_int(b,
                     json_integer_value(json_object_get(layer, "call_index")));
@@ -210,7 +183,7 @@ node_link(ts_text_buf *b, const rp_page *page, size_t n)
         ts_text_put_int(b, (int64_t)n);
     }
     ts_text_put(b, "\">");
-    ts_text_put_escaped(b, path_label(node->path));
+    ts_text_put_escaped(b, rp_path_label(node->path));
     ts_text_put(b, "</a>");
 }
 
@@ -298,9 +271,9 @@ map(ts_text_buf *b, const rp_page *page, int v, size_t gi)
                    "<figure class=\"cost-map\" id=\"map-%s-%s\" data-key=\"",
                    view->name,
                    g->id);
-    group_key(b, g);
+    rm_group_key(b, g);
     ts_text_put(b, "\"><figcaption>Module cost map · ");
-    group_key(b, g);
+    rm_group_key(b, g);
     ts_text_printf(b,
                    " · %zu tile%s%s</figcaption>\n",
                    g->tiles,
@@ -385,9 +358,9 @@ in_group(const json_t *metric, const rp_group *g)
     if (metric == NULL) {
         return strcmp(g->method, "first_use_attribution") == 0;
     }
-    return strcmp(text_of(metric, "method"), g->method) == 0
-           && strcmp(text_of(metric, "unit"), g->unit) == 0
-           && strcmp(text_of(metric, "scope"), g->scope) == 0;
+    return strcmp(rp_text(metric, "method"), g->method) == 0
+           && strcmp(rp_text(metric, "unit"), g->unit) == 0
+           && strcmp(rp_text(metric, "scope"), g->scope) == 0;
 }
 
 static void
@@ -421,7 +394,7 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
         }
         qsort(rows, count, sizeof *rows, by_value);
         ts_text_put(b, "<h3>");
-        group_key(b, g);
+        rm_group_key(b, g);
         ts_text_put(b, "</h3><ol class=\"ranked\">");
         for (size_t k = 0; k < count && k < RP_RANKED_LIMIT; k++) {
             const json_t *metric;
@@ -490,9 +463,9 @@ ranked(ts_text_buf *b, const rp_page *page, int v)
     if (total != NULL) {
         rt_metric_text(b, total);
         ts_text_put(b, " (");
-        ts_text_put_escaped(b, text_of(total, "method"));
+        ts_text_put_escaped(b, rp_text(total, "method"));
         ts_text_put(b, ", ");
-        ts_text_put_escaped(b, text_of(total, "scope"));
+        ts_text_put_escaped(b, rp_text(total, "scope"));
         ts_text_put(b, ")");
     }
     else {
@@ -518,7 +491,7 @@ inspector(ts_text_buf *b, const rp_page *page, int v)
     ts_text_put(b, "</p>");
     for (size_t gi = 0; gi < view->ngroups; gi++) {
         ts_text_put(b, "<p>");
-        group_key(b, &view->groups[gi]);
+        rm_group_key(b, &view->groups[gi]);
         ts_text_put(b, ": ");
         rm_subtotal_text(b, &view->groups[gi], 0, 0, RM_HTML);
         ts_text_put(b, "</p>");
@@ -657,6 +630,21 @@ how_to_read(ts_text_buf *b)
         "drawn as zero and is listed on the rail.</dd></dl></section>\n");
 }
 
+/* <tr>name, status sentence, method · scope</tr> of a MetricResult. */
+static void
+metric_row(ts_text_buf *b, const char *name, const json_t *metric)
+{
+    ts_text_put(b, "<tr><td>");
+    ts_text_put_escaped(b, name);
+    ts_text_put(b, "</td><td>");
+    rt_metric_text(b, metric);
+    ts_text_put(b, "</td><td>");
+    ts_text_put_escaped(b, rp_text(metric, "method"));
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, rp_text(metric, "scope"));
+    ts_text_put(b, "</td></tr>\n");
+}
+
 static void
 totals_table(ts_text_buf *b, const rp_page *page)
 {
@@ -669,15 +657,7 @@ totals_table(ts_text_buf *b, const rp_page *page)
         "and scope</th></tr></thead><tbody>\n");
     json_object_foreach(json_object_get(page->report, "totals"), name, metric)
     {
-        ts_text_put(b, "<tr><td>");
-        ts_text_put_escaped(b, name);
-        ts_text_put(b, "</td><td>");
-        rt_metric_text(b, metric);
-        ts_text_put(b, "</td><td>");
-        ts_text_put_escaped(b, text_of(metric, "method"));
-        ts_text_put(b, " · ");
-        ts_text_put_escaped(b, text_of(metric, "scope"));
-        ts_text_put(b, "</td></tr>\n");
+        metric_row(b, name, metric);
     }
     ts_text_put(b, "</tbody></table></section>\n");
 }
@@ -742,9 +722,9 @@ path_diagnostics(ts_text_buf *b,
                            "<p class=\"diag\"><a href=\"#%sdiagnostic-%zu\">",
                            prefix,
                            i);
-            ts_text_put_escaped(b, text_of(d, "code"));
+            ts_text_put_escaped(b, rp_text(d, "code"));
             ts_text_put(b, "</a> ");
-            ts_text_put_escaped(b, text_of(d, "message"));
+            ts_text_put_escaped(b, rp_text(d, "message"));
             ts_text_put(b, "</p>");
         }
     }
@@ -774,12 +754,12 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         ts_text_put(b, "call-");
         ts_text_put_int(b, (int64_t)i);
         ts_text_put(b, "\"><summary>");
-        ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+        ts_text_put_escaped(b, rp_path_label(rp_text(layer, "path")));
         ts_text_put(b, " · call #");
         ts_text_put_int(
             b, json_integer_value(json_object_get(layer, "call_index")));
         ts_text_put(b, " · ");
-        ts_text_put_escaped(b, text_of(layer, "type"));
+        ts_text_put_escaped(b, rp_text(layer, "type"));
         ts_text_put(b, "</summary>\n<p>Input: ");
         shapes(b, json_object_get(layer, "input"), 0);
         ts_text_put(b, " → output: ");
@@ -834,15 +814,7 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
             "<th>Method · scope</th></tr></thead><tbody>");
         json_object_foreach((json_t *)metrics, name, metric)
         {
-            ts_text_put(b, "<tr><td>");
-            ts_text_put_escaped(b, name);
-            ts_text_put(b, "</td><td>");
-            rt_metric_text(b, metric);
-            ts_text_put(b, "</td><td>");
-            ts_text_put_escaped(b, text_of(metric, "method"));
-            ts_text_put(b, " · ");
-            ts_text_put_escaped(b, text_of(metric, "scope"));
-            ts_text_put(b, "</td></tr>");
+            metric_row(b, name, metric);
         }
         for (size_t k = 0; k < 4; k++) {
             const json_t *owner = json_object_get(owners, compute_metrics[k]);
@@ -853,7 +825,7 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
             ts_text_put(b, compute_metrics[k]);
             if (owner != NULL) {
                 ts_text_put(b, "</td><td>covered · included in ");
-                ts_text_put_escaped(b, path_label(text_of(owner, "path")));
+                ts_text_put_escaped(b, rp_path_label(rp_text(owner, "path")));
                 ts_text_printf(
                     b,
                     " · call #%lld inclusive estimate</td><td>subtree"
@@ -871,7 +843,7 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         ts_text_put(b, "</tbody></table>");
         path_diagnostics(b,
                          json_object_get(report, "diagnostics"),
-                         text_of(layer, "path"),
+                         rp_text(layer, "path"),
                          prefix);
         ts_text_put(b, "</details>\n");
     }
@@ -911,7 +883,7 @@ operator_evidence(ts_text_buf *b, const rp_page *page)
     {
         rp_sum s = {TS_COMPLETE, false, json_integer_value(value), 0.0};
         ts_text_put(b, "<tr><td>");
-        ts_text_put_escaped(b, path_label(name));
+        ts_text_put_escaped(b, rp_path_label(name));
         ts_text_put(b, "</td><td class=\"num\">");
         rt_grouped(b, &s);
         ts_text_put(b, "</td></tr>");
@@ -930,7 +902,7 @@ operator_evidence(ts_text_buf *b, const rp_page *page)
             b,
             "</td><td class=\"num\">%lld</td><td>",
             (long long)json_integer_value(json_object_get(value, "calls")));
-        ts_text_put_escaped(b, text_of(value, "reason"));
+        ts_text_put_escaped(b, rp_text(value, "reason"));
         ts_text_put(b, "</td></tr>");
     }
     ts_text_put(b, "</tbody></table></section>\n");
@@ -947,23 +919,23 @@ diagnostics(ts_text_buf *b, const json_t *list, const char *prefix)
     for (size_t i = 0; i < json_array_size(list); i++) {
         const json_t *d = json_array_get(list, i);
         ts_text_printf(b, "<li id=\"%sdiagnostic-%zu\">", prefix, i);
-        ts_text_put_escaped(b, text_of(d, "severity"));
+        ts_text_put_escaped(b, rp_text(d, "severity"));
         ts_text_put(b, " · ");
-        ts_text_put_escaped(b, text_of(d, "code"));
+        ts_text_put_escaped(b, rp_text(d, "code"));
         if (json_object_get(d, "metric") != NULL) {
             ts_text_put(b, " [");
-            ts_text_put_escaped(b, text_of(d, "metric"));
+            ts_text_put_escaped(b, rp_text(d, "metric"));
             ts_text_put(b, "]");
         }
         ts_text_put(b, " ");
-        ts_text_put_escaped(b, text_of(d, "message"));
+        ts_text_put_escaped(b, rp_text(d, "message"));
         if (json_object_get(d, "path") != NULL) {
             ts_text_put(b, " · path ");
-            ts_text_put_escaped(b, path_label(text_of(d, "path")));
+            ts_text_put_escaped(b, rp_path_label(rp_text(d, "path")));
         }
         if (json_object_get(d, "operator") != NULL) {
             ts_text_put(b, " · operator ");
-            ts_text_put_escaped(b, text_of(d, "operator"));
+            ts_text_put_escaped(b, rp_text(d, "operator"));
         }
         ts_text_put(b, "</li>");
     }
@@ -983,11 +955,11 @@ suggestions(ts_text_buf *b, const rp_page *page)
     for (size_t i = 0; i < json_array_size(page->suggestions); i++) {
         const json_t *s = json_array_get(page->suggestions, i);
         ts_text_put(b, "<div class=\"suggestion\"><p><a href=\"");
-        ts_text_put_escaped(b, text_of(s, "href"));
+        ts_text_put_escaped(b, rp_text(s, "href"));
         ts_text_put(b, "\">");
-        ts_text_put_escaped(b, text_of(s, "fact"));
+        ts_text_put_escaped(b, rp_text(s, "fact"));
         ts_text_put(b, "</a></p><p>");
-        ts_text_put_escaped(b, text_of(s, "experiment"));
+        ts_text_put_escaped(b, rp_text(s, "experiment"));
         ts_text_put(b, "</p></div>\n");
     }
     ts_text_put(b, "</section>\n");
@@ -1002,7 +974,7 @@ layer_list(ts_text_buf *b, const char *heading, const json_t *list)
         const char *name;
         json_t *diff;
         ts_text_put(b, "<li>");
-        ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+        ts_text_put_escaped(b, rp_path_label(rp_text(layer, "path")));
         ts_text_printf(b,
                        " call #%lld",
                        (long long)json_integer_value(

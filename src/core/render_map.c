@@ -45,6 +45,20 @@ rm_label(ts_text_buf *b, const rp_page *page, size_t n)
 }
 
 void
+rm_group_key(ts_text_buf *b, const rp_group *g)
+{
+    if (g->unscaled) {
+        ts_text_put(b, "no_recorded_measurement · structural · unscaled");
+        return;
+    }
+    ts_text_put_escaped(b, g->method);
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, g->unit);
+    ts_text_put(b, " · ");
+    ts_text_put_escaped(b, g->scope);
+}
+
+void
 rm_subtotal_text(
     ts_text_buf *b, const rp_group *group, size_t n, int side, rm_mode mode)
 {

@@ -33,6 +33,10 @@ double rm_height(const rp_group *group);
  * root) and " ×N calls" for repeated calls. */
 void rm_label(ts_text_buf *b, const rp_page *page, size_t n);
 
+/* A group's name (escaped): "method · unit · scope", or
+ * "no_recorded_measurement · structural · unscaled". */
+void rm_group_key(ts_text_buf *b, const rp_group *g);
+
 /* The text of a node's subtotal in a group on one side (escaped): the
  * status sentence (the SVG's shorter form in RM_SVG), or "structural ·
  * unscaled" for the synthetic group. */

@@ -279,13 +279,6 @@ build_nodes(rp_page *page, ts_error *err)
 
 /* ---- groups ------------------------------------------------------------- */
 
-static const char *
-text_of(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s != NULL ? s : "";
-}
-
 static void
 free_group(rp_group *g)
 {
@@ -451,7 +444,7 @@ build_view(rp_page *page, int v)
                 rp_group *g;
                 if (owner != NULL) {
                     if (side == 0 && view->cover[n].path == NULL) {
-                        view->cover[n].path = text_of(owner, "path");
+                        view->cover[n].path = rp_text(owner, "path");
                         view->cover[n].call_index = json_integer_value(
                             json_object_get(owner, "call_index"));
                         view->ncovered++;
@@ -466,9 +459,9 @@ build_view(rp_page *page, int v)
                 if (metric != NULL) {
                     g = group_for(page,
                                   view,
-                                  text_of(metric, "method"),
-                                  text_of(metric, "unit"),
-                                  text_of(metric, "scope"),
+                                  rp_text(metric, "method"),
+                                  rp_text(metric, "unit"),
+                                  rp_text(metric, "scope"),
                                   false);
                 }
                 else {
@@ -753,7 +746,7 @@ build_suggestions(rp_page *page)
         rp_sum best = {RP_ABSENT, false, 0, 0.0};
         size_t row = largest_row(page, v, &best);
         const json_t *layer = json_array_get(page->layers[0], row);
-        const char *path = text_of(layer, "path");
+        const char *path = rp_text(layer, "path");
         int64_t call =
             json_integer_value(json_object_get(layer, "call_index"));
         ts_text_buf fact = {NULL, 0, 0, false};
@@ -811,11 +804,11 @@ build_suggestions(rp_page *page)
                  ncompute,
                  ncompute == 1 ? "" : "s");
         ts_text_put(&fact, count);
-        ts_text_put(&fact, text_of(d, "code"));
+        ts_text_put(&fact, rp_text(d, "code"));
         ts_text_put(&fact, ", leave FLOPs incomplete.");
         return add_suggestion(
             page,
-            text_of(d, "path"),
+            rp_text(d, "path"),
             0,
             href,
             &fact,

@@ -170,6 +170,21 @@ rp_row(const rp_page *page, int side, int v, size_t row, const json_t **metric)
     return page->values[side][v][row];
 }
 
+/* obj[key] when it is a string, else "". */
+static inline const char *
+rp_text(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s != NULL ? s : "";
+}
+
+/* How a page names a module path: "(model)" for the root "". */
+static inline const char *
+rp_path_label(const char *path)
+{
+    return path[0] != '\0' ? path : "(model)";
+}
+
 /* A node's index by path, or RP_NONE. */
 size_t rp_node_find(const rp_page *page, const char *path);
 

@@ -16,19 +16,6 @@
 #define MARGIN 20.0
 #define LINE 16.0
 
-static const char *
-text_of(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s != NULL ? s : "";
-}
-
-static const char *
-path_label(const char *path)
-{
-    return path[0] != '\0' ? path : "(model)";
-}
-
 /* One line of text at (MARGIN, *y); the caller writes the content and
  * closes it with end_line. */
 static void
@@ -43,20 +30,6 @@ line(ts_text_buf *b, double *y, const char *cls)
 }
 
 static void
-group_key(ts_text_buf *b, const rp_group *g)
-{
-    if (g->unscaled) {
-        ts_text_put(b, "no_recorded_measurement · structural · unscaled");
-        return;
-    }
-    ts_text_put_escaped(b, g->method);
-    ts_text_put(b, " · ");
-    ts_text_put_escaped(b, g->unit);
-    ts_text_put(b, " · ");
-    ts_text_put_escaped(b, g->scope);
-}
-
-static void
 maps(ts_text_buf *b, const rp_page *page, int v, double *y)
 {
     const rp_view *view = &page->views[v];
@@ -64,7 +37,7 @@ maps(ts_text_buf *b, const rp_page *page, int v, double *y)
         const rp_group *g = &view->groups[gi];
         line(b, y, "h");
         ts_text_put(b, "Module cost map · ");
-        group_key(b, g);
+        rm_group_key(b, g);
         ts_text_put(b, "</text>\n");
         *y += 6;
         ts_text_printf(
@@ -113,7 +86,7 @@ rail_cards(ts_text_buf *b, const rp_page *page, int v, double *y)
                 LINE + 4,
                 MARGIN + 6,
                 *y + 2);
-            ts_text_put_escaped(b, path_label(page->nodes[n].path));
+            ts_text_put_escaped(b, rp_path_label(page->nodes[n].path));
             ts_text_put(b, " · ");
             if (removed) {
                 ts_text_put(b, "removed · before: ");
@@ -164,7 +137,7 @@ inspectors(ts_text_buf *b, const rp_page *page, int v, double *y)
                 SVG_WIDTH - 2 * MARGIN,
                 lines * LINE + 8);
             ts_text_printf(b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly);
-            ts_text_put_escaped(b, path_label(node->path));
+            ts_text_put_escaped(b, rp_path_label(node->path));
             ts_text_put(b, " · ");
             ts_text_put_escaped(b, node->type);
             ts_text_printf(b,
@@ -187,7 +160,7 @@ inspectors(ts_text_buf *b, const rp_page *page, int v, double *y)
             }
             ts_text_printf(
                 b, "<text x=\"%.0f\" y=\"%.2f\">", MARGIN + 6, ly += LINE);
-            group_key(b, g);
+            rm_group_key(b, g);
             ts_text_put(b, "</text>");
             if (node->ncalls[0] > 0) {
                 ts_text_printf(
@@ -227,21 +200,21 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
         *y += LINE;
         ts_text_printf(
             b, "<text id=\"call-%zu\" x=\"%.0f\" y=\"%.2f\">", i, MARGIN, *y);
-        ts_text_put_escaped(b, path_label(text_of(layer, "path")));
+        ts_text_put_escaped(b, rp_path_label(rp_text(layer, "path")));
         ts_text_printf(b,
                        " call #%lld · ",
                        (long long)json_integer_value(
                            json_object_get(layer, "call_index")));
         if (owner != NULL) {
             ts_text_put(b, "covered · included in ");
-            ts_text_put_escaped(b, path_label(text_of(owner, "path")));
+            ts_text_put_escaped(b, rp_path_label(rp_text(owner, "path")));
             ts_text_printf(b,
                            " · call #%lld inclusive estimate",
                            (long long)json_integer_value(
                                json_object_get(owner, "call_index")));
         }
         else if (value.status == RP_ABSENT) {
-            size_t n = rp_node_find(page, text_of(layer, "path"));
+            size_t n = rp_node_find(page, rp_text(layer, "path"));
             ts_text_put(b,
                         n != RP_NONE && page->nodes[n].first_child != RP_NONE
                             ? "no own record · its subtotal is its children's"
@@ -253,7 +226,7 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
             rt_grouped(b, &value);
             ts_text_put(b, " ");
             ts_text_put_escaped(b,
-                                metric != NULL ? text_of(metric, "unit") : "");
+                                metric != NULL ? rp_text(metric, "unit") : "");
             ts_text_put(b, " · full value unknown");
         }
         else {
@@ -261,7 +234,7 @@ call_evidence(ts_text_buf *b, const rp_page *page, int v, double *y)
                 b,
                 &value,
                 metric != NULL
-                    ? text_of(metric, "unit")
+                    ? rp_text(metric, "unit")
                     : (v == RP_VIEW_PARAMETERS ? "parameters" : "bytes"));
         }
         ts_text_put(b, "</text>\n");
@@ -286,11 +259,11 @@ diagnostics(ts_text_buf *b,
                        i,
                        MARGIN,
                        *y);
-        ts_text_put_escaped(b, text_of(d, "severity"));
+        ts_text_put_escaped(b, rp_text(d, "severity"));
         ts_text_put(b, " · ");
-        ts_text_put_escaped(b, text_of(d, "code"));
+        ts_text_put_escaped(b, rp_text(d, "code"));
         ts_text_put(b, " ");
-        ts_text_put_escaped(b, text_of(d, "message"));
+        ts_text_put_escaped(b, rp_text(d, "message"));
         ts_text_put(b, "</text>\n");
     }
 }
@@ -304,13 +277,13 @@ suggestions(ts_text_buf *b, const rp_page *page, double *y)
         const json_t *s = json_array_get(page->suggestions, i);
         *y += LINE;
         ts_text_put(b, "<a href=\"");
-        ts_text_put_escaped(b, text_of(s, "href"));
+        ts_text_put_escaped(b, rp_text(s, "href"));
         ts_text_printf(
             b, "\" tabindex=\"0\"><text x=\"%.0f\" y=\"%.2f\">", MARGIN, *y);
-        ts_text_put_escaped(b, text_of(s, "fact"));
+        ts_text_put_escaped(b, rp_text(s, "fact"));
         ts_text_put(b, "</text></a>\n");
         line(b, y, "m");
-        ts_text_put_escaped(b, text_of(s, "experiment"));
+        ts_text_put_escaped(b, rp_text(s, "experiment"));
         ts_text_put(b, "</text>\n");
     }
 }
@@ -351,7 +324,7 @@ rsv_page(const rp_page *page, const char *title, int view, ts_error *err)
     ts_text_put(&body, "TorchScan · schema 1 · ");
     ts_text_put_escaped(
         &body,
-        text_of(json_object_get(page->report, "context"), "model_type"));
+        rp_text(json_object_get(page->report, "context"), "model_type"));
     ts_text_put(&body, "</text>\n");
     maps(&body, page, view, &y);
     rail_cards(&body, page, view, &y);
