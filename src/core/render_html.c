@@ -748,7 +748,7 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         const json_t *params = json_object_get(layer, "parameters");
         const json_t *buffers = json_object_get(layer, "buffers");
         const char *name;
-        json_t *metric, *metadata;
+        json_t *metric;
         ts_text_put(b, "<details id=\"");
         ts_text_put(b, prefix);
         ts_text_put(b, "call-");
@@ -764,19 +764,11 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
         shapes(b, json_object_get(layer, "input"), 0);
         ts_text_put(b, " → output: ");
         shapes(b, json_object_get(layer, "output"), 0);
-        ts_text_put(b, "</p><pre>");
-        metadata = json_pack("{s:O?,s:O?}",
-                             "input",
-                             json_object_get(layer, "input"),
-                             "output",
-                             json_object_get(layer, "output"));
-        if (metadata == NULL) {
-            b->failed = true;
-        }
-        else {
-            rt_json_esc(b, metadata);
-            json_decref(metadata);
-        }
+        ts_text_put(b, "</p><pre>{\"input\":");
+        rt_json_esc(b, json_object_get(layer, "input"));
+        ts_text_put(b, ",\"output\":");
+        rt_json_esc(b, json_object_get(layer, "output"));
+        ts_text_put(b, "}");
         ts_text_put(b, "</pre>\n<p>");
         if (json_is_object(params)) {
             rp_sum fresh = {TS_COMPLETE, false, 0, 0.0};
@@ -808,39 +800,42 @@ call_details(ts_text_buf *b, const rp_page *page, int side)
                                ? " (shared)"
                                : "");
         }
-        ts_text_put(
-            b,
-            "</p>\n<table><thead><tr><th>Metric</th><th>Measurement</th>"
-            "<th>Method · scope</th></tr></thead><tbody>");
+        /* one line per metric (a table per call would weigh tens of
+         * elements a call on a large model's page) */
+        ts_text_put(b, "</p>\n<pre class=\"metrics\">");
         json_object_foreach((json_t *)metrics, name, metric)
         {
-            metric_row(b, name, metric);
+            ts_text_put_escaped(b, name);
+            ts_text_put(b, ": ");
+            rt_metric_text(b, metric);
+            ts_text_put(b, " · ");
+            ts_text_put_escaped(b, rp_text(metric, "method"));
+            ts_text_put(b, " · ");
+            ts_text_put_escaped(b, rp_text(metric, "scope"));
+            ts_text_put(b, "\n");
         }
         for (size_t k = 0; k < 4; k++) {
             const json_t *owner = json_object_get(owners, compute_metrics[k]);
             if (json_object_get(metrics, compute_metrics[k]) != NULL) {
                 continue;
             }
-            ts_text_put(b, "<tr><td>");
             ts_text_put(b, compute_metrics[k]);
             if (owner != NULL) {
-                ts_text_put(b, "</td><td>covered · included in ");
+                ts_text_put(b, ": covered · included in ");
                 ts_text_put_escaped(b, rp_path_label(rp_text(owner, "path")));
-                ts_text_printf(
+                ts_text_put(b, " · call #");
+                ts_text_put_int(
                     b,
-                    " · call #%lld inclusive estimate</td><td>subtree"
-                    "</td></tr>",
-                    (long long)json_integer_value(
-                        json_object_get(owner, "call_index")));
+                    json_integer_value(json_object_get(owner, "call_index")));
+                ts_text_put(b, " inclusive estimate · subtree\n");
             }
             else {
-                ts_text_put(b, "</td><td>unavailable · unknown</td><td>");
+                ts_text_put(b, ": unavailable · unknown · ");
                 ts_text_put(
-                    b, page->structure ? "not_requested" : "not_recorded");
-                ts_text_put(b, "</td></tr>");
+                    b, page->structure ? "not_requested\n" : "not_recorded\n");
             }
         }
-        ts_text_put(b, "</tbody></table>");
+        ts_text_put(b, "</pre>");
         path_diagnostics(b,
                          json_object_get(report, "diagnostics"),
                          rp_text(layer, "path"),

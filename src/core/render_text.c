@@ -228,10 +228,24 @@ void
 rt_json_esc(ts_text_buf *b, const json_t *value)
 {
     char *text = ts_json_text(value, -1);
+    const char *start;
     if (text == NULL) {
         b->failed = true;
         return;
     }
-    ts_text_put_escaped(b, text);
+    /* element content: only & < > need references */
+    start = text;
+    for (const char *c = text; *c; c++) {
+        const char *ref = *c == '&'   ? "&amp;"
+                          : *c == '<' ? "&lt;"
+                          : *c == '>' ? "&gt;"
+                                      : NULL;
+        if (ref != NULL) {
+            ts_text_put_n(b, start, (size_t)(c - start));
+            ts_text_put(b, ref);
+            start = c + 1;
+        }
+    }
+    ts_text_put(b, start);
     free(text);
 }

@@ -39,7 +39,8 @@ void rt_delta_text(ts_text_buf *b, const json_t *diff);
  * & < > U+2028 U+2029 written as \uXXXX, so no sequence can close the
  * element or break a script. */
 void rt_json_island(ts_text_buf *b, const json_t *value);
-/* A value as compact JSON text, escaped for an attribute or element. */
+/* A value as compact JSON text, escaped for element content (& < >; not
+ * for an attribute). */
 void rt_json_esc(ts_text_buf *b, const json_t *value);
 
 #endif /* TORCHSCAN_RENDER_TEXT_H */
