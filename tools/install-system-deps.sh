@@ -19,7 +19,9 @@ if [ "${1:-}" = fuzz ]; then
     ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
         || missing="$missing libfuzzer-14-dev libclang-rt-14-dev"
 fi
-# `make browser-test` (sh tools/install-system-deps.sh browser): Chromium, its WebDriver and `ip`
+# `make browser-test` (sh tools/install-system-deps.sh browser): Chromium, its WebDriver and `ip`.
+# This script only installs them and never starts the browser: Chromium calls home by itself, so the
+# Makefile runs it only inside a network namespace of its own (unshare -n, loopback up).
 if [ "${1:-}" = browser ]; then
     command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
     command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
