@@ -1,8 +1,9 @@
-/* Token dependencies (token_deps.h): mask summaries, the relation algebra
- * and the relations of attention and Transformer calls. Expected relations
- * are worked out by hand from the contract's definitions (1.1): output i
- * of attention mixes the values of the keys it sees, and depends on its
- * query and those keys only where it sees two or more. */
+/* Token dependencies (token_deps.h: token_relations.c and token_deps.c):
+ * mask summaries, the relation algebra and the relations of attention and
+ * Transformer calls. Expected relations are worked out by hand from the
+ * contract's definitions (1.1): output i of attention mixes the values of
+ * the keys it sees, and depends on its query and those keys only where it
+ * sees two or more. */
 #include <stdlib.h>
 
 #include "harness.h"
