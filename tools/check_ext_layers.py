@@ -47,6 +47,7 @@ LAYERS = [
     "callbacks",  # the only place user code runs
     "module_family",  # native families (class table), module tree
     "module_desc",  # one reader per family
+    "masks",  # mask arguments of attention calls: shape and value summary
     "module_call",  # the parts of a call the formulas need
     "counter",  # the operator counter (type Counter)
     "handlers",  # custom module handlers: matching, normalising

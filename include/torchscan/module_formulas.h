@@ -281,10 +281,16 @@ typedef enum {
     TS_TF_SEQ_COUNT
 } ts_tf_seq;
 
+struct ts_token_call; /* token_deps.h */
+
 /* One call of the module. `input` is the first tensor of the ordered inputs,
  * `output` the first tensor of the output. */
 typedef struct ts_module_call {
     const char *type_name; /* class __name__, for messages */
+    /* Native attention and Transformer calls whose token dependencies are
+     * wanted: their masks and hints (borrowed; NULL: none passed, or not
+     * wanted). The formulas do not read it. */
+    const struct ts_token_call *tokens;
     bool has_input, has_output;
     ts_shape input;
     ts_shape output;

@@ -97,6 +97,13 @@ int ts_session_begin_owned_call(ts_session *session,
 /* Estimates (bits) an enclosing owner covers for this layer. */
 unsigned ts_session_layer_covered(const ts_session *session, int layer);
 
+/* Whether ending this open call will record token dependencies (full mode,
+ * a native attention or Transformer metric leaf whose receptive field the
+ * built-in estimates answer: no enclosing owner covers it and no handler
+ * supplied it). The binding then reads the call's masks into
+ * ts_module_call.tokens (token_deps.h). */
+bool ts_session_layer_wants_tokens(const ts_session *session, int layer);
+
 /* Stores a handler-supplied estimate `which` (0-5) on a layer: the layer's
  * metric_ownership gets it; `method` is copied; `subtree` selects scope
  * "subtree" (else "module_call"). Formulas do not replace it. */
@@ -115,9 +122,11 @@ int ts_session_mark_expanded_boundary(ts_session *session, int layer);
 
 /* Makes the open call `layer` own `mask` for its whole subtree after the
  * fact: the estimates its descendants recorded for those bits are dropped
- * and they get metric_owners. Bits the layer already holds an estimate for
- * (a handler supplied it for the call alone) or that an enclosing owner
- * covers are left out. Call before the layer's own end_call. */
+ * and they get metric_owners (with the receptive field, their token
+ * dependencies and those dependencies' diagnostics go too). Bits the layer
+ * already holds an estimate for (a handler supplied it for the call alone) or
+ * that an enclosing owner covers are left out. Call before the layer's own
+ * end_call. */
 int ts_session_own_retroactively(ts_session *session,
                                  int layer,
                                  unsigned mask);
@@ -141,9 +150,11 @@ size_t ts_session_layer_count(const ts_session *session);
  * output metadata; failed marks a forward that raised (its output becomes
  * {"kind": "failed"} and a module_forward_error diagnostic is emitted).
  * `call` (may be NULL when the call exposed no input/output tensor) feeds
- * the module formulas of metric leaves in full mode. Returns the layer index
- * or a negative status (TS_EINVAL when `module` is not the innermost
- * active call). */
+ * the module formulas of metric leaves in full mode, and the token
+ * dependencies of native attention and Transformer rows (see
+ * ts_session_layer_wants_tokens; a failed call's are unavailable without a
+ * diagnostic of their own). Returns the layer index or a negative status
+ * (TS_EINVAL when `module` is not the innermost active call). */
 int ts_session_end_call(ts_session *session,
                         int module,
                         json_t *output,

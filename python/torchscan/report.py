@@ -71,6 +71,40 @@ class Diagnostic(TypedDict):
     operator: NotRequired[str]
 
 
+class TokenRelation(TypedDict):
+    """What output position ``i`` depends on in one source: ``all`` (positions ``0 .. limit-1``),
+    ``same_position`` (``i``), ``prefix`` (``0 .. min(i+1, limit)-1``) or ``none``. ``limit`` is given only
+    below the source length; output positions before ``first_position`` (given only when not 0) depend on
+    nothing."""
+
+    kind: Literal["all", "same_position", "prefix", "none"]
+    limit: NotRequired[int]
+    first_position: NotRequired[int]
+
+
+class TokenSource(TypedDict):
+    """One input sequence of a call: the arguments it is (one tensor passed as several arguments is one
+    source), its sequence axis and length, and the relation of output positions to it."""
+
+    arguments: list[str]
+    sequence_axis: int
+    length: int
+    relation: TokenRelation
+
+
+class TokenDependency(TypedDict):
+    """``LayerReport.token_dependencies`` on native attention and Transformer rows (see
+    docs/report-schema.md): ``complete`` with three assumption sentences, the output sequence and the
+    sources, or ``unavailable`` with no assumptions, no output and no sources."""
+
+    status: Literal["complete", "unavailable"]
+    scope: str
+    method: str
+    assumptions: list[str]
+    output: NotRequired[dict[str, int]]
+    sources: list[TokenSource]
+
+
 class LayerReport(TypedDict):
     """One module call, in pre-hook (call) order."""
 
@@ -84,6 +118,7 @@ class LayerReport(TypedDict):
     parameters: dict[str, Any]
     buffers: dict[str, Any]
     metrics: dict[str, MetricResult]
+    token_dependencies: NotRequired[TokenDependency]
 
 
 class AnalysisReport(TypedDict):

@@ -7,6 +7,7 @@
 
 #include "record_util.h"
 #include "session_internal.h"
+#include "torchscan/token_deps.h"
 
 static void
 slot_reset(metric_slot *slot)
@@ -99,6 +100,8 @@ ts_session_free(ts_session *session)
     for (size_t i = 0; i < session->nlayers; i++) {
         json_decref(session->layers[i].input);
         json_decref(session->layers[i].output);
+        json_decref(session->layers[i].tokens);
+        json_decref(session->layers[i].token_diagnostic);
         for (int k = 0; k < N_ESTIMATES; k++) {
             free(session->layers[i].estimates[k].owned);
         }
@@ -261,6 +264,20 @@ ts_session_layer_covered(const ts_session *session, int layer)
         return 0;
     }
     return session->layers[layer].covered;
+}
+
+bool
+ts_session_layer_wants_tokens(const ts_session *session, int layer)
+{
+    const layer_record *l;
+    const module_record *m;
+    if (layer < 0 || (size_t)layer >= session->nlayers || !session->full) {
+        return false;
+    }
+    l = &session->layers[layer];
+    m = &session->modules[l->module];
+    return m->metric_leaf && ts_token_kind_supported(m->desc.kind)
+           && !((l->covered | l->present) & RF_BIT);
 }
 
 int
@@ -470,6 +487,79 @@ estimate_layer(ts_session *session,
     return TS_OK;
 }
 
+/* The token dependencies of a native attention or Transformer row whose
+ * receptive field the built-in estimates just answered, with their
+ * unsupported_token_dependencies diagnostic when the call's masks or
+ * structure leave them unknown. A failed call's are unavailable: its
+ * module_forward_error says why. */
+static int
+record_tokens(ts_session *session,
+              layer_record *layer,
+              const module_record *m,
+              bool failed,
+              const ts_module_call *call)
+{
+    ts_token_result result;
+    json_t *tokens;
+    memset(&result, 0, sizeof result);
+    if (!failed && (call == NULL || !call->has_input || !call->has_output)) {
+        snprintf(result.message,
+                 sizeof result.message,
+                 "Token dependencies unavailable: the call did not expose "
+                 "its input and output tensors.");
+    }
+    else if (!failed) {
+        ts_module_call named = *call;
+        int rc;
+        named.type_name = m->type_name;
+        rc = ts_token_dependencies(&m->desc, &named, &result);
+        if (rc != TS_OK) {
+            return rc;
+        }
+    }
+    tokens = ts_token_result_json(&result);
+    if (tokens == NULL) {
+        return TS_ENOMEM;
+    }
+    json_decref(layer->tokens);
+    layer->tokens = tokens;
+    if (!result.complete && result.message[0] != '\0') {
+        if (ts_diagnostic_append(session->diagnostics,
+                                 "unsupported_token_dependencies",
+                                 "token_dependencies",
+                                 m->path,
+                                 NULL,
+                                 result.message)) {
+            return TS_ENOMEM;
+        }
+        json_decref(layer->token_diagnostic);
+        layer->token_diagnostic = json_incref(json_array_get(
+            session->diagnostics, json_array_size(session->diagnostics) - 1));
+    }
+    return TS_OK;
+}
+
+/* Drops a layer's token dependencies and their diagnostic (an owner took
+ * its receptive field after the fact). */
+static void
+drop_tokens(ts_session *session, layer_record *layer)
+{
+    json_decref(layer->tokens);
+    layer->tokens = NULL;
+    if (layer->token_diagnostic == NULL) {
+        return;
+    }
+    for (size_t i = json_array_size(session->diagnostics); i-- > 0;) {
+        if (json_array_get(session->diagnostics, i)
+            == layer->token_diagnostic) {
+            json_array_remove(session->diagnostics, i);
+            break;
+        }
+    }
+    json_decref(layer->token_diagnostic);
+    layer->token_diagnostic = NULL;
+}
+
 int
 ts_session_end_call(ts_session *session,
                     int module,
@@ -526,6 +616,10 @@ ts_session_end_call(ts_session *session,
             wanted = failed ? wanted : 0;
         }
         int rc = estimate_layer(session, layer, m, failed, call, wanted);
+        if (rc == TS_OK && m->metric_leaf && (wanted & RF_BIT)
+            && ts_token_kind_supported(m->desc.kind)) {
+            rc = record_tokens(session, layer, m, failed, call);
+        }
         if (rc != TS_OK) {
             return rc;
         }
@@ -589,6 +683,9 @@ ts_session_own_retroactively(ts_session *session, int layer, unsigned mask)
         l->handled &= (uint8_t)~mask;
         l->owns &= (uint8_t)~mask;
         l->covered |= (uint8_t)mask;
+        if (mask & RF_BIT) {
+            drop_tokens(session, l);
+        }
     }
     return TS_OK;
 }

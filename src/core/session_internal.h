@@ -23,7 +23,10 @@ typedef struct module_record {
 /* The six module estimates, in report order. */
 enum {
     N_ESTIMATES = 6,
-    N_SUMMED = 3 /* the first three have model totals */
+    N_SUMMED = 3, /* the first three have model totals */
+    /* token dependencies come with the receptive field: the call that
+     * answers it (or owns it for a subtree) answers for them */
+    RF_BIT = 1u << 3
 };
 static const char *const estimate_names[N_ESTIMATES] = {"module_flops",
                                                         "macs",
@@ -57,6 +60,11 @@ typedef struct layer_record {
     bool op_incomplete;
     int owner[N_ESTIMATES]; /* covering layer per covered estimate */
     metric_slot estimates[N_ESTIMATES];
+    /* native attention and Transformer rows: the TokenDependency and its
+     * unsupported_token_dependencies diagnostic (strong references; NULL
+     * when none) */
+    json_t *tokens;
+    json_t *token_diagnostic;
 } layer_record;
 
 /* Module paths and type names (session.c: session_text). */

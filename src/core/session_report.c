@@ -268,6 +268,10 @@ emit_layer(const ts_emitter *e,
     TRY_EMIT(emit_layer_output(e, layer));
     TRY_EMIT(emit_attribution(e, &layer->attribution));
     TRY_EMIT(emit_layer_metrics(e, session, layer));
+    if (layer->tokens != NULL) {
+        TRY_EMIT(e->key(e->ctx, "token_dependencies"));
+        TRY_EMIT(e->tree(e->ctx, layer->tokens));
+    }
     if (layer->handled) {
         TRY_EMIT(emit_metric_ownership(e, layer));
     }

@@ -1,5 +1,7 @@
 /* The parts of a module call the formulas need beyond the first input and
- * output tensors (module_call.h). */
+ * output tensors, and the masks token dependencies read (module_call.h). */
+#include <string.h>
+
 #include "module_call.h"
 
 /* Finds a call argument by position or keyword. Borrowed or NULL. */
@@ -218,6 +220,64 @@ fill_transformer_call(tsx_state *st,
             ref_arg(st, args, kwargs, &sig->causal[i]) == Py_True;
     }
     return 0;
+}
+
+/* MultiheadAttention(query, key, value, key_padding_mask, need_weights,
+ * attn_mask, average_attn_weights, is_causal) and the Transformer family's
+ * masks by role. */
+static int
+fill_tokens_call(tsx_state *st,
+                 const ts_module_desc *desc,
+                 PyObject *args,
+                 PyObject *kwargs,
+                 ts_token_call *tokens)
+{
+    if (desc->kind == TS_MOD_MHA) {
+        PyObject *query = call_arg(st, args, kwargs, 0, "query");
+        PyObject *key = call_arg(st, args, kwargs, 1, "key");
+        PyObject *value = call_arg(st, args, kwargs, 2, "value");
+        tokens->key_is_query = key != NULL && key == query;
+        tokens->value_is_query = value != NULL && value == query;
+        tokens->value_is_key = value != NULL && value == key;
+        tokens->is_causal =
+            call_arg(st, args, kwargs, 7, "is_causal") == Py_True;
+        if (tsx_read_mask(st,
+                          call_arg(st, args, kwargs, 5, "attn_mask"),
+                          &tokens->attn_mask)
+                < 0
+            || tsx_read_mask(st,
+                             call_arg(st, args, kwargs, 3, "key_padding_mask"),
+                             &tokens->key_padding_mask)
+                   < 0) {
+            return -1;
+        }
+        return 0;
+    }
+    const tf_signature *sig =
+        &tf_signatures[desc->kind - TS_MOD_TRANSFORMER_ENCODER_LAYER];
+    for (int i = 0; i < TS_TF_MASK_COUNT; i++) {
+        if (tsx_read_mask(st,
+                          ref_arg(st, args, kwargs, &sig->masks[i]),
+                          &tokens->tf_masks[i])
+            < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+tsx_fill_tokens(tsx_state *st,
+                const ts_module_desc *desc,
+                PyObject *args,
+                PyObject *kwargs,
+                ts_token_call *tokens)
+{
+    memset(tokens, 0, sizeof *tokens);
+    if (!ts_token_kind_supported(desc->kind)) {
+        return 0;
+    }
+    return fill_tokens_call(st, desc, args, kwargs, tokens);
 }
 
 /* RNN/LSTM/GRU return (output, h_n) or (output, (h_n, c_n)): the state

@@ -307,10 +307,13 @@ leaf_desc(tsx_crawl *c, int index, bool began_training)
 }
 
 /* Records the end of a successful call: output metadata and, on a leaf in
- * full mode, the formulas' inputs. Takes `call` as begun. */
+ * full mode, the formulas' inputs (and the masks of a native attention or
+ * Transformer call whose token dependencies are wanted). Takes `call` as
+ * begun. */
 static int
 record_output(tsx_crawl *c,
               int index,
+              int layer,
               PyObject *args,
               PyObject *kwargs,
               PyObject *output,
@@ -319,6 +322,7 @@ record_output(tsx_crawl *c,
 {
     const ts_module_desc *desc;
     bool formulas = c->full && ts_session_module_is_leaf(c->session, index);
+    ts_token_call tokens;
     int rc;
     /* the shapes for the formulas (full mode) are read on the way */
     json_t *out_meta =
@@ -335,6 +339,14 @@ record_output(tsx_crawl *c,
                        < 0)) {
             json_decref(out_meta);
             return -1;
+        }
+        if (call->has_input
+            && ts_session_layer_wants_tokens(c->session, layer)) {
+            if (tsx_fill_tokens(c->st, desc, args, kwargs, &tokens) < 0) {
+                json_decref(out_meta);
+                return -1;
+            }
+            call->tokens = &tokens;
         }
     }
     rc = ts_session_end_call(
@@ -390,7 +402,7 @@ tsx_call_end(tsx_crawl *c,
     }
     if (!failed) {
         return record_output(
-            c, index, args, kwargs, output, began_training, &call);
+            c, index, layer, args, kwargs, output, began_training, &call);
     }
     rc = ts_session_end_call(c->session, index, NULL, true, NULL);
     /* TS_EINVAL: a call closed that never opened; nothing to record. */

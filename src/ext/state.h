@@ -11,6 +11,8 @@
  *                handlers' estimates, module readers
  *   module_family  native families (the class table), the module tree
  *   module_desc  one reader per module family (hyperparameters)
+ *   masks        mask arguments of attention and Transformer calls: shape
+ *                and the engine's summary of their values
  *   module_call  the parts of a module call the formulas need
  *   counter      the operator counter (Python type Counter)
  *   handlers     custom module handlers: matching, normalising results

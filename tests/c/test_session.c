@@ -2,6 +2,7 @@
  * message on it. */
 #include "harness.h"
 #include "torchscan/session.h"
+#include "torchscan/token_deps.h"
 
 static json_t *
 tensor_meta(int64_t a, int64_t b)
@@ -264,11 +265,151 @@ test_ownership(void)
     ts_session_free(s);
 }
 
+static ts_shape
+shape3(int64_t a, int64_t b, int64_t c)
+{
+    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true};
+    return s;
+}
+
+/* token_dependencies: on a native attention row that answers its receptive
+ * field; unavailable (no diagnostic of its own) when its forward failed;
+ * dropped with its diagnostic when an enclosing call takes the receptive
+ * field over after the fact. */
+static void
+test_token_dependencies(void)
+{
+    ts_session *s = ts_session_new(true);
+    ts_module_desc mha = {0};
+    ts_module_call call = {0};
+    ts_token_call tokens;
+    ts_model_totals totals = {0};
+    ts_error err;
+    json_t *report, *layers, *diags, *tk;
+    memset(&tokens, 0, sizeof tokens);
+    mha.kind = TS_MOD_MHA;
+    mha.embed_dim = 4;
+    mha.num_heads = 2;
+    mha.kdim = mha.vdim = 4;
+    int root = ts_session_add_module(s, "", "Net", NULL, false);
+    int attn =
+        ts_session_add_module(s, "attn", "MultiheadAttention", &mha, true);
+    call.has_input = call.has_output = true;
+    call.input = call.output = call.key = call.value = shape3(3, 1, 4);
+    call.tokens = &tokens;
+    tokens.key_is_query = tokens.value_is_query = tokens.value_is_key = true;
+
+    int l0 =
+        ts_session_begin_call(s, root, call_meta(tensor_meta(3, 4)), NULL);
+    /* layer 1: all-to-all */
+    int l1 =
+        ts_session_begin_call(s, attn, call_meta(tensor_meta(3, 4)), NULL);
+    CHECK(ts_session_layer_wants_tokens(s, l1));
+    CHECK(!ts_session_layer_wants_tokens(s, l0)); /* not a native row */
+    CHECK_EQ_INT(ts_session_end_call(s, attn, tensor_meta(3, 4), false, &call),
+                 l1);
+    /* layer 2: padding that excludes a key */
+    tokens.key_padding_mask.present = tokens.key_padding_mask.read = true;
+    tokens.key_padding_mask.excludes = true;
+    tokens.key_padding_mask.shape = shape2(1, 3);
+    tokens.key_padding_mask.shape.dtype = TS_DTYPE_BOOL;
+    int l2 =
+        ts_session_begin_call(s, attn, call_meta(tensor_meta(3, 4)), NULL);
+    ts_session_end_call(s, attn, tensor_meta(3, 4), false, &call);
+    /* layer 3: its forward raised */
+    int l3 =
+        ts_session_begin_call(s, attn, call_meta(tensor_meta(3, 4)), NULL);
+    ts_session_end_call(s, attn, NULL, true, NULL);
+    ts_session_end_call(s, root, tensor_meta(3, 4), false, NULL);
+    CHECK_EQ_INT(l2, 2);
+    CHECK_EQ_INT(l3, 3);
+
+    report = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
+    layers = json_object_get(report, "layers");
+    diags = json_object_get(report, "diagnostics");
+    CHECK(json_object_get(json_array_get(layers, 0), "token_dependencies")
+          == NULL);
+    tk = json_object_get(json_array_get(layers, 1), "token_dependencies");
+    CHECK_EQ_STR(json_string_value(json_object_get(tk, "status")), "complete");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(tk, "sources"), 0),
+                            "relation"),
+            "kind")),
+        "all");
+    tk = json_object_get(json_array_get(layers, 2), "token_dependencies");
+    CHECK_EQ_STR(json_string_value(json_object_get(tk, "status")),
+                 "unavailable");
+    tk = json_object_get(json_array_get(layers, 3), "token_dependencies");
+    CHECK_EQ_STR(json_string_value(json_object_get(tk, "status")),
+                 "unavailable");
+    CHECK_EQ_INT(json_array_size(json_object_get(tk, "sources")), 0);
+    /* the padding diagnostic, then the failed forward's */
+    CHECK_EQ_INT(json_array_size(diags), 2);
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 0), "code")),
+        "unsupported_token_dependencies");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 0), "metric")),
+        "token_dependencies");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 0), "path")),
+        "attn");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 1), "code")),
+        "module_forward_error");
+    json_decref(report);
+    ts_session_free(s);
+
+    /* a parent takes the receptive field after its child recorded token
+     * dependencies and their diagnostic: both go */
+    s = ts_session_new(true);
+    root = ts_session_add_module(s, "", "Net", NULL, false);
+    attn = ts_session_add_module(s, "attn", "MultiheadAttention", &mha, true);
+    ts_session_set_module_handler(s, root, true);
+    l0 = ts_session_begin_call(s, root, call_meta(tensor_meta(3, 4)), NULL);
+    l1 = ts_session_begin_call(s, attn, call_meta(tensor_meta(3, 4)), NULL);
+    ts_session_end_call(s, attn, tensor_meta(3, 4), false, &call);
+    CHECK_EQ_INT(ts_session_own_retroactively(s, l0, 1u << 3), TS_OK);
+    CHECK(!ts_session_layer_wants_tokens(s, l1));
+    ts_session_end_call(s, root, tensor_meta(3, 4), false, NULL);
+    report = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
+    layers = json_object_get(report, "layers");
+    CHECK(json_object_get(json_array_get(layers, 1), "token_dependencies")
+          == NULL);
+    CHECK_EQ_INT(json_array_size(json_object_get(report, "diagnostics")), 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(json_object_get(json_array_get(layers, 1),
+                                                     "metric_owners"),
+                                     "receptive_field"),
+                     "path")),
+                 "");
+    json_decref(report);
+    ts_session_free(s);
+
+    /* structure mode: no token analysis */
+    s = ts_session_new(false);
+    attn = ts_session_add_module(s, "", "MultiheadAttention", &mha, true);
+    l0 = ts_session_begin_call(s, attn, call_meta(tensor_meta(3, 4)), NULL);
+    CHECK(!ts_session_layer_wants_tokens(s, l0));
+    ts_session_end_call(s, attn, tensor_meta(3, 4), false, &call);
+    report = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
+    CHECK(json_object_get(json_array_get(json_object_get(report, "layers"), 0),
+                          "token_dependencies")
+          == NULL);
+    json_decref(report);
+    ts_session_free(s);
+}
+
 int
 main(void)
 {
     test_ownership();
     test_crawl_report();
     test_failed_call_and_structure();
+    test_token_dependencies();
     return ts_test_report();
 }

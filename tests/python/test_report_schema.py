@@ -447,6 +447,21 @@ HANDLERS = {
 }
 
 
+class _Attend(nn.Module):
+    """Self-attention under an optional mask, then an extra attention named `extra` (a row only one of two
+    compared reports has)."""
+
+    def __init__(self, extra: str) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(4, 2)
+        self.extra = extra
+        setattr(self, extra, nn.MultiheadAttention(4, 2))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        y = self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]
+        return getattr(self, self.extra)(y, y, y, need_weights=False)[0]
+
+
 def _tiny_transformer() -> nn.Transformer:
     return nn.Transformer(
         d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=4, dropout=0.0,
@@ -495,6 +510,32 @@ def build_reports() -> list[tuple[str, str, Any]]:
                 custom_modules={nn.TransformerEncoder: ModuleHandler(lambda call: {"module_flops": 1})},
             ),
         )
+
+        # token dependencies: limit and first_position (cross-attention under a causal 2x5 mask), and an
+        # unavailable one (padding that excludes a key)
+        query, memory = torch.ones(2, 1, 4), torch.ones(5, 1, 4)
+        causal = torch.ones(2, 5, dtype=torch.bool).triu(1)
+        add(
+            "crawl_module MultiheadAttention, causal cross-attention",
+            "AnalysisReport",
+            crawl_module(
+                nn.MultiheadAttention(4, 2), args=(query, memory, memory.clone()), kwargs={"attn_mask": causal}
+            ),
+        )
+        add(
+            "crawl_module MultiheadAttention, padding",
+            "AnalysisReport",
+            crawl_module(
+                nn.MultiheadAttention(4, 2),
+                args=(memory, memory, memory),
+                kwargs={"key_padding_mask": torch.tensor([[False, False, False, False, True]])},
+            ),
+        )
+        seq = torch.ones(3, 1, 4)
+        attended = crawl_module(_Attend("extra_a"), args=(seq,))
+        causal_seq = nn.Transformer.generate_square_subsequent_mask(3)
+        masked = crawl_module(_Attend("extra_b"), args=(seq,), kwargs={"mask": causal_seq})
+    add("compare_reports, token dependencies", "ReportDiff", compare_reports(attended, masked))
 
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
     x = torch.ones(2, 4)
@@ -593,7 +634,8 @@ def walked(page: Page, reports: list[tuple[str, str, Any]]) -> Findings:
 
 def test_page_tables_are_well_formed(page: Page) -> None:
     expected = {
-        "MetricResult", "Diagnostic", "Description", "Owner", "MetricDiff", "AnalysisReport", "LayerReport",
+        "MetricResult", "Diagnostic", "Description", "Owner", "TokenDependency", "MetricDiff", "AnalysisReport",
+        "LayerReport",
         "FlopReport", "ReportDiff", "BenchmarkReport", "ProfileReport", "PeakMemory", "BenchmarkComparison",
     }
     assert set(page.schemas) == expected

@@ -290,6 +290,37 @@ def hf_sdpa_model() -> None:
     )
 
 
+@check
+def token_dependencies_cuda_masks() -> None:
+    # CUDA masks are copied to the host outside every dispatch mode: the relations equal the CPU ones, and
+    # the copy is neither counted nor listed among ignored operators.
+    torch.manual_seed(0)
+    layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    tgt, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
+    causal = nn.Transformer.generate_square_subsequent_mask(4)
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    kwargs = {"tgt_mask": causal, "memory_key_padding_mask": padding}
+    cpu = crawl_module(layer, args=(tgt, memory), kwargs=kwargs)
+    gpu_kwargs = {k: v.to(DEV) for k, v in kwargs.items()}
+    tgt, memory = tgt.to(DEV), memory.to(DEV)
+    gpu = crawl_module(layer.to(DEV), args=(tgt, memory), kwargs=gpu_kwargs)
+    layer.eval()
+    with torch.no_grad():  # the same forward, counted without a crawl (no mask is read)
+        plain = measure_flops(lambda: layer(tgt, memory, **gpu_kwargs))
+    padded = {**gpu_kwargs, "memory_key_padding_mask": gpu_kwargs["memory_key_padding_mask"].clone()}
+    padded["memory_key_padding_mask"][0, -1] = True
+    excluded = crawl_module(layer, args=(tgt, memory), kwargs=padded)
+    record(
+        "token_dependencies_cuda_masks",
+        cpu["layers"][0]["token_dependencies"] == gpu["layers"][0]["token_dependencies"]
+        and gpu["layers"][0]["token_dependencies"]["sources"][0]["relation"] == {"kind": "prefix"}
+        and gpu["operator_flops"]["ignored_operators"] == plain["ignored_operators"]
+        and excluded["layers"][0]["token_dependencies"]["status"] == "unavailable",
+        cuda=gpu["layers"][0]["token_dependencies"]["sources"],
+        ignored=sorted(gpu["operator_flops"]["ignored_operators"]),
+    )
+
+
 def main() -> int:
     print(json.dumps({
         "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0),
@@ -298,7 +329,7 @@ def main() -> int:
     start = time.perf_counter()
     for fn in (
         peak_memory, latency, profile, workload_report, crawl_cpu_equals_cuda,
-        training_step_cpu_equals_cuda, sdpa_kernels, hf_sdpa_model,
+        training_step_cpu_equals_cuda, sdpa_kernels, hf_sdpa_model, token_dependencies_cuda_masks,
     ):
         fn()
     passed = sum(ok for _, ok in RESULTS)
