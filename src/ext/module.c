@@ -1,11 +1,12 @@
 /* torchscan._engine: the module definition (multi-phase init, module
  * state in state.c), its method table and its types. This is the top layer
  * of src/ext: the functions it lists live in reports.c, tables.c,
- * formulas.c, measure.c and timing.c, the types in crawl.c, hooks.c and
- * counter.c (state.h lists the layers). */
+ * formulas.c, progress.c, timing.c and measure.c, the types in crawl.c,
+ * hooks.c and counter.c (state.h lists the layers). */
 #include "crawl.h"
 #include "formulas.h"
 #include "measure.h"
+#include "progress.h"
 #include "reports.h"
 #include "tables.h"
 #include "timing.h"
@@ -87,6 +88,16 @@ static PyMethodDef engine_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "time_workload(workload, synchronize, warmup, min_run_time, "
      "min_repeats, work_units, work_unit) -> {'totals', 'measurement'}"},
+    {"progress_start",
+     tsx_engine_progress_start,
+     METH_VARARGS,
+     "progress_start(label, fd) -> a handle, or None when fd is not a "
+     "terminal or another progress line is shown: a thread draws "
+     "'torchscan: <label>, <elapsed>' after the first second"},
+    {"progress_stop",
+     tsx_engine_progress_stop,
+     METH_O,
+     "progress_stop(handle): stops the thread, blanks the line"},
     {"profile_rows",
      tsx_engine_profile_rows,
      METH_VARARGS,

@@ -322,3 +322,24 @@ def test_the_peak_memory_reduction_does_not_leak():
     tag = torch._C._profiler._EventType.Allocation
     assert _engine.memory_peak(roots, tag) == 6000  # both alive together
     _check_no_growth(lambda: _engine.memory_peak(roots, tag), iterations=1000)
+
+
+def test_progress_lines_do_not_leak():
+    import pty
+
+    from torchscan import _engine
+
+    controller, terminal = pty.openpty()
+
+    def call():
+        handle = _engine.progress_start("leak check", terminal)  # a thread started and joined each time
+        assert handle is not None
+        _engine.progress_stop(handle)
+        del handle
+        _engine.time_workload(lambda: None, None, 0, 1e-4, 2, 1.0, "calls", progress_fd=terminal)
+
+    try:
+        _check_no_growth(call)
+    finally:
+        os.close(terminal)
+        os.close(controller)
