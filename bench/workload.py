@@ -6,6 +6,9 @@
 (2) Peak memory: measure_peak_memory(device="cpu") time over the plain workload time, next to the same ratio for
     the reference's configuration (torch.profiler with profile_memory, record_shapes and with_stack, then
     export_memory_timeline to a temporary file).
+(3) Progress line: the latency measure_latency's loop reports for the no-op workload with its progress line drawn
+    on a pseudo-terminal next to the same loop silent (the line is drawn between blocks, so the ratio should be
+    1 within noise), how many lines were drawn, and what one draw costs (a write of a line to that terminal).
 
 Each figure is the best of several interleaved rounds (peak memory: per-call averages of short loops); nothing
 is asserted. Targets (issue 5): harness overhead at
@@ -16,8 +19,10 @@ from __future__ import annotations
 
 import gc
 import os
+import pty
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -30,7 +35,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import torchscan  # noqa: E402
-from torchscan import measure_latency  # noqa: E402
+from torchscan import _engine, measure_latency  # noqa: E402
 from torchscan.process import measure_peak_memory  # noqa: E402
 
 
@@ -150,6 +155,47 @@ def peak_memory(name: str, build: Callable[[], tuple[nn.Module, torch.Tensor]], 
     )
 
 
+def progress(rounds: int, min_run_time: float) -> None:
+    controller, terminal = pty.openpty()
+    drawn = bytearray()
+
+    def drain() -> None:  # a terminal nobody reads would block the writer once its buffer fills
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            drawn.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    silent: list[float] = []
+    shown: list[float] = []
+    for _ in range(rounds):
+        for fd, results in ((-1, silent), (terminal, shown)):
+            gc.collect()
+            timing = _engine.time_workload(noop, None, 5, min_run_time, 5, 1.0, "calls", progress_fd=fd)
+            results.append(timing["totals"]["latency"]["value"])
+    line = b"\r" + b"x" * 79
+    writes = 2000
+    start = time.perf_counter()
+    for _ in range(writes):
+        os.write(terminal, line)
+    per_draw = (time.perf_counter() - start) / writes
+    os.close(terminal)
+    reader.join(timeout=5)
+    os.close(controller)
+    lines = drawn.count(b"\rtorchscan: ") - drawn.count(b" \rtorchscan: ")  # a shorter redraw writes its text twice
+    print(f"\n== (3) progress line of measure_latency (no-op workload, min_run_time={min_run_time}s) ==")
+    print(f"  latency, line drawn on a terminal {min(shown) * 1e9:8.1f} ns per call (block median)")
+    print(f"  latency, silent                   {min(silent) * 1e9:8.1f} ns per call (block median)")
+    print(f"  drawn / silent = {min(shown) / min(silent):.3f}  (draws happen between blocks: 1 within noise)")
+    print(f"  {lines} lines drawn in {rounds} measurements; one draw ~{per_draw * 1e6:.1f} us (write of a line),")
+    print(f"  at most 10 a second: <= {10 * per_draw * 1e6:.0f} us per second of measurement, outside timed blocks")
+
+
 def main() -> int:
     torch.set_num_threads(1)
     quick = "--quick" in sys.argv
@@ -161,6 +207,7 @@ def main() -> int:
     timing(rounds, 0.05 if quick else 0.2)
     peak_memory("24 x [Linear(256,256) + LayerNorm + ReLU], batch 16", mlp, rounds, budget)
     peak_memory("3-conv CNN, 8 x 3 x 64 x 64", cnn, rounds, budget)
+    progress(2 if quick else rounds, 1.2 if quick else 2.0)
     return 0
 
 

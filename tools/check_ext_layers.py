@@ -56,7 +56,9 @@ LAYERS = [
     "hooks",  # the observer objects, install/uninstall, flags
     "crawl",  # the crawl (type Crawl) and its report
     "reports",  # module functions on reports
+    "tables",  # module functions: the summary table, 0.2.0's table-text helpers
     "formulas",  # module function: one call's module formulas (torchscan.modules)
+    "progress",  # the progress line of long measurements on a terminal
     "timing",  # measure_latency's loop
     "measure",  # module functions of workload measurements
     "module",  # the module definition and method table (the top)

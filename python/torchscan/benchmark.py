@@ -8,6 +8,7 @@ from typing import Any, NotRequired, TypedDict
 import torch
 
 from . import _engine
+from ._progress import stderr_fd
 from ._timing import (
     _TIMING,
     _benchmark_context,
@@ -51,15 +52,24 @@ def _timed_report(
     warmup: int,
     min_run_time: float,
     min_repeats: int,
+    label: str = "measure_latency",
 ) -> BenchmarkReport:
-    """Runs the C timing loop on validated settings and builds the report."""
+    """Runs the C timing loop on validated settings and builds the report; ``label`` names the progress line."""
     context = _benchmark_context(
         target, inputs, work_units, work_unit, warmup, min_run_time, min_repeats, torch.get_num_threads()
     )
     described = _describe(inputs)
     with _TIMING.hold("measure_latency"):
         timing = _engine.time_workload(
-            workload, target.synchronize, warmup, min_run_time, min_repeats, float(work_units), work_unit
+            workload,
+            target.synchronize,
+            warmup,
+            min_run_time,
+            min_repeats,
+            float(work_units),
+            work_unit,
+            progress_fd=stderr_fd(),
+            progress_label=label,
         )
     return {
         "schema_version": 1,
@@ -106,6 +116,11 @@ def measure_latency(
     paused while blocks run (as in ``timeit``); thread settings are never
     touched (the context records them). Latency is a block average, not a
     per-request percentile; the IQR is descriptive, not a significance test.
+
+    When standard error is a terminal, a measurement that lasts more than a
+    second shows where it is on one line there (warm-up, calibration, blocks
+    and seconds timed), drawn by the C loop between blocks, never inside a
+    timed one, and blanked at the end; ``TORCHSCAN_PROGRESS=0`` turns it off.
 
     Args:
         workload: zero-argument callable; it owns state, gradients, precision

@@ -14,6 +14,7 @@ import torch
 
 from . import _engine
 from ._profiling import quiet_profile
+from ._progress import pass_line
 from ._timing import _timing_target
 from .process.memory import _PEAK_MEMORY
 from .report import Diagnostic
@@ -89,6 +90,8 @@ def profile_workload(
     sorted by device self time when it is recorded, else by CPU self time
     (descending, ties in profiler order), and limited to ``limit`` rows.
     Profiler self times include instrumentation: they are not clean latency.
+    A pass that lasts more than a second shows a progress line on standard
+    error when it is a terminal (``TORCHSCAN_PROGRESS=0`` turns it off).
 
     On MPS the rows are CPU dispatch only (diagnostic
     ``mps_gpu_trace_unavailable``); on CUDA without the CUDA activity,
@@ -129,7 +132,7 @@ def profile_workload(
     if cuda_activity:
         activities.append(ProfilerActivity.CUDA)
     sync = target.synchronize
-    with _PEAK_MEMORY.hold("profile_workload", profiler=True):
+    with _PEAK_MEMORY.hold("profile_workload", profiler=True), pass_line("profile_workload: profiling one call"):
         _refuse_existing(path)
         if sync is not None:
             sync()

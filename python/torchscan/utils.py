@@ -1,24 +1,32 @@
-"""Summary-table helpers of TorchScan 0.2.0's ``torchscan.utils``, with its signatures.
+"""Summary-table helpers of TorchScan 0.2.0's ``torchscan.utils``, with its signatures, and ``format_report``.
 
-``format_info`` is the C summary table (``src/core/table.c``, the text of :func:`torchscan.summary`).
-``aggregate_info`` returns a report view limited in depth. The small text helpers (``format_name``,
-``wrap_string``, ``unit_scale``, ``format_s``, ``format_line_str``) give 0.2.0's results for one name, value or
-row; the table's C code applies the same rules to whole reports.
+Every text here is written by the engine's C table code (``src/core/table.c`` and ``src/core/table_text.c``), the
+code of :func:`torchscan.summary` and of the ``torchscan table`` command: ``format_info`` and ``format_report`` are
+the summary table, ``aggregate_info`` a report view limited in depth, and the small helpers (``format_name``,
+``wrap_string``, ``unit_scale``, ``format_s``, ``format_line_str``) 0.2.0's results for one name, value or row, by the
+same rules the table applies to whole reports. Python only checks the arguments.
 """
 
 from __future__ import annotations
 
-import copy
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _engine
-from .report import AnalysisReport, LayerReport, MetricResult, _check_flag
+from .report import AnalysisReport, LayerReport, _check_flag
 
-__all__ = ["aggregate_info", "format_info", "format_line_str", "format_name", "format_s", "unit_scale", "wrap_string"]
+__all__ = [
+    "aggregate_info",
+    "format_info",
+    "format_line_str",
+    "format_name",
+    "format_report",
+    "format_s",
+    "unit_scale",
+    "wrap_string",
+]
 
-_WRAP = "[...]"
 _WRAP_MODES = ("mid", "end", None)
 
 
@@ -59,11 +67,7 @@ def format_name(name: str, depth: int = 0) -> str:
     """
     _check_str("name", name)
     _check_count("depth", depth)
-    if depth == 0:
-        return name
-    if depth == 1:
-        return "├─" + name
-    return "|    " * (depth - 1) + "└─" + name
+    return _engine.format_name(name, depth)  # type: ignore[no-any-return]
 
 
 def wrap_string(s: str, max_len: int, delimiter: str = ".", wrap: str = "[...]", mode: str = "end") -> str:
@@ -97,15 +101,7 @@ def wrap_string(s: str, max_len: int, delimiter: str = ".", wrap: str = "[...]",
     _check_str("wrap", wrap)
     if mode is not None and not isinstance(mode, str):
         raise TypeError(f"mode must be a str or None, got {type(mode).__name__}.")
-    if mode is None or len(s) <= max_len:
-        return s
-    if mode == "end":
-        tail = wrap
-    elif mode == "mid":
-        tail = wrap + "." + s.rpartition(delimiter)[2]
-    else:
-        raise ValueError("received an unexpected value of argument `mode`")
-    return s[: max_len - len(tail)] + tail
+    return _engine.wrap_string(s, max_len, delimiter, wrap, mode)  # type: ignore[no-any-return]
 
 
 def unit_scale(val: float) -> tuple[float, str]:
@@ -122,10 +118,7 @@ def unit_scale(val: float) -> tuple[float, str]:
     """
     if isinstance(val, bool) or not isinstance(val, numbers.Real):
         raise TypeError(f"val must be an int or a float, got {type(val).__name__}.")
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if val // factor > 0:
-            return val / factor, prefix
-    return val, ""
+    return _engine.unit_scale(val)  # type: ignore[no-any-return]
 
 
 def format_s(f_string: str, min_w: int | None = None, max_w: int | None = None) -> str:
@@ -146,31 +139,9 @@ def format_s(f_string: str, min_w: int | None = None, max_w: int | None = None) 
     _check_str("f_string", f_string)
     _check_count("min_w", min_w, optional=True)
     _check_count("max_w", max_w, optional=True)
-    if isinstance(min_w, int):
-        f_string = f_string.ljust(min_w)
-    if isinstance(max_w, int):
-        f_string = f_string[:max_w]
-    return f_string
-
-
-def _shape_text(meta: dict[str, Any]) -> str:
-    kind = meta.get("kind")
-    if kind == "tensor":
-        return str(tuple(meta["shape"]))
-    if kind == "tuple":
-        return "(" + ", ".join(_shape_text(item) for item in meta["items"]) + ")"
-    if kind == "list":
-        return "[" + ", ".join(_shape_text(item) for item in meta["items"]) + "]"
-    if kind == "mapping":
-        return "{" + ", ".join(_shape_text(item["value"]) for item in meta["items"]) + "}"
-    return str(kind)
-
-
-def _shown(result: MetricResult | None) -> str:
-    if result is None:
-        return "?"
-    value = result["value"] if result["status"] == "complete" else result["known_value"]
-    return "?" if value is None else f"{value:.0f}"
+    return _engine.format_s(  # type: ignore[no-any-return]
+        f_string, -1 if min_w is None else min_w, -1 if max_w is None else max_w
+    )
 
 
 def format_line_str(
@@ -199,8 +170,10 @@ def format_line_str(
     Raises:
         TypeError: ``layer`` not a mapping, ``col_w`` not a sequence of 8 ints >= 0 or None, ``wrap_mode``
             neither a str nor None, a flag that is not a bool.
-        ValueError: a negative width, a ``col_w`` that does not have 8 entries, or an unknown ``wrap_mode`` when
-            the name needs shortening (as :func:`wrap_string`).
+        ValueError: a negative width, a ``col_w`` that does not have 8 entries, an unknown ``wrap_mode`` when
+            the name needs shortening (as :func:`wrap_string`), a layer without the fields its row shows (``name``,
+            ``type``, an int ``depth`` >= 0, ``output``, ``parameters``, ``buffers``, ``metrics``) or holding
+            non-JSON data.
     """
     if not isinstance(layer, Mapping):
         raise TypeError(f"layer must be a layer dict of an AnalysisReport, got {type(layer).__name__}.")
@@ -215,24 +188,10 @@ def format_line_str(
         raise TypeError(f"wrap_mode must be a str or None, got {type(wrap_mode).__name__}.")
     receptive_field = _check_flag("receptive_field", receptive_field)
     effective_rf_stats = _check_flag("effective_rf_stats", effective_rf_stats)
-    widths: list[int | None] = list(col_w) if col_w is not None else [None] * 8
-    name_len = widths[0] + 3 if isinstance(widths[0], int) else 100
-    shape_len = widths[2] if isinstance(widths[2], int) else 100
-    params = layer["parameters"]
-    trainable, frozen = int(params["trainable"]), int(params["frozen"])
-    total = trainable + frozen + int(layer["buffers"]["elements"])
-    cells = [
-        wrap_string(format_name(layer["name"], layer["depth"]), name_len, mode=wrap_mode),
-        layer["type"],
-        wrap_string(_shape_text(layer["output"]), shape_len, mode="end"),
-        f"{total:,}",
-        "-" if trainable + frozen == 0 else str(trainable > 0),
-    ]
-    if receptive_field:
-        metrics = layer["metrics"]
-        keys = ["receptive_field"] + (["effective_stride", "effective_padding"] if effective_rf_stats else [])
-        cells.extend(_shown(metrics.get(key)) for key in keys)
-    return [format_s(cell, width, width) for cell, width in zip(cells, widths, strict=False)]
+    widths = (-1,) * 8 if col_w is None else tuple(-1 if width is None else width for width in col_w)
+    return _engine.format_line(  # type: ignore[no-any-return]
+        layer if isinstance(layer, dict) else dict(layer), widths, wrap_mode, receptive_field, effective_rf_stats
+    )
 
 
 def format_info(
@@ -271,7 +230,8 @@ def aggregate_info(info: AnalysisReport, max_depth: int) -> AnalysisReport:
     """A deep copy of the report whose ``layers`` keep only the rows of depth ``max_depth`` or less.
 
     Totals and diagnostics are unchanged. A negative ``max_depth`` raises ValueError, and so does a depth that no
-    layer of a non-empty report has.
+    layer of a non-empty report has. The rows are selected in C, by the code that limits the summary table's
+    depth; the copy is the report's JSON data read back (a report holds nothing else).
 
     Args:
         info: the AnalysisReport (a mapping with a ``layers`` list).
@@ -282,7 +242,8 @@ def aggregate_info(info: AnalysisReport, max_depth: int) -> AnalysisReport:
 
     Raises:
         TypeError: ``info`` not a mapping with a ``layers`` list, ``max_depth`` not an int (bools refused).
-        ValueError: a negative ``max_depth`` or one that no layer has.
+        ValueError: a negative ``max_depth`` or one that no layer has, a layer without an int ``depth``, or
+            data that is not JSON (NaN, non-str keys, ...).
     """
     if not isinstance(info, Mapping) or not isinstance(info.get("layers"), list):
         raise TypeError("info must be an AnalysisReport (a mapping with a 'layers' list).")
@@ -290,9 +251,49 @@ def aggregate_info(info: AnalysisReport, max_depth: int) -> AnalysisReport:
         raise TypeError(f"max_depth must be an int, got {type(max_depth).__name__}.")
     if max_depth < 0:
         raise ValueError("max_depth must be non-negative.")
-    layers = info["layers"]
-    if layers and all(layer["depth"] != max_depth for layer in layers):
-        raise ValueError("The `max_depth` argument cannot be higher than module depth.")
-    view = dict(info)
-    view["layers"] = [layer for layer in layers if layer["depth"] <= max_depth]
-    return copy.deepcopy(view)  # type: ignore[return-value]
+    return _engine.limit_depth(info if isinstance(info, dict) else dict(info), max_depth)  # type: ignore[no-any-return]
+
+
+def format_report(
+    report: AnalysisReport,
+    *,
+    max_depth: int | None = None,
+    wrap_mode: str | None = "mid",
+    receptive_field: bool = False,
+    effective_rf_stats: bool = False,
+) -> str:
+    """The summary table of a saved AnalysisReport, checked first: what ``torchscan table REPORT.json`` prints.
+
+    For a report read back from JSON (``json.load``): the report is checked whole by the engine's report check
+    (the one of :func:`torchscan.compare_reports` and of the ``torchscan table`` command), then formatted by the
+    C table that :func:`torchscan.summary` prints, with ``max_depth`` applied as ``summary`` applies it. So
+    ``print(format_report(json.load(f)))`` prints what ``summary`` printed when the report was made, and what
+    ``torchscan table`` prints for the file with the same options (``--max-depth N``, ``--wrap mid|end|none``).
+
+    Args:
+        report: the AnalysisReport (from :func:`torchscan.crawl_module`, or read back from JSON).
+        max_depth: the deepest rows printed, an int >= 0 or None (default: all).
+        wrap_mode: how long layer names are shortened: "mid" (default), "end" or None.
+        receptive_field: add the receptive-field column (a bool; 0 and 1 accepted; default False).
+        effective_rf_stats: add the effective stride and padding columns too (a bool; default False).
+
+    Returns:
+        the table text (no trailing newline).
+
+    Raises:
+        TypeError: ``max_depth`` neither an int nor None (bools refused), a flag that is not a bool.
+        ValueError: an unknown ``wrap_mode``, a negative ``max_depth`` or one deeper than the model, data that is
+            not JSON, or a report the report check refuses (the message names where, as
+            ``report: layers[1].metrics.macs.status: expected 'complete', 'partial' or 'unavailable', got 'x'``).
+    """
+    _check_wrap_mode("wrap_mode", wrap_mode)
+    if max_depth is not None:
+        if type(max_depth) is not int:
+            raise TypeError(f"max_depth must be an int or None, got {type(max_depth).__name__}.")
+        if max_depth < 0:
+            raise ValueError("max_depth must be non-negative.")
+    receptive_field = _check_flag("receptive_field", receptive_field)
+    effective_rf_stats = _check_flag("effective_rf_stats", effective_rf_stats)
+    return _engine.format_report(  # type: ignore[no-any-return]
+        report, wrap_mode, receptive_field, effective_rf_stats, -1 if max_depth is None else max_depth
+    )

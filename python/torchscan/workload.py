@@ -8,6 +8,7 @@ from typing import Any, Literal
 import torch
 
 from . import _engine
+from ._progress import pass_line
 from ._timing import _TIMING, _benchmark_context, _describe, _timing_target, _validate_timing_settings
 from .benchmark import BenchmarkReport, _timed_report
 from .flops import measure_flops
@@ -131,7 +132,10 @@ def measure_workload(
     ImportError and "no memory events" (and a failing RSS command).
 
     The summary (``print_summary``) is for people: read the returned report,
-    never the text.
+    never the text. When standard error is a terminal, a stage that lasts
+    more than a second shows a progress line there, blanked when it ends
+    (``TORCHSCAN_PROGRESS=0`` turns it off); the summary goes to standard
+    output after it.
 
     Args:
         workload: zero-argument callable (see :func:`measure_latency`).
@@ -185,7 +189,9 @@ def measure_workload(
     collector_diagnostics: list[Diagnostic] = []
     measured: dict[str, MetricResult] = {}
     if selected & (_engine.WORKLOAD_LATENCY | _engine.WORKLOAD_THROUGHPUT):
-        report = _timed_report(workload, target, inputs, units, work_unit, warmup, run_time, min_repeats)
+        report = _timed_report(
+            workload, target, inputs, units, work_unit, warmup, run_time, min_repeats, "measure_workload: timing"
+        )
         measured.update(report["totals"])
     else:
         report = {
@@ -200,7 +206,8 @@ def measure_workload(
 
     flop_report = None
     if selected & _engine.WORKLOAD_FLOPS:
-        flop_report = _collect("operator_flops", lambda: measure_flops(tracked), tracked, collector_diagnostics)
+        with pass_line("measure_workload: operator FLOPs pass"):
+            flop_report = _collect("operator_flops", lambda: measure_flops(tracked), tracked, collector_diagnostics)
         if flop_report is not None:
             report["operator_flops"] = flop_report
             measured["operator_flops"] = flop_report["total"]
@@ -208,9 +215,10 @@ def measure_workload(
     memory_scope = "pytorch_tensor_bytes" if target.type == "cpu" else "pytorch_reserved_bytes"
     memory_method = _MEMORY_METHODS[target.type]
     if selected & _engine.WORKLOAD_MEMORY:
-        memory = _collect(
-            "peak_memory", lambda: measure_peak_memory(tracked, device=target.name), tracked, collector_diagnostics
-        )
+        with pass_line("measure_workload: peak memory pass"):
+            memory = _collect(
+                "peak_memory", lambda: measure_peak_memory(tracked, device=target.name), tracked, collector_diagnostics
+            )
         if memory is not None:
             report["memory"] = memory
             measured["peak_memory"] = metric_result(
@@ -220,9 +228,10 @@ def measure_workload(
     profile_report = None
     profile_status = "not_requested"
     if profile:
-        profile_report = _collect(
-            "profile", lambda: profile_workload(tracked, device=target.name), tracked, collector_diagnostics
-        )
+        with pass_line("measure_workload: profile pass"):
+            profile_report = _collect(
+                "profile", lambda: profile_workload(tracked, device=target.name), tracked, collector_diagnostics
+            )
         if profile_report is None:
             profile_status = "unavailable"
         else:
@@ -231,7 +240,8 @@ def measure_workload(
 
     rss_diagnostics: list[Diagnostic] = []
     if command is not None:
-        rss = _collect("process_peak_rss", lambda: measure_peak_rss(command), tracked, rss_diagnostics)
+        with pass_line("measure_workload: peak RSS of the command"):
+            rss = _collect("process_peak_rss", lambda: measure_peak_rss(command), tracked, rss_diagnostics)
         if rss is not None:
             measured["process_peak_rss"] = rss
 

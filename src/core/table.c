@@ -8,12 +8,11 @@
  * code-point helpers rely on.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "torchscan/table.h"
+#include "table_text.h"
 
 /* ts_error_set returns its code; spelling the code out as the value lets the
  * static analyzer see that an error path never yields TS_OK. */
@@ -41,220 +40,6 @@ static const char *const headers[NCOLS] = {
     "Effective padding",
 };
 static const size_t max_widths[NCOLS] = {27, 20, 25, 15, 9, 15, 16, 17};
-
-static const char wrap_marker[] = "[...]";
-#define WRAP_MARKER_CHARS 5
-/* UTF-8 of the box-drawing characters U+251C, U+2514 and U+2500. */
-#define TREE_BRANCH "\xe2\x94\x9c\xe2\x94\x80"
-#define TREE_LAST "\xe2\x94\x94\xe2\x94\x80"
-
-/* ---- growable string ---- */
-
-typedef struct sbuf {
-    char *data;
-    size_t len;
-    size_t cap;
-} sbuf;
-
-static int
-sb_reserve(sbuf *sb, size_t extra, ts_error *err)
-{
-    size_t need;
-    size_t cap;
-    char *grown;
-    if (extra > SIZE_MAX - sb->len - 1) {
-        return FAIL(err, TS_ENOMEM, "summary table too large");
-    }
-    need = sb->len + extra + 1;
-    if (need <= sb->cap) {
-        return TS_OK;
-    }
-    cap = sb->cap == 0 ? 64 : sb->cap;
-    while (cap < need) {
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    }
-    grown = realloc(sb->data, cap);
-    if (grown == NULL) {
-        return FAIL(err, TS_ENOMEM, "out of memory");
-    }
-    sb->data = grown;
-    sb->cap = cap;
-    return TS_OK;
-}
-
-static int
-sb_append(sbuf *sb, const char *text, size_t len, ts_error *err)
-{
-    int rc = sb_reserve(sb, len, err);
-    if (rc != TS_OK) {
-        return rc;
-    }
-    if (len > 0) {
-        memcpy(sb->data + sb->len, text, len);
-    }
-    sb->len += len;
-    sb->data[sb->len] = '\0';
-    return TS_OK;
-}
-
-static int
-sb_puts(sbuf *sb, const char *text, ts_error *err)
-{
-    return sb_append(sb, text, strlen(text), err);
-}
-
-static int
-sb_repeat(sbuf *sb, const char *unit, size_t count, ts_error *err)
-{
-    size_t unit_len = strlen(unit);
-    for (size_t i = 0; i < count; i++) {
-        int rc = sb_append(sb, unit, unit_len, err);
-        if (rc != TS_OK) {
-            return rc;
-        }
-    }
-    return TS_OK;
-}
-
-static int sb_printf(sbuf *sb, ts_error *err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static int
-sb_printf(sbuf *sb, ts_error *err, const char *fmt, ...)
-{
-    char small[128];
-    char *big = NULL;
-    int n;
-    int rc;
-    va_list ap;
-    va_start(ap, fmt);
-    n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        return FAIL(err, TS_EINVAL, "cannot format summary text");
-    }
-    if ((size_t)n < sizeof small) {
-        return sb_append(sb, small, (size_t)n, err);
-    }
-    /* Only "%.2f" of a huge real gets here (up to ~310 digits). */
-    big = malloc((size_t)n + 1);
-    if (big == NULL) {
-        return FAIL(err, TS_ENOMEM, "out of memory");
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    rc = sb_append(sb, big, (size_t)n, err);
-    free(big);
-    return rc;
-}
-
-/* ---- UTF-8 code points ----
- * Python slices and pads by code point; a continuation byte (10xxxxxx) never
- * starts one. */
-
-static size_t
-utf8_count(const char *s, size_t n)
-{
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            count++;
-        }
-    }
-    return count;
-}
-
-/* Byte offset where code point k starts (n when k is past the end). */
-static size_t
-utf8_offset(const char *s, size_t n, size_t k)
-{
-    size_t seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            if (seen == k) {
-                return i;
-            }
-            seen++;
-        }
-    }
-    return n;
-}
-
-/* Appends Python's s[:stop] (stop may be negative). */
-static int
-append_head(sbuf *out, const char *s, size_t n, long long stop, ts_error *err)
-{
-    size_t chars = utf8_count(s, n);
-    size_t keep;
-    if (stop >= 0) {
-        keep = (unsigned long long)stop < chars ? (size_t)stop : chars;
-    }
-    else {
-        unsigned long long drop = (unsigned long long)(-(stop + 1)) + 1;
-        keep = drop < chars ? chars - (size_t)drop : 0;
-    }
-    return sb_append(out, s, utf8_offset(s, n, keep), err);
-}
-
-/* The reference's wrap_string: appends s, shortened to max_len code points
- * with "[...]" ("end") or "[...]." + the last dotted part ("mid"). A bad mode
- * is only an error when a wrap is needed, as in the reference. */
-static int
-append_wrapped(sbuf *out,
-               const char *s,
-               size_t n,
-               size_t max_len,
-               ts_wrap_mode mode,
-               ts_error *err)
-{
-    size_t chars = utf8_count(s, n);
-    int rc;
-    if (chars <= max_len || mode == TS_WRAP_NONE) {
-        return sb_append(out, s, n, err);
-    }
-    if (mode == TS_WRAP_END) {
-        rc = append_head(
-            out, s, n, (long long)max_len - WRAP_MARKER_CHARS, err);
-        return rc != TS_OK ? rc : sb_puts(out, wrap_marker, err);
-    }
-    if (mode == TS_WRAP_MID) {
-        /* rpartition: the whole string when there is no dot. */
-        size_t start = n;
-        size_t tail_chars;
-        while (start > 0 && s[start - 1] != '.') {
-            start--;
-        }
-        /* "[...]." + the last part. */
-        tail_chars = WRAP_MARKER_CHARS + 1 + utf8_count(s + start, n - start);
-        rc = append_head(
-            out, s, n, (long long)max_len - (long long)tail_chars, err);
-        if (rc == TS_OK) {
-            rc = sb_puts(out, wrap_marker, err);
-        }
-        if (rc == TS_OK) {
-            rc = sb_append(out, ".", 1, err);
-        }
-        return rc != TS_OK ? rc : sb_append(out, s + start, n - start, err);
-    }
-    return FAIL(
-        err, TS_EINVAL, "received an unexpected value of argument `mode`");
-}
-
-/* Appends s padded with spaces and cut to exactly width code points. */
-static int
-append_cell(sbuf *out, const char *s, size_t n, size_t width, ts_error *err)
-{
-    size_t chars = utf8_count(s, n);
-    int rc = sb_append(out, s, utf8_offset(s, n, width), err);
-    if (rc == TS_OK && chars < width) {
-        rc = sb_repeat(out, " ", width - chars, err);
-    }
-    return rc;
-}
 
 /* ---- report access ---- */
 
@@ -310,36 +95,21 @@ get_string(const json_t *obj,
     return TS_OK;
 }
 
-/* Appends n with thousands separators, like Python's f"{n:,}". */
-static int
-append_grouped(sbuf *out, long long n, ts_error *err)
+static void
+put_json_string(ts_text_buf *out, const json_t *text)
 {
-    char digits[32];
-    unsigned long long magnitude =
-        n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
-    int len = snprintf(digits, sizeof digits, "%llu", magnitude);
-    int rc = n < 0 ? sb_append(out, "-", 1, err) : TS_OK;
-    for (int i = 0; rc == TS_OK && i < len; i++) {
-        if (i > 0 && (len - i) % 3 == 0) {
-            rc = sb_append(out, ",", 1, err);
-        }
-        if (rc == TS_OK) {
-            rc = sb_append(out, digits + i, 1, err);
-        }
-    }
-    return rc;
+    ts_text_put_n(out, json_string_value(text), json_string_length(text));
 }
 
 /* The reference's _shape_text: tensors as Python tuples, containers by their
  * brackets, anything else by its kind. */
 static int
-append_shape(sbuf *out, const json_t *meta, int level, ts_error *err)
+append_shape(ts_text_buf *out, const json_t *meta, int level, ts_error *err)
 {
     const json_t *kind = json_object_get(meta, "kind");
     const char *name = json_string_value(kind);
     const json_t *items;
     size_t i;
-    int rc = TS_OK;
     if (level > MAX_META_DEPTH) {
         return FAIL(err, TS_EFORMAT, "output metadata is nested too deeply");
     }
@@ -348,7 +118,8 @@ append_shape(sbuf *out, const json_t *meta, int level, ts_error *err)
     }
     if (kind == NULL || json_is_null(kind)) {
         /* str(None), what the reference prints for a missing kind. */
-        return sb_puts(out, "None", err);
+        ts_text_put(out, "None");
+        return TS_OK;
     }
     if (name == NULL) {
         return FAIL(err, TS_EFORMAT, "output metadata 'kind' is not a string");
@@ -359,26 +130,21 @@ append_shape(sbuf *out, const json_t *meta, int level, ts_error *err)
         if (!json_is_array(shape)) {
             return FAIL(err, TS_EFORMAT, "tensor metadata lacks 'shape'");
         }
-        rc = sb_append(out, "(", 1, err);
+        ts_text_put_n(out, "(", 1);
         json_array_foreach(shape, i, dim)
         {
-            if (rc != TS_OK) {
-                break;
-            }
             if (!json_is_integer(dim)) {
                 return FAIL(
                     err, TS_EFORMAT, "tensor shape holds a non-integer");
             }
-            rc = sb_printf(out,
-                           err,
-                           i > 0 ? ", %lld" : "%lld",
-                           (long long)json_integer_value(dim));
+            if (i > 0) {
+                ts_text_put_n(out, ", ", 2);
+            }
+            ts_text_put_int(out, (int64_t)json_integer_value(dim));
         }
         /* A one-element tuple prints as "(n,)". */
-        if (rc == TS_OK && json_array_size(shape) == 1) {
-            rc = sb_append(out, ",", 1, err);
-        }
-        return rc != TS_OK ? rc : sb_append(out, ")", 1, err);
+        ts_text_put(out, json_array_size(shape) == 1 ? ",)" : ")");
+        return TS_OK;
     }
     if (strcmp(name, "tuple") == 0 || strcmp(name, "list") == 0
         || strcmp(name, "mapping") == 0) {
@@ -390,14 +156,12 @@ append_shape(sbuf *out, const json_t *meta, int level, ts_error *err)
         if (!json_is_array(items)) {
             return FAIL(err, TS_EFORMAT, "%s metadata lacks 'items'", name);
         }
-        rc = sb_append(out, brackets, 1, err);
+        ts_text_put_n(out, brackets, 1);
         json_array_foreach(items, i, item)
         {
-            if (rc == TS_OK && i > 0) {
-                rc = sb_append(out, ", ", 2, err);
-            }
-            if (rc != TS_OK) {
-                break;
+            int rc;
+            if (i > 0) {
+                ts_text_put_n(out, ", ", 2);
             }
             if (brackets[0] == '{') {
                 item = json_object_get(item, "value");
@@ -406,21 +170,30 @@ append_shape(sbuf *out, const json_t *meta, int level, ts_error *err)
                 }
             }
             rc = append_shape(out, item, level + 1, err);
+            if (rc != TS_OK) {
+                return rc;
+            }
         }
-        return rc != TS_OK ? rc : sb_append(out, brackets + 1, 1, err);
+        ts_text_put_n(out, brackets + 1, 1);
+        return TS_OK;
     }
-    return sb_append(out, name, json_string_length(kind), err);
+    put_json_string(out, kind);
+    return TS_OK;
 }
 
 /* Appends the "{v:.0f}" of a receptive-field metric, or "?" without one. */
 static int
-append_rf(sbuf *out, const json_t *metrics, const char *key, ts_error *err)
+append_rf(ts_text_buf *out,
+          const json_t *metrics,
+          const char *key,
+          ts_error *err)
 {
     const json_t *metric = json_object_get(metrics, key);
     const json_t *status;
     const json_t *value;
     if (metric == NULL) {
-        return sb_append(out, "?", 1, err);
+        ts_text_put_n(out, "?", 1);
+        return TS_OK;
     }
     status = json_object_get(metric, "status");
     if (!json_is_string(status)) {
@@ -434,18 +207,20 @@ append_rf(sbuf *out, const json_t *metrics, const char *key, ts_error *err)
         return FAIL(err, TS_EFORMAT, "metric '%s' lacks its value", key);
     }
     if (json_is_null(value)) {
-        return sb_append(out, "?", 1, err);
+        ts_text_put_n(out, "?", 1);
+        return TS_OK;
     }
     if (!json_is_number(value)) {
         return FAIL(err, TS_EFORMAT, "metric '%s' value is not a number", key);
     }
     /* Python formats an int with 'f' through float() too. */
-    return sb_printf(out, err, "%.0f", json_number_value(value));
+    ts_text_printf(out, "%.0f", json_number_value(value));
+    return TS_OK;
 }
 
 /* One displayed row: the unwrapped text of every column. */
 typedef struct row {
-    sbuf cells[NCOLS];
+    ts_text_buf cells[NCOLS];
 } row;
 
 static void
@@ -462,6 +237,18 @@ rows_free(row *rows, size_t count)
     free(rows);
 }
 
+/* TS_ENOMEM when a row's cell ran out of memory. */
+static int
+row_status(const row *r, ts_error *err)
+{
+    for (int c = 0; c < NCOLS; c++) {
+        if (r->cells[c].failed) {
+            return FAIL(err, TS_ENOMEM, "out of memory");
+        }
+    }
+    return TS_OK;
+}
+
 /* What a row shows of one report layer. */
 typedef struct row_fields {
     const json_t *name;
@@ -473,6 +260,21 @@ typedef struct row_fields {
     long long frozen;
     long long buffer_elements;
 } row_fields;
+
+/* A single layer (format_line_str) has no index in a report. */
+#define LONE_LAYER SIZE_MAX
+
+/* "report layer <index><suffix>", or "layer<suffix>" for a lone layer. */
+static void
+layer_where(char *where, size_t size, size_t index, const char *suffix)
+{
+    if (index == LONE_LAYER) {
+        snprintf(where, size, "layer%s", suffix);
+    }
+    else {
+        snprintf(where, size, "report layer %zu%s", index, suffix);
+    }
+}
 
 /* Reads and checks the fields of report layer `index` that its row shows.
  * TS_OK, or TS_EFORMAT naming the layer and what is wrong. */
@@ -487,7 +289,7 @@ read_row_fields(const json_t *layer,
     const json_t *buffers = json_object_get(layer, "buffers");
     int rc;
     f->metrics = json_object_get(layer, "metrics");
-    snprintf(where, sizeof where, "report layer %zu", index);
+    layer_where(where, sizeof where, index, "");
     if ((rc = get_string(layer, "name", where, &f->name, err)) != TS_OK
         || (rc = get_string(layer, "type", where, &f->type, err)) != TS_OK
         || (rc = get_int(layer, "depth", where, &f->depth, err)) != TS_OK) {
@@ -510,39 +312,13 @@ read_row_fields(const json_t *layer,
                     "%s lacks 'output', 'parameters', 'buffers' or 'metrics'",
                     where);
     }
-    snprintf(where, sizeof where, "report layer %zu parameters", index);
+    layer_where(where, sizeof where, index, " parameters");
     if ((rc = get_int(params, "trainable", where, &f->trainable, err)) != TS_OK
         || (rc = get_int(params, "frozen", where, &f->frozen, err)) != TS_OK) {
         return rc;
     }
-    snprintf(where, sizeof where, "report layer %zu buffers", index);
+    layer_where(where, sizeof where, index, " buffers");
     return get_int(buffers, "elements", where, &f->buffer_elements, err);
-}
-
-/* The Layer cell: the tree prefix ("├─" at depth 1, "|    " per extra
- * level then "└─") and the row name. */
-static int
-append_layer_name(sbuf *cell,
-                  long long depth,
-                  const json_t *name,
-                  ts_error *err)
-{
-    int rc = TS_OK;
-    if (depth == 1) {
-        rc = sb_puts(cell, TREE_BRANCH, err);
-    }
-    else if (depth != 0) {
-        rc =
-            sb_repeat(cell, "|    ", depth > 1 ? (size_t)(depth - 1) : 0, err);
-        if (rc == TS_OK) {
-            rc = sb_puts(cell, TREE_LAST, err);
-        }
-    }
-    return rc != TS_OK ? rc
-                       : sb_append(cell,
-                                   json_string_value(name),
-                                   json_string_length(name),
-                                   err);
 }
 
 /* The Param # cell (parameters and buffers, grouped) and the Trainable
@@ -552,43 +328,42 @@ append_param_cells(row *out, const row_fields *f, size_t index, ts_error *err)
 {
     long long params_total;
     long long total;
-    int rc;
     if (__builtin_add_overflow(f->trainable, f->frozen, &params_total)
         || __builtin_add_overflow(params_total, f->buffer_elements, &total)) {
-        return FAIL(err,
-                    TS_EOVERFLOW,
-                    "report layer %zu parameter count overflows",
-                    index);
+        char where[48];
+        layer_where(where, sizeof where, index, "");
+        return FAIL(err, TS_EOVERFLOW, "%s parameter count overflows", where);
     }
-    if ((rc = append_grouped(&out->cells[3], total, err)) != TS_OK) {
-        return rc;
-    }
+    ts_put_grouped(&out->cells[3], total);
     /* "-" is decided on parameters alone: buffers do not train. */
-    return sb_puts(&out->cells[4],
-                   params_total == 0  ? "-"
-                   : f->trainable > 0 ? "True"
-                                      : "False",
-                   err);
+    ts_text_put(&out->cells[4],
+                params_total == 0  ? "-"
+                : f->trainable > 0 ? "True"
+                                   : "False");
+    return TS_OK;
 }
 
-/* The unwrapped text of every column of report layer `index`. */
+/* The unwrapped text of every column of report layer `index`. A lone
+ * layer (format_line_str's) must not have a negative depth, which 0.2.0's
+ * format_name refuses; the table prints one as 0.2.0's format_info does. */
 static int
 build_row(row *out, const json_t *layer, size_t index, ts_error *err)
 {
     row_fields f;
     int rc = read_row_fields(layer, index, &f, err);
-    if (rc == TS_OK) {
-        rc = append_layer_name(&out->cells[0], f.depth, f.name, err);
+    if (rc != TS_OK) {
+        return rc;
     }
-    if (rc == TS_OK) {
-        rc = sb_append(&out->cells[1],
-                       json_string_value(f.type),
-                       json_string_length(f.type),
-                       err);
+    if (index == LONE_LAYER && f.depth < 0) {
+        return FAIL(
+            err, TS_EINVAL, "layer depth must be >= 0, got %lld.", f.depth);
     }
-    if (rc == TS_OK) {
-        rc = append_shape(&out->cells[2], f.output, 0, err);
-    }
+    ts_put_layer_name(&out->cells[0],
+                      json_string_value(f.name),
+                      json_string_length(f.name),
+                      f.depth);
+    put_json_string(&out->cells[1], f.type);
+    rc = append_shape(&out->cells[2], f.output, 0, err);
     if (rc == TS_OK) {
         rc = append_param_cells(out, &f, index, err);
     }
@@ -601,33 +376,42 @@ build_row(row *out, const json_t *layer, size_t index, ts_error *err)
     if (rc == TS_OK) {
         rc = append_rf(&out->cells[7], f.metrics, "effective_padding", err);
     }
-    return rc;
+    return rc != TS_OK ? rc : row_status(out, err);
 }
 
-/* Appends one column's text for a row: wrapped as the reference does, then
- * padded and cut to width. */
+/* Appends one column's text for a row: the name wrapped to name_len by
+ * `mode` and the shape end-wrapped to shape_len, as the reference does,
+ * then every cell padded and cut to width (negative: neither). */
 static int
-append_column(sbuf *out,
-              const sbuf *cell,
+append_column(ts_text_buf *out,
+              const ts_text_buf *cell,
               int column,
-              size_t width,
+              int64_t width,
+              int64_t wrap_len,
               ts_wrap_mode mode,
-              sbuf *scratch,
+              ts_text_buf *scratch,
               ts_error *err)
 {
     int rc;
     if (column != 0 && column != 2) {
-        return append_cell(out, cell->data, cell->len, width, err);
+        ts_put_cell(out, cell->data, cell->len, width, width);
+        return TS_OK;
     }
     scratch->len = 0;
-    rc = column == 0
-             ? append_wrapped(
-                 scratch, cell->data, cell->len, width + 3, mode, err)
-             : append_wrapped(
-                 scratch, cell->data, cell->len, width, TS_WRAP_END, err);
-    return rc != TS_OK
-               ? rc
-               : append_cell(out, scratch->data, scratch->len, width, err);
+    rc = ts_put_wrapped(scratch,
+                        cell->data,
+                        cell->len,
+                        wrap_len,
+                        column == 0 ? mode : TS_WRAP_END,
+                        &ts_table_default_marks,
+                        err);
+    if (rc == TS_OK && scratch->failed) {
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
+    }
+    if (rc == TS_OK) {
+        ts_put_cell(out, scratch->data, scratch->len, width, width);
+    }
+    return rc;
 }
 
 /* ---- footer ---- */
@@ -647,7 +431,7 @@ get_total(const json_t *totals,
 
 /* int(totals[key]["value"] or 0), grouped. */
 static int
-append_count_line(sbuf *out,
+append_count_line(ts_text_buf *out,
                   const char *label,
                   const json_t *totals,
                   const char *key,
@@ -668,8 +452,9 @@ append_count_line(sbuf *out,
         return FAIL(
             err, TS_EFORMAT, "total '%s' value is not an integer", key);
     }
-    rc = sb_printf(out, err, "\n%s: ", label);
-    return rc != TS_OK ? rc : append_grouped(out, n, err);
+    ts_text_printf(out, "\n%s: ", label);
+    ts_put_grouped(out, n);
+    return TS_OK;
 }
 
 /* float(totals[key]["value"] or 0). */
@@ -692,7 +477,7 @@ total_real(const json_t *totals, const char *key, double *out, ts_error *err)
 
 /* "<label>: [known ]X.XX <SI prefix><unit>" or "<label>: unavailable". */
 static int
-append_total_line(sbuf *out,
+append_total_line(ts_text_buf *out,
                   const char *label,
                   const json_t *totals,
                   const char *key,
@@ -702,8 +487,8 @@ append_total_line(sbuf *out,
     const json_t *status;
     const json_t *value;
     const json_t *unit;
-    const char *prefix = "";
-    double scaled;
+    const char *prefix;
+    double divisor;
     bool complete;
     int rc = get_total(totals, key, &metric, err);
     if (rc != TS_OK) {
@@ -719,7 +504,8 @@ append_total_line(sbuf *out,
         return FAIL(err, TS_EFORMAT, "total '%s' lacks its value", key);
     }
     if (json_is_null(value)) {
-        return sb_printf(out, err, "\n%s: unavailable", label);
+        ts_text_printf(out, "\n%s: unavailable", label);
+        return TS_OK;
     }
     unit = json_object_get(metric, "unit");
     if (!json_is_number(value) || !json_is_string(unit)) {
@@ -728,32 +514,15 @@ append_total_line(sbuf *out,
                     "total '%s' lacks a numeric value or a unit",
                     key);
     }
-    /* The reference tests val // 1e12 > 0 and so on, i.e. val >= 1e12. */
-    scaled = json_number_value(value);
-    if (scaled >= 1e12) {
-        scaled /= 1e12;
-        prefix = "T";
-    }
-    else if (scaled >= 1e9) {
-        scaled /= 1e9;
-        prefix = "G";
-    }
-    else if (scaled >= 1e6) {
-        scaled /= 1e6;
-        prefix = "M";
-    }
-    else if (scaled >= 1e3) {
-        scaled /= 1e3;
-        prefix = "k";
-    }
-    return sb_printf(out,
-                     err,
-                     "\n%s: %s%.2f %s%s",
-                     label,
-                     complete ? "" : "known ",
-                     scaled,
-                     prefix,
-                     json_string_value(unit));
+    ts_table_unit_scale(json_number_value(value), &divisor, &prefix);
+    ts_text_printf(out,
+                   "\n%s: %s%.2f %s%s",
+                   label,
+                   complete ? "" : "known ",
+                   json_number_value(value) / divisor,
+                   prefix,
+                   json_string_value(unit));
+    return TS_OK;
 }
 
 /* Footer lines in order; the operator line is optional (structure-mode and
@@ -777,8 +546,16 @@ static const struct {
     {"Operator forward FLOPs", "operator_flops", true},
 };
 
+static void
+put_rule(ts_text_buf *out, char c, size_t length)
+{
+    for (size_t i = 0; i < length && !out->failed; i++) {
+        ts_text_put_n(out, &c, 1);
+    }
+}
+
 static int
-append_footer(sbuf *out,
+append_footer(ts_text_buf *out,
               const json_t *totals,
               const json_t *diagnostics,
               size_t line_length,
@@ -800,21 +577,15 @@ append_footer(sbuf *out,
     if (rc == TS_OK) {
         rc = total_real(totals, "buffer_bytes", &buffer_bytes, err);
     }
-    if (rc == TS_OK) {
-        rc = sb_puts(out, "\n", err);
+    if (rc != TS_OK) {
+        return rc;
     }
-    if (rc == TS_OK) {
-        rc = sb_repeat(out, "-", line_length, err);
-    }
-    if (rc == TS_OK) {
-        rc = sb_printf(out,
-                       err,
-                       "\nModel size (params + buffers): %.2f Mb\n",
-                       (param_bytes + buffer_bytes) / (1024.0 * 1024.0));
-    }
-    if (rc == TS_OK) {
-        rc = sb_repeat(out, "-", line_length, err);
-    }
+    ts_text_put_n(out, "\n", 1);
+    put_rule(out, '-', line_length);
+    ts_text_printf(out,
+                   "\nModel size (params + buffers): %.2f Mb\n",
+                   (param_bytes + buffer_bytes) / (1024.0 * 1024.0));
+    put_rule(out, '-', line_length);
     for (size_t i = 0;
          rc == TS_OK && i < sizeof total_lines / sizeof *total_lines;
          i++) {
@@ -824,16 +595,17 @@ append_footer(sbuf *out,
                 out, total_lines[i].label, totals, total_lines[i].key, err);
         }
     }
-    if (rc == TS_OK && diagnostic_count > 0) {
-        rc = sb_printf(out,
-                       err,
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (diagnostic_count > 0) {
+        ts_text_printf(out,
                        "\nDiagnostics: %zu (inspect report['diagnostics'])",
                        diagnostic_count);
     }
-    if (rc == TS_OK) {
-        rc = sb_puts(out, "\n", err);
-    }
-    return rc != TS_OK ? rc : sb_repeat(out, "_", line_length, err);
+    ts_text_put_n(out, "\n", 1);
+    put_rule(out, '_', line_length);
+    return TS_OK;
 }
 
 /* ---- the table ---- */
@@ -842,7 +614,7 @@ append_footer(sbuf *out,
  * one that some row has (so a too-deep value is refused), and rows deeper
  * than it are hidden. Fills keep[], one flag per layer. */
 static int
-select_rows(const json_t *layers, int max_depth, bool *keep, ts_error *err)
+select_rows(const json_t *layers, int64_t max_depth, bool *keep, ts_error *err)
 {
     size_t count = json_array_size(layers);
     bool depth_seen = false;
@@ -901,7 +673,7 @@ static int
 measure_widths(const row *rows,
                size_t row_count,
                size_t widths[NCOLS],
-               sbuf *scratch,
+               ts_text_buf *scratch,
                ts_error *err)
 {
     for (int c = 0; c < NCOLS; c++) {
@@ -909,24 +681,28 @@ measure_widths(const row *rows,
     }
     for (size_t r = 0; r < row_count; r++) {
         for (int c = 0; c < NCOLS; c++) {
-            const sbuf *cell = &rows[r].cells[c];
+            const ts_text_buf *cell = &rows[r].cells[c];
             size_t chars;
             if (c == 0 || c == 2) {
                 int rc;
                 scratch->len = 0;
-                rc = append_wrapped(scratch,
+                rc = ts_put_wrapped(scratch,
                                     cell->data,
                                     cell->len,
                                     MEASURE_WIDTH,
                                     c == 0 ? TS_WRAP_MID : TS_WRAP_END,
+                                    &ts_table_default_marks,
                                     err);
                 if (rc != TS_OK) {
                     return rc;
                 }
-                chars = utf8_count(scratch->data, scratch->len);
+                if (scratch->failed) {
+                    return FAIL(err, TS_ENOMEM, "out of memory");
+                }
+                chars = ts_utf8_chars(scratch->data, scratch->len);
             }
             else {
-                chars = utf8_count(cell->data, cell->len);
+                chars = ts_utf8_chars(cell->data, cell->len);
             }
             if (chars > widths[c]) {
                 widths[c] = chars;
@@ -953,54 +729,55 @@ fit_widths(size_t widths[NCOLS], int ncols)
 
 /* The head of the table: a rule of "_", the column headers and a rule of
  * "=". */
-static int
-append_table_head(sbuf *out,
+static void
+append_table_head(ts_text_buf *out,
                   const size_t widths[NCOLS],
                   int ncols,
-                  size_t line_length,
-                  ts_error *err)
+                  size_t line_length)
 {
-    int rc = sb_repeat(out, "_", line_length, err);
-    if (rc == TS_OK) {
-        rc = sb_puts(out, "\n", err);
-    }
-    for (int c = 0; rc == TS_OK && c < ncols; c++) {
+    put_rule(out, '_', line_length);
+    ts_text_put_n(out, "\n", 1);
+    for (int c = 0; c < ncols; c++) {
         if (c > 0) {
-            rc = sb_repeat(out, " ", MARGIN, err);
+            ts_text_put_n(out, "    ", MARGIN);
         }
-        if (rc == TS_OK) {
-            rc = append_cell(
-                out, headers[c], strlen(headers[c]), widths[c], err);
-        }
+        ts_put_cell(out,
+                    headers[c],
+                    strlen(headers[c]),
+                    (int64_t)widths[c],
+                    (int64_t)widths[c]);
     }
-    if (rc == TS_OK) {
-        rc = sb_puts(out, "\n", err);
-    }
-    return rc != TS_OK ? rc : sb_repeat(out, "=", line_length, err);
+    ts_text_put_n(out, "\n", 1);
+    put_rule(out, '=', line_length);
 }
 
 /* One line per row, each column wrapped, padded and cut to its width. */
 static int
-append_rows(sbuf *out,
+append_rows(ts_text_buf *out,
             const row *rows,
             size_t row_count,
             const size_t widths[NCOLS],
             int ncols,
             ts_wrap_mode mode,
-            sbuf *scratch,
+            ts_text_buf *scratch,
             ts_error *err)
 {
     int rc = TS_OK;
     for (size_t r = 0; rc == TS_OK && r < row_count; r++) {
-        rc = sb_puts(out, "\n", err);
+        ts_text_put_n(out, "\n", 1);
         for (int c = 0; rc == TS_OK && c < ncols; c++) {
+            int64_t width = (int64_t)widths[c];
             if (c > 0) {
-                rc = sb_repeat(out, " ", MARGIN, err);
+                ts_text_put_n(out, "    ", MARGIN);
             }
-            if (rc == TS_OK) {
-                rc = append_column(
-                    out, &rows[r].cells[c], c, widths[c], mode, scratch, err);
-            }
+            rc = append_column(out,
+                               &rows[r].cells[c],
+                               c,
+                               width,
+                               c == 0 ? width + 3 : width,
+                               mode,
+                               scratch,
+                               err);
         }
     }
     return rc;
@@ -1021,8 +798,8 @@ ts_format_summary(const json_t *report,
     size_t widths[NCOLS];
     int ncols;
     size_t line_length = 0;
-    sbuf out = {NULL, 0, 0};
-    sbuf scratch = {NULL, 0, 0};
+    ts_text_buf out = {NULL, 0, 0, false};
+    ts_text_buf scratch = {NULL, 0, 0, false};
     char *result = NULL;
     int rc;
 
@@ -1052,9 +829,7 @@ ts_format_summary(const json_t *report,
     }
     if (rc == TS_OK) {
         line_length = fit_widths(widths, ncols);
-        rc = append_table_head(&out, widths, ncols, line_length, err);
-    }
-    if (rc == TS_OK) {
+        append_table_head(&out, widths, ncols, line_length);
         rc = append_rows(&out,
                          rows,
                          row_count,
@@ -1065,13 +840,12 @@ ts_format_summary(const json_t *report,
                          err);
     }
     if (rc == TS_OK) {
-        rc = sb_puts(&out, "\n", err);
-    }
-    if (rc == TS_OK) {
-        rc = sb_repeat(&out, "=", line_length, err);
-    }
-    if (rc == TS_OK) {
+        ts_text_put_n(&out, "\n", 1);
+        put_rule(&out, '=', line_length);
         rc = append_footer(&out, totals, diagnostics, line_length, err);
+    }
+    if (rc == TS_OK && out.failed) {
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
     }
     if (rc == TS_OK) {
         result = out.data;
@@ -1081,4 +855,104 @@ ts_format_summary(const json_t *report,
     free(scratch.data);
     rows_free(rows, layer_count);
     return result;
+}
+
+/* ---- one row, and a depth-limited view ---- */
+
+int
+ts_table_line(const json_t *layer,
+              const int64_t col_w[8],
+              ts_wrap_mode mode,
+              bool receptive_field,
+              bool effective_rf_stats,
+              ts_table_text cells[8],
+              int *count,
+              ts_error *err)
+{
+    row r;
+    ts_text_buf scratch = {NULL, 0, 0, false};
+    int ncols = !receptive_field ? 5 : !effective_rf_stats ? 6 : NCOLS;
+    int rc;
+    memset(&r, 0, sizeof r);
+    memset(cells, 0, NCOLS * sizeof *cells);
+    *count = 0;
+    ts_error_clear(err);
+    if (!json_is_object(layer)) {
+        return FAIL(err, TS_EFORMAT, "layer is not an object");
+    }
+    rc = build_row(&r, layer, LONE_LAYER, err);
+    for (int c = 0; rc == TS_OK && c < ncols; c++) {
+        /* without widths, the name wraps at 100 and the shape at 100 */
+        int64_t wrap_len = col_w[c] < 0 ? MEASURE_WIDTH
+                           : c == 0     ? col_w[c] + 3
+                                        : col_w[c];
+        ts_text_buf cell = {NULL, 0, 0, false};
+        rc = append_column(
+            &cell, &r.cells[c], c, col_w[c], wrap_len, mode, &scratch, err);
+        if (rc == TS_OK && cell.failed) {
+            rc = FAIL(err, TS_ENOMEM, "out of memory");
+        }
+        if (rc == TS_OK && cell.data == NULL) {
+            cell.data = calloc(1, 1);
+            if (cell.data == NULL) {
+                rc = FAIL(err, TS_ENOMEM, "out of memory");
+            }
+        }
+        cells[c].data = cell.data;
+        cells[c].len = cell.len;
+        *count = c + 1;
+    }
+    for (int c = 0; c < NCOLS; c++) {
+        free(r.cells[c].data);
+    }
+    free(scratch.data);
+    if (rc != TS_OK) {
+        ts_table_texts_free(cells, *count);
+        *count = 0;
+    }
+    return rc;
+}
+
+json_t *
+ts_table_limit_depth(const json_t *report, int64_t max_depth, ts_error *err)
+{
+    const json_t *layers = json_object_get(report, "layers");
+    size_t count = json_array_size(layers);
+    json_t *view = NULL;
+    json_t *kept = NULL;
+    bool *keep = NULL;
+    int rc;
+    ts_error_clear(err);
+    if (!json_is_object(report) || !json_is_array(layers)) {
+        ts_error_set(err, TS_EFORMAT, "report lacks a 'layers' list");
+        return NULL;
+    }
+    if (max_depth < 0) {
+        ts_error_set(err, TS_EINVAL, "max_depth must be non-negative.");
+        return NULL;
+    }
+    keep = calloc(count > 0 ? count : 1, sizeof *keep);
+    view = json_copy((json_t *)report);
+    kept = json_array();
+    if (keep == NULL || view == NULL || kept == NULL) {
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
+    }
+    else {
+        rc = select_rows(layers, max_depth, keep, err);
+    }
+    for (size_t i = 0; rc == TS_OK && i < count; i++) {
+        if (keep[i] && json_array_append(kept, json_array_get(layers, i))) {
+            rc = FAIL(err, TS_ENOMEM, "out of memory");
+        }
+    }
+    if (rc == TS_OK && json_object_set(view, "layers", kept)) {
+        rc = FAIL(err, TS_ENOMEM, "out of memory");
+    }
+    free(keep);
+    json_decref(kept);
+    if (rc != TS_OK) {
+        json_decref(view);
+        return NULL;
+    }
+    return view;
 }

@@ -7,16 +7,40 @@
 #include <string.h>
 
 void
+ts_text_reserve(ts_text_buf *b, size_t extra)
+{
+    char *grown;
+    if (b->failed || b->len + 1 + extra <= b->cap) {
+        return;
+    }
+    if (extra > SIZE_MAX - b->len - 1) {
+        b->failed = true;
+        return;
+    }
+    grown = realloc(b->data, b->len + 1 + extra);
+    if (grown == NULL) {
+        b->failed = true;
+        return;
+    }
+    b->data = grown;
+    b->cap = b->len + 1 + extra;
+}
+
+void
 ts_text_put_n(ts_text_buf *b, const char *text, size_t len)
 {
     if (b->failed) {
+        return;
+    }
+    if (len > SIZE_MAX - b->len - 1) {
+        b->failed = true;
         return;
     }
     if (b->len + len + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         char *grown;
         while (cap < b->len + len + 1) {
-            cap *= 2;
+            cap = cap > SIZE_MAX / 2 ? b->len + len + 1 : cap * 2;
         }
         grown = realloc(b->data, cap);
         if (grown == NULL) {

@@ -15,6 +15,10 @@ typedef struct ts_text_buf {
     bool failed;
 } ts_text_buf;
 
+/* Makes room for `extra` more bytes in one allocation (so that a text too
+ * large for memory fails at once, before anything is written). */
+void ts_text_reserve(ts_text_buf *b, size_t extra);
+
 /* Appends `len` bytes of `text`. */
 void ts_text_put_n(ts_text_buf *b, const char *text, size_t len);
 

@@ -1,12 +1,14 @@
 /* torchscan._engine: the module definition (multi-phase init, module
  * state in state.c), its method table and its types. This is the top layer
- * of src/ext: the functions it lists live in reports.c, formulas.c,
- * measure.c and timing.c, the types in crawl.c, hooks.c and counter.c (state.h
- * lists the layers). */
+ * of src/ext: the functions it lists live in reports.c, tables.c,
+ * formulas.c, progress.c, timing.c and measure.c, the types in crawl.c,
+ * hooks.c and counter.c (state.h lists the layers). */
 #include "crawl.h"
 #include "formulas.h"
 #include "measure.h"
+#include "progress.h"
 #include "reports.h"
+#include "tables.h"
 #include "timing.h"
 
 static PyMethodDef engine_methods[] = {
@@ -27,6 +29,38 @@ static PyMethodDef engine_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "format_summary(report, wrap_mode='mid', receptive_field=False, "
      "effective_rf_stats=False, max_depth=-1) -> str"},
+    {"format_report",
+     (PyCFunction)(void (*)(void))tsx_engine_format_report,
+     METH_VARARGS | METH_KEYWORDS,
+     "format_report(report, wrap_mode='mid', receptive_field=False, "
+     "effective_rf_stats=False, max_depth=-1) -> str, the report checked "
+     "first (as `torchscan table` checks it)"},
+    {"format_name",
+     tsx_engine_format_name,
+     METH_VARARGS,
+     "format_name(name, depth) -> the Layer cell text"},
+    {"wrap_string",
+     tsx_engine_wrap_string,
+     METH_VARARGS,
+     "wrap_string(s, max_len, delimiter, wrap, mode) -> str"},
+    {"format_s",
+     tsx_engine_format_s,
+     METH_VARARGS,
+     "format_s(s, min_w, max_w) -> str (-1: no width)"},
+    {"unit_scale",
+     tsx_engine_unit_scale,
+     METH_O,
+     "unit_scale(val) -> (scaled value, SI prefix)"},
+    {"format_line",
+     tsx_engine_format_line,
+     METH_VARARGS,
+     "format_line(layer, col_w, wrap_mode, receptive_field, "
+     "effective_rf_stats) -> [cell, ...]"},
+    {"limit_depth",
+     tsx_engine_limit_depth,
+     METH_VARARGS,
+     "limit_depth(report, max_depth) -> a new report with the rows of "
+     "depth <= max_depth"},
     {"module_estimates",
      tsx_engine_module_estimates,
      METH_VARARGS,
@@ -54,6 +88,16 @@ static PyMethodDef engine_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "time_workload(workload, synchronize, warmup, min_run_time, "
      "min_repeats, work_units, work_unit) -> {'totals', 'measurement'}"},
+    {"progress_start",
+     tsx_engine_progress_start,
+     METH_VARARGS,
+     "progress_start(label, fd) -> a handle, or None when fd is not a "
+     "terminal or another progress line is shown: a thread draws "
+     "'torchscan: <label>, <elapsed>' after the first second"},
+    {"progress_stop",
+     tsx_engine_progress_stop,
+     METH_O,
+     "progress_stop(handle): stops the thread, blanks the line"},
     {"profile_rows",
      tsx_engine_profile_rows,
      METH_VARARGS,

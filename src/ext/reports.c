@@ -1,5 +1,6 @@
-/* Module functions on reports (reports.h): comparison, the summary table,
- * the strict-mode check, call metadata and the benchmark HTML page. Each
+/* Module functions on reports (reports.h): comparison, the strict-mode
+ * check, call metadata and the rendered pages (the summary table and its
+ * text helpers are tables.c's). Each
  * converts its arguments once (convert.c) and lets the engine work. */
 #include "fail.h"
 #include "reports.h"
@@ -7,7 +8,6 @@
 #include "torchscan/diff.h"
 #include "torchscan/render.h"
 #include "torchscan/session.h"
-#include "torchscan/table.h"
 
 /* (before, after) -> an engine comparison of their JSON forms. */
 static PyObject *
@@ -49,81 +49,6 @@ PyObject *
 tsx_engine_diff_metrics(PyObject *module, PyObject *args)
 {
     return compare_pair(module, args, "OO:diff_metrics", ts_diff_metrics);
-}
-
-PyObject *
-tsx_engine_format_summary(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"report",
-                             "wrap_mode",
-                             "receptive_field",
-                             "effective_rf_stats",
-                             "max_depth",
-                             NULL};
-    PyObject *report, *wrap = Py_None, *depth = NULL, *result = NULL;
-    int rf = 0, stats = 0, overflow = 0;
-    long long max_depth = -1;
-    ts_table_options opt;
-    json_t *j = NULL;
-    char *text;
-    ts_error err;
-    if (!PyArg_ParseTupleAndKeywords(args,
-                                     kwds,
-                                     "O|OppO!:format_summary",
-                                     kwlist,
-                                     &report,
-                                     &wrap,
-                                     &rf,
-                                     &stats,
-                                     &PyLong_Type,
-                                     &depth)) {
-        return NULL;
-    }
-    if (depth != NULL) {
-        max_depth = PyLong_AsLongLongAndOverflow(depth, &overflow);
-        if (max_depth == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        /* any depth beyond a C int is deeper than every model: refused as
-         * such by the table, not as an OverflowError */
-        if (overflow > 0 || max_depth > INT_MAX) {
-            max_depth = INT_MAX;
-        }
-        else if (overflow < 0 || max_depth < 0) {
-            max_depth = -1;
-        }
-    }
-    if (wrap == Py_None) {
-        opt.wrap_mode = TS_WRAP_NONE;
-    }
-    else if (PyUnicode_Check(wrap)
-             && PyUnicode_CompareWithASCIIString(wrap, "mid") == 0) {
-        opt.wrap_mode = TS_WRAP_MID;
-    }
-    else if (PyUnicode_Check(wrap)
-             && PyUnicode_CompareWithASCIIString(wrap, "end") == 0) {
-        opt.wrap_mode = TS_WRAP_END;
-    }
-    else {
-        tsx_fail(PyExc_ValueError, "wrap_mode must be 'mid', 'end' or None.");
-        return NULL;
-    }
-    opt.receptive_field = rf;
-    opt.effective_rf_stats = stats;
-    opt.max_depth = (int)max_depth;
-    j = tsx_to_json(report, "report");
-    if (j == NULL) {
-        return NULL;
-    }
-    ts_error_clear(&err);
-    text = ts_format_summary(j, &opt, &err);
-    json_decref(j);
-    if (text == NULL) {
-        return tsx_raise(&err);
-    }
-    result = PyUnicode_FromString(text);
-    free(text);
-    return result;
 }
 
 PyObject *

@@ -7,9 +7,6 @@
 
 PyObject *tsx_engine_compare_reports(PyObject *module, PyObject *args);
 PyObject *tsx_engine_diff_metrics(PyObject *module, PyObject *args);
-PyObject *tsx_engine_format_summary(PyObject *module,
-                                    PyObject *args,
-                                    PyObject *kwds);
 PyObject *tsx_engine_incomplete(PyObject *module, PyObject *report);
 PyObject *tsx_engine_describe_call(PyObject *module, PyObject *args);
 PyObject *tsx_engine_render_benchmark_html(PyObject *module, PyObject *args);

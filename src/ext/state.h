@@ -20,7 +20,9 @@
  *   observe      what a module call records (begin/end of a layer call)
  *   hooks        observer objects (Hook), install/uninstall, flags
  *   crawl        the crawl (Python type Crawl) and its report
- *   reports, formulas, timing, measure   module functions
+ *   reports, tables, formulas   module functions
+ *   progress     the progress line of long measurements (a terminal)
+ *   timing, measure   module functions
  *   module       the module definition and method table (the top)
  * Where this differs from a first sketch, and why: describe sits below
  * callbacks (formulas receive shapes and numbers are converted with its

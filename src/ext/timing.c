@@ -11,21 +11,43 @@
  * torch.utils.benchmark, the cyclic garbage collector is paused while
  * blocks run (restored afterwards, also on errors). Thread settings are
  * never touched.
+ *
+ * Progress (a terminal's stderr only, progress.c): after the first
+ * second, at most ten times a second, the loop draws where it is. It
+ * checks between calls and blocks, never inside a timed region: the check
+ * reads the clock once after a block's closing reading (or does nothing
+ * when no line is shown), and a draw is one write(2) before the next
+ * block's opening reading.
  */
 #include <math.h>
-#include <time.h>
 
 #include "fail.h"
 #include "timing.h"
 
 #include "torchscan/stats.h"
 
-static int64_t
-monotonic_ns(void)
+/* The workload, its synchronizer, and the progress line of one timing. */
+typedef struct timing_loop {
+    PyObject *workload;
+    PyObject *sync;
+    const char *label;
+    tsx_progress progress;
+    ts_timing_progress state;
+} timing_loop;
+
+/* Draws the loop's state when a draw is due (between timed regions). */
+static void
+show_progress(timing_loop *loop)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * INT64_C(1000000000) + (int64_t)ts.tv_nsec;
+    int64_t now;
+    char text[TS_PROGRESS_TEXT_SIZE];
+    if (tsx_progress_due(&loop->progress, &now)) {
+        ts_progress_timing_text(text,
+                                loop->label,
+                                &loop->state,
+                                now - loop->progress.line.start_ns);
+        tsx_progress_show(&loop->progress, text, now);
+    }
 }
 
 /* Synchronizes the device (when `sync` is not None), then reads the
@@ -40,7 +62,7 @@ tick(PyObject *sync, int64_t *now)
         }
         Py_DECREF(r);
     }
-    *now = monotonic_ns();
+    *now = tsx_monotonic_ns();
     return 0;
 }
 
@@ -94,24 +116,25 @@ run_block(PyObject *workload, PyObject *sync, int64_t number, double *seconds)
 /* The timed first call (everything the workload does the first time) and
  * the untimed warmup calls. */
 static int
-first_call_and_warmup(PyObject *workload,
-                      PyObject *sync,
-                      Py_ssize_t warmup,
-                      double *first_call)
+first_call_and_warmup(timing_loop *loop, Py_ssize_t warmup, double *first_call)
 {
     int64_t start, stop;
-    if (tick(sync, &start) < 0 || call_once(workload) < 0
-        || tick(sync, &stop) < 0) {
+    if (tick(loop->sync, &start) < 0 || call_once(loop->workload) < 0
+        || tick(loop->sync, &stop) < 0) {
         return -1;
     }
     *first_call = (double)(stop - start) * 1e-9;
     if (bad_duration(*first_call) < 0) {
         return -1;
     }
+    loop->state.phase = TS_TIMING_WARMUP;
+    loop->state.total = warmup;
     for (Py_ssize_t i = 0; i < warmup; i++) {
         /* a C workload runs no bytecode that would notice Ctrl-C; warmup is
          * untimed, so checking here costs nothing measured */
-        if (call_once(workload) < 0
+        loop->state.done = i;
+        show_progress(loop);
+        if (call_once(loop->workload) < 0
             || ((i & 1023) == 1023 && PyErr_CheckSignals() < 0)) {
             return -1;
         }
@@ -122,15 +145,17 @@ first_call_and_warmup(PyObject *workload,
 /* Calibration: blocks grow until one reaches the target; that block is
  * kept (*number calls took *seconds). */
 static int
-calibrate(PyObject *workload,
-          PyObject *sync,
+calibrate(timing_loop *loop,
           double min_run_time,
           int64_t *number,
           double *seconds)
 {
     int64_t next;
+    loop->state.phase = TS_TIMING_CALIBRATION;
     for (;;) {
-        if (run_block(workload, sync, *number, seconds) < 0) {
+        loop->state.calls = *number;
+        show_progress(loop);
+        if (run_block(loop->workload, loop->sync, *number, seconds) < 0) {
             return -1;
         }
         if (ts_autorange_next(*number,
@@ -146,8 +171,7 @@ calibrate(PyObject *workload,
 /* The measured blocks: the calibration's last, then blocks of the same
  * size until they add up to min_run_time and there are min_repeats. */
 static int
-measure_blocks(PyObject *workload,
-               PyObject *sync,
+measure_blocks(timing_loop *loop,
                int64_t number,
                double seconds,
                double min_run_time,
@@ -157,6 +181,10 @@ measure_blocks(PyObject *workload,
 {
     size_t capacity = 0;
     double total = 0.0;
+    loop->state.phase = TS_TIMING_BLOCKS;
+    loop->state.total = min_repeats;
+    loop->state.calls = number;
+    loop->state.min_run_time = min_run_time;
     for (;;) {
         if (*nblocks == capacity) {
             size_t grown = capacity ? capacity * 2 : 16;
@@ -170,10 +198,13 @@ measure_blocks(PyObject *workload,
         }
         (*blocks)[(*nblocks)++] = seconds;
         total += seconds;
+        loop->state.done = (int64_t)*nblocks;
+        loop->state.timed_s = total;
+        show_progress(loop);
         if (total >= min_run_time && *nblocks >= (size_t)min_repeats) {
             return 0;
         }
-        if (run_block(workload, sync, number, &seconds) < 0) {
+        if (run_block(loop->workload, loop->sync, number, &seconds) < 0) {
             return -1;
         }
     }
@@ -189,8 +220,13 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
                              "min_repeats",
                              "work_units",
                              "work_unit",
+                             "progress_fd",
+                             "progress_label",
                              NULL};
     PyObject *workload, *sync, *result = NULL;
+    timing_loop loop;
+    int progress_fd = -1;
+    const char *label = "measure_latency";
     Py_ssize_t warmup, min_repeats;
     double min_run_time, work_units, first_call, seconds = 0.0;
     const char *work_unit;
@@ -202,7 +238,7 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
     ts_error err;
     if (!PyArg_ParseTupleAndKeywords(args,
                                      kwds,
-                                     "OOndnds:time_workload",
+                                     "OOndnds|$is:time_workload",
                                      kwlist,
                                      &workload,
                                      &sync,
@@ -210,7 +246,9 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
                                      &min_run_time,
                                      &min_repeats,
                                      &work_units,
-                                     &work_unit)) {
+                                     &work_unit,
+                                     &progress_fd,
+                                     &label)) {
         return NULL;
     }
     if (!PyCallable_Check(workload)
@@ -223,24 +261,29 @@ tsx_time_workload(PyObject *module, PyObject *args, PyObject *kwds)
         tsx_fail(PyExc_ValueError, "invalid timing settings");
         return NULL;
     }
-    if (first_call_and_warmup(workload, sync, warmup, &first_call) < 0) {
-        return NULL;
-    }
-    gc_was_enabled = PyGC_Disable();
-    rc = calibrate(workload, sync, min_run_time, &number, &seconds);
+    memset(&loop, 0, sizeof loop);
+    loop.workload = workload;
+    loop.sync = sync;
+    loop.label = label;
+    tsx_progress_open(&loop.progress, progress_fd);
+    rc = first_call_and_warmup(&loop, warmup, &first_call);
     if (rc == 0) {
-        rc = measure_blocks(workload,
-                            sync,
-                            number,
-                            seconds,
-                            min_run_time,
-                            min_repeats,
-                            &blocks,
-                            &nblocks);
+        gc_was_enabled = PyGC_Disable();
+        rc = calibrate(&loop, min_run_time, &number, &seconds);
+        if (rc == 0) {
+            rc = measure_blocks(&loop,
+                                number,
+                                seconds,
+                                min_run_time,
+                                min_repeats,
+                                &blocks,
+                                &nblocks);
+        }
+        if (gc_was_enabled) {
+            PyGC_Enable();
+        }
     }
-    if (gc_was_enabled) {
-        PyGC_Enable();
-    }
+    tsx_progress_close(&loop.progress);
     if (rc == 0) {
         ts_error_clear(&err);
         report = ts_timing_report(

@@ -645,6 +645,150 @@ test_errors(void)
     json_decref(empty);
 }
 
+/* ts_table_line: format_line_str's cells of one layer. Expected texts by
+ * hand from 0.2.0's format_line_str (widths None: the name wraps at 100). */
+static void
+check_cells(const ts_table_text *cells,
+            int count,
+            const char *const *expected,
+            int expected_count)
+{
+    CHECK_EQ_INT(count, expected_count);
+    for (int c = 0; c < count && c < expected_count; c++) {
+        CHECK_EQ_STR(cells[c].data, expected[c]);
+    }
+}
+
+static void
+test_line(void)
+{
+    static const int64_t none[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    static const int64_t narrow[8] = {10, 8, 12, 7, 9, 4, 4, 4};
+    /* depth 4: "|    " * 3 + "└─0" */
+    static const char *const plain[] = {
+        "|    |    |    └─0", "Conv2d", "(1, 4, 14, 14)", "112", "True"};
+    /* the name (18) end-wrapped to 10 + 3: s[:8] + "[...]", then cut to
+     * 10; the shape (14) end-wrapped to 12: s[:7] + "[...]" */
+    static const char *const cut[] = {"|    |  [.",
+                                      "Conv2d  ",
+                                      "(1, 4, [...]",
+                                      "112    ",
+                                      "True     ",
+                                      "3   ",
+                                      "1   ",
+                                      "0   "};
+    json_t *report = load(nested_report);
+    json_t *layer = json_array_get(json_object_get(report, "layers"), 4);
+    ts_table_text cells[8];
+    int count;
+    ts_error err;
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, none, TS_WRAP_MID, false, false, cells, &count, &err),
+        TS_OK);
+    check_cells(cells, count, plain, 5);
+    ts_table_texts_free(cells, count);
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, narrow, TS_WRAP_END, true, true, cells, &count, &err),
+        TS_OK);
+    check_cells(cells, count, cut, 8);
+    ts_table_texts_free(cells, count);
+    /* the receptive field alone: six cells */
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, none, TS_WRAP_MID, true, false, cells, &count, &err),
+        TS_OK);
+    CHECK_EQ_INT(count, 6);
+    CHECK_EQ_STR(cells[5].data, "3");
+    ts_table_texts_free(cells, count);
+    /* an unknown mode is refused only when the name needs shortening */
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, none, TS_WRAP_UNKNOWN, false, false, cells, &count, &err),
+        TS_OK);
+    ts_table_texts_free(cells, count);
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, narrow, TS_WRAP_UNKNOWN, false, false, cells, &count, &err),
+        TS_EINVAL);
+    CHECK_EQ_INT(count, 0);
+    CHECK_EQ_STR(err.message,
+                 "received an unexpected value of argument `mode`");
+
+    json_object_set_new(layer, "depth", json_integer(-1));
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, none, TS_WRAP_MID, false, false, cells, &count, &err),
+        TS_EINVAL);
+    CHECK_EQ_STR(err.message, "layer depth must be >= 0, got -1.");
+    json_object_del(layer, "type");
+    CHECK_EQ_INT(
+        ts_table_line(
+            layer, none, TS_WRAP_MID, false, false, cells, &count, &err),
+        TS_EFORMAT);
+    CHECK_EQ_STR(err.message, "layer lacks string 'type'");
+    CHECK_EQ_INT(ts_table_line(json_object_get(report, "layers"),
+                               none,
+                               TS_WRAP_MID,
+                               false,
+                               false,
+                               cells,
+                               &count,
+                               &err),
+                 TS_EFORMAT);
+    json_decref(report);
+}
+
+/* ts_table_limit_depth: aggregate_info's view. */
+static void
+test_limit_depth(void)
+{
+    json_t *report = load(nested_report);
+    json_t *empty = load(empty_report);
+    json_t *view;
+    json_t *layers;
+    ts_error err;
+    /* depths 0 1 2 3 4 4 3 2 3 4 1 1 1: five rows of depth <= 1 */
+    view = ts_table_limit_depth(report, 1, &err);
+    CHECK(view != NULL);
+    layers = json_object_get(view, "layers");
+    CHECK_EQ_INT(json_array_size(layers), 5);
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(layers, 4), "path")),
+        "head");
+    CHECK(json_object_get(view, "totals")
+          == json_object_get(report, "totals"));
+    CHECK_EQ_INT(json_array_size(json_object_get(report, "layers")), 13);
+    json_decref(view);
+    view = ts_table_limit_depth(report, 4, &err);
+    CHECK(view != NULL
+          && json_array_size(json_object_get(view, "layers")) == 13);
+    json_decref(view);
+
+    CHECK(ts_table_limit_depth(report, 5, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EINVAL);
+    CHECK_EQ_STR(err.message,
+                 "The `max_depth` argument cannot be higher than module "
+                 "depth.");
+    CHECK(ts_table_limit_depth(report, -1, &err) == NULL);
+    CHECK_EQ_STR(err.message, "max_depth must be non-negative.");
+    /* no rows: any depth */
+    view = ts_table_limit_depth(empty, 3, &err);
+    CHECK(view != NULL
+          && json_array_size(json_object_get(view, "layers")) == 0);
+    json_decref(view);
+    CHECK(ts_table_limit_depth(json_object_get(report, "totals"), 0, &err)
+          == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    json_object_del(json_array_get(json_object_get(report, "layers"), 2),
+                    "depth");
+    CHECK(ts_table_limit_depth(report, 1, &err) == NULL);
+    CHECK_EQ_STR(err.message, "report layer 2 lacks 'depth'");
+    json_decref(report);
+    json_decref(empty);
+}
+
 int
 main(void)
 {
@@ -653,5 +797,7 @@ main(void)
     test_misc();
     test_totals();
     test_errors();
+    test_line();
+    test_limit_depth();
     return ts_test_report();
 }

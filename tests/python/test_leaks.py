@@ -215,6 +215,21 @@ def test_compare_reports_refusals_and_the_020_functions_do_not_leak():
             assert modules.module_flops(odd, (x,), z) == 0  # no formula: warns and returns 0
         assert caught
         utils.format_info(report)
+        utils.format_report(report, max_depth=1)
+        try:
+            utils.format_report(hostile)
+        except ValueError:
+            pass
+        utils.aggregate_info(report, 0)
+        utils.format_line_str(report["layers"][1], [10] * 8, "end", True, True)
+        utils.format_name("a\ud800", 3)
+        utils.wrap_string("features.block.conv", 12, mode="mid")
+        utils.format_s("abc", 5, 2)
+        utils.unit_scale(2.5e6)
+        try:
+            utils.wrap_string("features.block.conv", 5, mode="bad")
+        except ValueError:
+            pass
 
     _check_no_growth(call)
 
@@ -307,3 +322,24 @@ def test_the_peak_memory_reduction_does_not_leak():
     tag = torch._C._profiler._EventType.Allocation
     assert _engine.memory_peak(roots, tag) == 6000  # both alive together
     _check_no_growth(lambda: _engine.memory_peak(roots, tag), iterations=1000)
+
+
+def test_progress_lines_do_not_leak():
+    import pty
+
+    from torchscan import _engine
+
+    controller, terminal = pty.openpty()
+
+    def call():
+        handle = _engine.progress_start("leak check", terminal)  # a thread started and joined each time
+        assert handle is not None
+        _engine.progress_stop(handle)
+        del handle
+        _engine.time_workload(lambda: None, None, 0, 1e-4, 2, 1.0, "calls", progress_fd=terminal)
+
+    try:
+        _check_no_growth(call)
+    finally:
+        os.close(terminal)
+        os.close(controller)

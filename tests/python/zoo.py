@@ -1,7 +1,8 @@
 """The model zoo of the operator-coverage tests (issue 3) and of bench/op_overhead.py.
 
 A helper module, not a test module (pytest does not collect it): test_coverage.py,
-test_module_families.py and bench/op_overhead.py import it. It only builds tiny,
+test_module_families.py, bench/op_overhead.py and tools/model_support.py (which writes
+docs/model-support.md from it) import it. It only builds tiny,
 randomly initialised models of the families that standard training and inference run
 (CNNs with BatchNorm, mobile blocks, ConvNeXt, ViT, UNet, recurrent text models, Hugging
 Face transformers with SDPA and eager attention), together with their inputs and a loss,

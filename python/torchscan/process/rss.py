@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import _engine
+from .._progress import pass_line
 from ..report import MetricResult, metric_result
 
 __all__ = ["measure_peak_rss"]
@@ -117,6 +118,10 @@ def measure_peak_rss(
     is stopped, which kills and reaps the group, before the exception
     propagates: no zombie or orphan is left behind.
 
+    While the command runs longer than a second, a progress line on this
+    process's standard error shows it when that is a terminal (never in the
+    command's own output; ``TORCHSCAN_PROGRESS=0`` turns it off).
+
     Being its own process group, the command is a background job of a
     terminal: it must not read from an interactive terminal (the read would
     stop it); give it input through a file or a pipe.
@@ -157,7 +162,7 @@ def measure_peak_rss(
     finally:
         os.close(write_end)
     try:
-        with os.fdopen(read_end, "rb") as pipe:
+        with os.fdopen(read_end, "rb") as pipe, pass_line("measure_peak_rss: command running"):
             line = pipe.read()
         process.wait()
     except BaseException:
