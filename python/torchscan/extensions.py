@@ -27,10 +27,11 @@ SUPPORTED_METRICS = frozenset(
 class ModuleCall:
     """One call of a module, as a handler sees it (borrowed, read-only).
 
-    ``args`` and ``kwargs`` are the actual call arguments (defaults are not
-    inserted); ``output`` is the complete output. The callback runs in the
-    module's forward hook under ``torch.no_grad()``, with operator counting
-    suspended, so tensor work it does is never counted.
+    ``module`` is the called module; ``args`` and ``kwargs`` are the actual
+    call arguments (defaults are not inserted); ``output`` is the complete
+    output. The callback runs in the module's forward hook under
+    ``torch.no_grad()``, with operator counting suspended, so tensor work it
+    does is never counted.
     """
 
     module: nn.Module

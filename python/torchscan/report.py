@@ -196,8 +196,10 @@ def metric_result(
 class IncompleteAnalysisError(RuntimeError):
     """Raised by ``strict=True`` when a requested metric is not complete.
 
-    The full report is kept as ``.report``; the message names the incomplete
-    metrics (every total that is not complete plus every diagnostic's metric).
+    Args:
+        report: the full report, kept as ``.report``.
+        message: the error text; by default it names the incomplete metrics
+            (every total that is not complete plus every diagnostic's metric).
     """
 
     def __init__(self, report: AnalysisReport, message: str | None = None) -> None:
