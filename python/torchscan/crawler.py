@@ -184,7 +184,9 @@ def crawl_module(
             negative ``input_shape`` dimension, a device name PyTorch does not
             know, a ``strict`` that is not a bool (0 and 1 are accepted), ...
         RuntimeError: a ``device`` this process cannot use (``"cuda:7"``
-            without that GPU, CUDA or MPS unavailable), before the model runs.
+            without that GPU, CUDA or MPS unavailable), before the model runs;
+            a ``module`` (or one of its submodules) that another TorchScan
+            call observes at the same time, in any thread.
     """
     return _crawl(module, input_shape, dtype, args, kwargs, device, strict, mode, custom_modules, custom_mapping)
 

@@ -111,6 +111,8 @@ def measure_flops(
             a non-empty list of modules, ``custom_mapping`` that is not a
             mapping of operator packets (overloads refused) to callables (all
             raised before the workload runs).
+        RuntimeError: ``modules`` that another TorchScan call observes at the
+            same time, in any thread (before the workload runs).
     """
     if not callable(workload):
         raise TypeError(f"workload must be callable, got {type(workload).__name__}.")

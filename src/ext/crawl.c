@@ -544,6 +544,9 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
 static int
 crawl_clear(tsx_crawl *c)
 {
+    if (c->installed && c->all != NULL) {
+        tsx_hooks_release(c);
+    }
     Py_CLEAR(c->root);
     Py_CLEAR(c->all);
     Py_CLEAR(c->flags);

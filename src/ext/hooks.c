@@ -64,8 +64,10 @@ hook_vectorcall(PyObject *self,
                  "torchscan hook called with unexpected arguments");
         return NULL;
     }
-    if (h->crawl == NULL || !h->crawl->installed) {
-        Py_RETURN_NONE; /* a deep copy's, or left behind by a caller */
+    if (h->crawl == NULL || !h->crawl->installed
+        || h->crawl->thread != PyThread_get_thread_ident()) {
+        /* a deep copy's, left behind by a caller, or another thread's call */
+        Py_RETURN_NONE;
     }
     PyObject *hargs = PyTuple_Check(args[1]) ? args[1] : NULL;
     PyObject *hkwargs = PyDict_Check(args[2]) ? args[2] : NULL;
@@ -79,7 +81,7 @@ hook_vectorcall(PyObject *self,
 
 /* The forward wrapper: begin, the wrapped forward, end (also when it
  * raises: the exception propagates unchanged). After uninstall (a caller
- * kept the attribute) it only forwards. */
+ * kept the attribute), and for calls of another thread, it only forwards. */
 static PyObject *
 forward_vectorcall(PyObject *self,
                    PyObject *const *args,
@@ -95,7 +97,8 @@ forward_vectorcall(PyObject *self,
         tsx_fail(PyExc_RuntimeError, "torchscan wrapper was cleared");
         return NULL;
     }
-    if (c == NULL || !c->installed) {
+    if (c == NULL || !c->installed
+        || c->thread != PyThread_get_thread_ident()) {
         return PyObject_Vectorcall(h->forward, args, nargsf, kwnames);
     }
     targs = PyTuple_New(n);
@@ -403,6 +406,92 @@ restore_flags(tsx_crawl *c, PyObject **first)
     Py_CLEAR(c->flags);
 }
 
+/* Ends this crawl's claims on its modules (those it made: a refused
+ * install claimed only some). */
+static void
+release_modules(tsx_crawl *c, PyObject **first)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->all); i++) {
+        PyObject *key = PyLong_FromVoidPtr(tsx_crawl_module_at(c, i));
+        PyObject *owner =
+            key ? PyDict_GetItemWithError(c->st->observed, key) : NULL;
+        if (owner != NULL
+            && PyLong_AsVoidPtr(PyTuple_GET_ITEM(owner, 0)) == (void *)c) {
+            (void)PyDict_DelItem(c->st->observed, key);
+        }
+        Py_XDECREF(key);
+        keep_first(first);
+    }
+}
+
+/* The error of a module another crawl observes; `path` is the module's
+ * path in this crawl ("" for its root). */
+static void
+refuse_observed(PyObject *owner, PyObject *path)
+{
+    unsigned long thread = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(owner, 1));
+    PyObject *where = PyErr_Occurred() ? NULL
+                      : thread == PyThread_get_thread_ident()
+                          ? PyUnicode_FromString("in this thread")
+                          : PyUnicode_FromFormat("in thread %lu", thread);
+    PyObject *at = where == NULL ? NULL
+                   : PyUnicode_GET_LENGTH(path)
+                       ? PyUnicode_FromFormat(", at its submodule %R", path)
+                       : PyUnicode_FromString("");
+    if (at != NULL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "module is already observed by another TorchScan call "
+                     "(%U%U): calls on one model, or on models that share "
+                     "submodules, must not overlap; run them one after "
+                     "another, or give each thread its own copy "
+                     "(copy.deepcopy)",
+                     where,
+                     at);
+    }
+    Py_XDECREF(where);
+    Py_XDECREF(at);
+}
+
+/* Claims every module of the crawl, or refuses when another installed
+ * crawl (this thread's or another's) observes one of them: two sets of
+ * hooks and two saved training flags on one module would mix both calls'
+ * records and leave the flags of whichever ended last. 0, or -1 with an
+ * exception (the claims made so far stay for release_modules). */
+static int
+claim_modules(tsx_crawl *c)
+{
+    PyObject *owner = Py_BuildValue("(Nk)", PyLong_FromVoidPtr(c), c->thread);
+    int rc = owner != NULL ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(c->all); i++) {
+        PyObject *entry = PyList_GET_ITEM(c->all, i);
+        PyObject *key = PyLong_FromVoidPtr(PyTuple_GET_ITEM(entry, 1));
+        PyObject *other =
+            key ? PyDict_SetDefault(c->st->observed, key, owner) : NULL;
+        if (other == NULL) {
+            rc = -1;
+        }
+        else if (other != owner) {
+            refuse_observed(other, PyTuple_GET_ITEM(entry, 0));
+            rc = -1;
+        }
+        Py_XDECREF(key);
+    }
+    Py_XDECREF(owner);
+    return rc;
+}
+
+void
+tsx_hooks_release(tsx_crawl *c)
+{
+    PyObject *exc = tsx_fetch();
+    PyObject *first = NULL;
+    release_modules(c, &first);
+    Py_XDECREF(first);
+    if (exc != NULL) {
+        tsx_restore(exc);
+    }
+}
+
 int
 tsx_hooks_uninstall(tsx_crawl *c)
 {
@@ -414,6 +503,7 @@ tsx_hooks_uninstall(tsx_crawl *c)
     }
     remove_handles(c, &first);
     restore_flags(c, &first);
+    release_modules(c, &first);
     tsx_calls_clear(c);
     c->installed = false;
     if (exc != NULL) {
@@ -671,7 +761,8 @@ tsx_hooks_install(tsx_crawl *c, bool evaluate)
 {
     int rc;
     c->installed = true;
-    if (save_flags_and_evaluate(c, evaluate) < 0) {
+    c->thread = PyThread_get_thread_ident();
+    if (claim_modules(c) < 0 || save_flags_and_evaluate(c, evaluate) < 0) {
         return -1;
     }
     rc = install_wrappers(c);

@@ -20,5 +20,8 @@ int tsx_hooks_install(tsx_crawl *c, bool evaluate);
  * going on errors and reports the first one (an exception already set
  * wins). 0, or -1 with an exception. */
 int tsx_hooks_uninstall(tsx_crawl *c);
+/* Ends the claims of an installed crawl that is freed without uninstall
+ * (its model went away with it); keeps the exception being handled. */
+void tsx_hooks_release(tsx_crawl *c);
 
 #endif

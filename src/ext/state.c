@@ -200,6 +200,10 @@ tsx_state_init(tsx_state *st)
     /* lives as long as the object type */
     st->object_getattribute =
         _PyType_Lookup(&PyBaseObject_Type, st->s_getattribute);
+    st->observed = PyDict_New();
+    if (st->observed == NULL) {
+        return -1;
+    }
     st->j_tensor = json_string("tensor");
     st->j_cpu = json_string("cpu");
     if (st->j_tensor == NULL || st->j_cpu == NULL) {
@@ -225,6 +229,7 @@ tsx_state_traverse(tsx_state *st, visitproc visit, void *arg)
     Py_VISIT(st->hop_type);
     Py_VISIT(st->has_kernel);
     Py_VISIT(st->crawl_type);
+    Py_VISIT(st->observed);
     Py_VISIT(st->hook_type);
     Py_VISIT(st->counter_type);
     Py_VISIT(st->module_getattr);
@@ -258,6 +263,7 @@ tsx_state_clear(tsx_state *st)
     Py_CLEAR(st->hop_type);
     Py_CLEAR(st->has_kernel);
     Py_CLEAR(st->crawl_type);
+    Py_CLEAR(st->observed);
     Py_CLEAR(st->hook_type);
     Py_CLEAR(st->counter_type);
     Py_CLEAR(st->module_getattr);

@@ -100,6 +100,10 @@ typedef struct tsx_state {
     struct tsx_meta_cache *meta_cache;   /* CPU tensor metadata (describe.c) */
     struct tsx_strings *strings;         /* report vocabulary (convert.c) */
     struct tsx_pybuilder *spare_builder; /* kept between reports */
+    /* The modules installed crawls observe, {address: (crawl address,
+     * thread ident)} (hooks.c): a second crawl of any of them is refused
+     * while the first is installed, in any thread. */
+    PyObject *observed;
 } tsx_state;
 
 tsx_state *tsx_get_state(PyObject *module);

@@ -1491,21 +1491,26 @@ def test_a_script_module_in_training_gets_its_mode_back():
         assert bool((model(torch.ones(1000, 4)) == 0).any())  # the dropout zeroes elements again
 
 
-@pytest.mark.parametrize("order", ["lifo", "fifo"])
-def test_two_crawls_of_one_module_end_in_any_order(order):
-    # crawls of one model from two threads may end in either order: nothing of either stays behind
+def test_a_second_crawl_of_an_observed_module_is_refused():
+    # two installed crawls on one model would mix their records and restore each other's training flags: the
+    # second install is refused and leaves nothing; once the first ends, the model can be observed again
+    # (tests/python/test_threads.py: the same from threads)
     from torchscan import _engine
 
-    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout()).train()
     first, second = _engine.Crawl(model, False), _engine.Crawl(model, False)
     first.install(None, True)
-    second.install(None, True)
-    with torch.no_grad():
-        model(torch.ones(1, 4))
-    for crawl in (second, first) if order == "lifo" else (first, second):
-        crawl.uninstall()
-    assert all("forward" not in vars(m) for m in model.modules())
+    with pytest.raises(RuntimeError, match=r"already observed by another TorchScan call \(in this thread\)"):
+        second.install(None, True)
+    second.uninstall()  # what the Python layer does after a failed install: nothing of the first is undone
+    assert not model.training and any("forward" in vars(m) or m._forward_hooks for m in model.modules())
+    first.uninstall()
     assert_nothing_left(model)
+    assert model.training
+    second.install(None, True)
+    second.uninstall()
+    assert_nothing_left(model)
+    assert model.training
 
 
 def test_report_containers_are_never_shared():
