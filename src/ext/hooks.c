@@ -439,14 +439,14 @@ refuse_observed(PyObject *owner, PyObject *path)
                        ? PyUnicode_FromFormat(", at its submodule %R", path)
                        : PyUnicode_FromString("");
     if (at != NULL) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "module is already observed by another TorchScan call "
-                     "(%U%U): calls on one model, or on models that share "
-                     "submodules, must not overlap; run them one after "
-                     "another, or give each thread its own copy "
-                     "(copy.deepcopy)",
-                     where,
-                     at);
+        tsx_fail(PyExc_RuntimeError,
+                 "module is already observed by another TorchScan call "
+                 "(%U%U): calls on one model, or on models that share "
+                 "submodules, must not overlap; run them one after "
+                 "another, or give each thread its own copy "
+                 "(copy.deepcopy)",
+                 where,
+                 at);
     }
     Py_XDECREF(where);
     Py_XDECREF(at);
