@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: readme-screenshot run test build deps ctest asan pytest browser-test ext-layers bench bench-instructions lint format format-check clean
+.PHONY: readme-screenshot run test build deps ctest asan valgrind pytest browser-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
@@ -40,6 +40,16 @@ asan: $(STAMP)
 	test -d build-asan || $(MESON) setup build-asan -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 	$(MESON) compile -C build-asan
 	@set -e; for t in build-asan/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+# The C tests under valgrind memcheck (no error, nothing definitely lost), then pytest's leak loops with
+# Python's debug allocator and development mode (PYTHONMALLOC=debug, -X dev).
+VALGRIND := valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 -q
+valgrind: build
+	sh tools/install-system-deps.sh valgrind
+	test -d build-c || $(MESON) setup build-c -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug
+	$(MESON) compile -C build-c
+	@set -e; for t in build-c/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== valgrind $$t"; TORCHSCAN_TEST_VALGRIND=1 $(VALGRIND) $$t; done
+	PYTHONMALLOC=debug $(PY) -X dev -m pytest tests/python/test_leaks.py -q -p no:cacheprovider
 
 # src/ext: no call from a file to a file of its own or a higher layer, and engine statuses become
 # exceptions in convert.c only (compiles each file with cc and reads its symbols with nm).

@@ -3,6 +3,7 @@
 # value trees), pkg-config (meson finds jansson with it), clang-format and
 # clang-tidy (make lint), GNU time (the RSS tests compare with /usr/bin/time -v);
 # with the argument fuzz, clang-14 and libFuzzer (make fuzz); with the argument
+# valgrind, valgrind (make valgrind); with the argument
 # browser, Debian's chromium and chromium-driver (the browser tests, make
 # browser-test) and iproute2 (`ip`, which brings up loopback in the tests' own
 # network namespace).
@@ -18,6 +19,10 @@ if [ "${1:-}" = fuzz ]; then
     command -v clang-14 >/dev/null 2>&1 || missing="$missing clang-14"
     ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
         || missing="$missing libfuzzer-14-dev libclang-rt-14-dev"
+fi
+# `make valgrind` (sh tools/install-system-deps.sh valgrind): memcheck over the C tests
+if [ "${1:-}" = valgrind ]; then
+    command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 fi
 # `make browser-test` (sh tools/install-system-deps.sh browser): Chromium, its WebDriver and `ip`.
 # This script only installs them and never starts the browser: Chromium calls home by itself, so the

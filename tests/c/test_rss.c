@@ -84,6 +84,34 @@ test_units(void)
     CHECK_EQ_INT(ts_rss_maxrss_bytes(-1), 0);
 }
 
+/* A missing program and one that is not executable: the shell's 127 and
+ * 126. */
+static void
+spawn_failures(char **missing, ts_rss_result *r, ts_error *err)
+{
+    CHECK_EQ_INT(ts_rss_supervise(missing, 0.0, NULL, 0, r, err), TS_OK);
+    CHECK_EQ_INT(r->outcome, TS_RSS_SPAWN_FAILED);
+    CHECK(r->code != 0);
+    CHECK_EQ_INT(ts_rss_exit_status(r), 127);
+
+    /* a file that exists but is not executable: 126, as in a shell */
+    {
+        char path[] = "/tmp/torchscan-test-rss-XXXXXX";
+        int fd = mkstemp(path);
+        char *not_executable[] = {path, NULL};
+        CHECK(fd >= 0);
+        if (fd >= 0) {
+            close(fd);
+            CHECK_EQ_INT(
+                ts_rss_supervise(not_executable, 0.0, NULL, 0, r, err), TS_OK);
+            CHECK_EQ_INT(r->outcome, TS_RSS_SPAWN_FAILED);
+            CHECK_EQ_INT(r->code, EACCES);
+            CHECK_EQ_INT(ts_rss_exit_status(r), 126);
+            unlink(path);
+        }
+    }
+}
+
 static void
 test_supervise(void)
 {
@@ -128,27 +156,15 @@ test_supervise(void)
     CHECK_EQ_INT(ts_rss_supervise(slow, 0.2, NULL, 0, &r, &err), TS_OK);
     CHECK_EQ_INT(r.outcome, TS_RSS_TIMED_OUT);
 
-    CHECK_EQ_INT(ts_rss_supervise(missing, 0.0, NULL, 0, &r, &err), TS_OK);
-    CHECK_EQ_INT(r.outcome, TS_RSS_SPAWN_FAILED);
-    CHECK(r.code != 0);
-    CHECK_EQ_INT(ts_rss_exit_status(&r), 127);
-
-    /* a file that exists but is not executable: 126, as in a shell */
-    {
-        char path[] = "/tmp/torchscan-test-rss-XXXXXX";
-        int fd = mkstemp(path);
-        char *not_executable[] = {path, NULL};
-        CHECK(fd >= 0);
-        if (fd >= 0) {
-            close(fd);
-            CHECK_EQ_INT(
-                ts_rss_supervise(not_executable, 0.0, NULL, 0, &r, &err),
-                TS_OK);
-            CHECK_EQ_INT(r.outcome, TS_RSS_SPAWN_FAILED);
-            CHECK_EQ_INT(r.code, EACCES);
-            CHECK_EQ_INT(ts_rss_exit_status(&r), 126);
-            unlink(path);
-        }
+    /* exec failures come back through posix_spawn, which valgrind runs
+     * as a fork (it cannot run CLONE_VFORK children): under valgrind the
+     * child exits 127 instead and these checks are skipped (make valgrind
+     * sets TORCHSCAN_TEST_VALGRIND) */
+    if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
+        printf("test_rss: spawn failures skipped under valgrind\n");
+    }
+    else {
+        spawn_failures(missing, &r, &err);
     }
 
     CHECK_EQ_INT(ts_rss_supervise(NULL, 0.0, NULL, 0, &r, &err), TS_EINVAL);
