@@ -203,6 +203,29 @@ def test_keyboard_interrupt_leaves_no_zombie_or_orphan(tmp_path, sigint_raises_k
     assert _zombie_children() == []
 
 
+@linux_only
+def test_a_killed_caller_leaves_no_process_of_the_group(tmp_path):
+    # SIGKILL runs no handler of the caller: the supervisor learns of its death from the kernel (PR_SET_PDEATHSIG)
+    # and kills the command's whole group, children and grandchildren
+    pid_file = tmp_path / "pids"
+    caller = subprocess.Popen(
+        [PY, "-c", "import sys; from torchscan.process import measure_peak_rss; "
+         f"measure_peak_rss([sys.executable, '-c', {HANG!r}, {str(pid_file)!r}])"]
+    )
+    try:
+        pids = _pids(pid_file)
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+        caller.kill()
+        caller.wait(30)
+        deadline = time.monotonic() + 20
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in pids), "a process of the group outlived its killed caller"
+    finally:
+        caller.kill()
+        caller.wait(30)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # RSS truth: from a parent that holds 1 GiB, nothing is inherited; figures agree with GNU time
 # ---------------------------------------------------------------------------------------------------------------
