@@ -54,7 +54,7 @@ valgrind: build
 # Line and branch coverage (gcovr from requirements-dev.txt, over gcc's gcov): src/core by the C tests,
 # src/ext by pytest against an instrumented build of the extension installed into build-cov-ext/site
 # (the .venv's own build is left alone). Uncovered branches are listed by file.
-GCOVR := $(VENV)/bin/gcovr -r . --gcov-ignore-parse-errors=all --txt-metric branch
+GCOVR := $(VENV)/bin/gcovr -r . --gcov-ignore-parse-errors=all --txt-metric branch --print-summary
 coverage: $(STAMP)
 	rm -rf build-cov build-cov-ext
 	$(MESON) setup build-cov -Dpython=false -Dtests=true --buildtype=debug -Db_coverage=true
@@ -63,8 +63,8 @@ coverage: $(STAMP)
 	$(PIP) install -q --no-build-isolation --no-deps . -Cbuild-dir=build-cov-ext \
 	    -Csetup-args=-Db_coverage=true -Csetup-args=-Dbuildtype=debug --target build-cov-ext/site
 	PYTHONPATH=build-cov-ext/site $(PY) -m pytest tests/python -q -p no:cacheprovider
-	@echo "== src/core by the C tests"; $(GCOVR) --object-directory build-cov --filter src/core/
-	@echo "== src/ext by pytest"; $(GCOVR) --object-directory build-cov-ext --filter src/ext/
+	@echo "== src/core by the C tests"; $(GCOVR) --filter src/core/ build-cov
+	@echo "== src/ext by pytest"; $(GCOVR) --filter src/ext/ build-cov-ext
 
 # src/ext: no call from a file to a file of its own or a higher layer, and engine statuses become
 # exceptions in convert.c only (compiles each file with cc and reads its symbols with nm).

@@ -64,12 +64,14 @@ ts_metric_new(ts_status status,
         }
         value = status == TS_COMPLETE ? json_incref(known_value) : json_null();
     }
+    /* every set runs (| not ||): each takes its value, also when it or an
+     * earlier one failed, so that nothing is left behind */
     if (json_object_set_new(obj, "status", json_string(ts_status_name(status)))
-        || json_object_set_new(obj, "value", value)
-        || json_object_set_new(obj, "known_value", known_value)
-        || json_object_set_new(obj, "unit", json_string(unit))
-        || json_object_set_new(obj, "scope", json_string(scope))
-        || json_object_set_new(obj, "method", json_string(method))) {
+        | json_object_set_new(obj, "value", value)
+        | json_object_set_new(obj, "known_value", known_value)
+        | json_object_set_new(obj, "unit", json_string(unit))
+        | json_object_set_new(obj, "scope", json_string(scope))
+        | json_object_set_new(obj, "method", json_string(method))) {
         json_decref(obj);
         return NULL;
     }

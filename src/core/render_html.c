@@ -652,10 +652,13 @@ index_list(const size_t *items, size_t n)
 static json_t *
 maps(const rp_page *page)
 {
-    json_t *nodes = json_array(), *views = json_object(),
-           *result = json_object();
-    bool failed = result == NULL || json_object_set_new(result, "nodes", nodes)
-                  || json_object_set_new(result, "views", views);
+    /* each container is made once its owner exists, and given to it at
+     * once (json_object_set_new takes it, also when it fails) */
+    json_t *result = json_object();
+    json_t *nodes = result != NULL ? json_array() : NULL;
+    bool failed = json_object_set_new(result, "nodes", nodes) != 0;
+    json_t *views = !failed ? json_object() : NULL;
+    failed = failed || json_object_set_new(result, "views", views) != 0;
     for (size_t n = 0; !failed && n < page->nnodes; n++) {
         const rp_node *node = &page->nodes[n];
         json_t *item = json_array();

@@ -94,6 +94,7 @@ load_series(series *s, const json_t *report)
     double *blocks = NULL;
     ts_timing_summary summary;
     ts_error err;
+    int rc;
     size_t n = json_array_size(raw);
     ts_error_clear(&err);
     if ((reason = unavailable_reason(latency)) != NULL) {
@@ -136,8 +137,12 @@ load_series(series *s, const json_t *report)
     s->number = json_integer_value(number);
     s->median = number_of(json_object_get(latency, "value"));
     s->iqr = number_of(json_object_get(iqr, "value"));
-    if (ts_timing_summarize(blocks, n, s->number, 1.0, &summary, &err)
-        != TS_OK) {
+    rc = ts_timing_summarize(blocks, n, s->number, 1.0, &summary, &err);
+    if (rc == TS_ENOMEM) {
+        free(blocks);
+        return false; /* the page fails: never "no picture: out of memory" */
+    }
+    if (rc != TS_OK) {
         snprintf(s->why,
                  sizeof s->why,
                  "its timed blocks cannot be summarized: %.400s",
@@ -404,6 +409,7 @@ strip_figure(ts_text_buf *b,
     }
     strip_label(&label, drawn, rows, &x, comparison);
     if (label.failed) {
+        free(label.data);
         b->failed = true;
         return;
     }
@@ -678,6 +684,7 @@ run_figure(ts_text_buf *b,
     }
     run_label(&label, drawn, rows, &y, comparison);
     if (label.failed) {
+        free(label.data);
         b->failed = true;
         return;
     }

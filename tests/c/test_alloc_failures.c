@@ -1,0 +1,453 @@
+/* Allocation-failure injection: every entry point survives the failure of
+ * any one allocation.
+ *
+ * The test binary is linked with -Wl,--wrap for malloc, calloc, realloc
+ * and strdup (meson.build), so every allocation the engine's objects make
+ * comes through the wrappers below; jansson's go through the same counter
+ * by json_set_alloc_funcs. For each entry point, the run with the N-th
+ * allocation failing is made for N = 1, 2, ... until a run makes fewer
+ * than N allocations: every failing run must return an error (or, where
+ * the engine survives the failure, the same result as a run without one);
+ * none may crash, and under `make asan` none may leak. Inputs are read
+ * before the injection starts. The totals printed at the end are the
+ * figures of the closing note. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "torchscan/benchmark.h"
+#include "torchscan/diff.h"
+#include "torchscan/export.h"
+#include "torchscan/json_text.h"
+#include "torchscan/opstats.h"
+#include "torchscan/render.h"
+#include "torchscan/report_check.h"
+#include "torchscan/session.h"
+#include "torchscan/table.h"
+
+/* ---- the injector ------------------------------------------------------ */
+
+static long alloc_count; /* allocations since the run began */
+static long fail_at;     /* the allocation that fails (0: none) */
+static long failed;      /* allocations failed so far, all runs */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *ptr, size_t size);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *ptr, size_t size);
+char *__wrap_strdup(const char *s);
+
+static int
+must_fail(void)
+{
+    if (fail_at > 0 && ++alloc_count == fail_at) {
+        failed++;
+        return 1;
+    }
+    return 0;
+}
+
+void *
+__wrap_malloc(size_t size)
+{
+    return must_fail() ? NULL : __real_malloc(size);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+    return must_fail() ? NULL : __real_calloc(n, size);
+}
+
+void *
+__wrap_realloc(void *ptr, size_t size)
+{
+    return must_fail() ? NULL : __real_realloc(ptr, size);
+}
+
+char *
+__wrap_strdup(const char *s)
+{
+    return must_fail() ? NULL : __real_strdup(s);
+}
+
+static void *
+json_alloc(size_t size)
+{
+    return __wrap_malloc(size);
+}
+
+/* ---- entry points -------------------------------------------------------
+ * Each runs one call on inputs prepared beforehand and returns its result
+ * as text (malloc'd with the real allocator, so that keeping it never
+ * counts), or NULL when the call reported an error. */
+
+typedef struct inputs {
+    json_t *cnn, *wide, *partial, *subtree, *structure, *bench, *bench_cmp;
+} inputs;
+
+typedef char *(*entry_fn)(const inputs *in);
+
+static char *
+keep(char *text)
+{
+    /* copy with the real allocator, free the engine's copy */
+    char *copy = NULL;
+    if (text != NULL) {
+        size_t n = strlen(text) + 1;
+        copy = __real_malloc(n);
+        if (copy != NULL) {
+            memcpy(copy, text, n);
+        }
+        free(text);
+    }
+    return copy;
+}
+
+static char *
+keep_json(json_t *value)
+{
+    char *text = NULL;
+    if (value != NULL) {
+        long saved = fail_at;
+        fail_at = 0; /* writing the result down is not the call's work */
+        text = keep(ts_json_text(value, -1));
+        fail_at = saved;
+        json_decref(value);
+    }
+    return text;
+}
+
+static char *
+e_json_text(const inputs *in)
+{
+    return keep(ts_json_text(in->cnn, 2));
+}
+
+static char *
+e_check(const inputs *in)
+{
+    ts_error err;
+    int rc = ts_analysis_report_check_display(in->subtree, "report", &err);
+    return rc == TS_OK ? keep(strdup("ok")) : NULL;
+}
+
+static char *
+e_table(const inputs *in)
+{
+    ts_error err;
+    ts_table_options options = {0};
+    options.max_depth = -1;
+    options.receptive_field = true;
+    return keep(ts_format_summary(in->cnn, &options, &err));
+}
+
+static char *
+e_benchmark_compare(const inputs *in)
+{
+    ts_error err;
+    json_t *diffs = NULL;
+    if (ts_benchmark_prepare(in->bench, in->bench, &diffs, &err) != TS_OK) {
+        return NULL;
+    }
+    return keep_json(
+        ts_benchmark_comparison(in->bench, in->bench, diffs, true, &err));
+}
+
+static char *
+e_compare(const inputs *in)
+{
+    ts_error err;
+    return keep_json(ts_compare_reports(in->cnn, in->wide, &err));
+}
+
+static char *
+e_render_html(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_analysis(
+        in->partial, NULL, "Injected", "module_flops", "html", &err));
+}
+
+static char *
+e_render_compare(const inputs *in)
+{
+    ts_error err;
+    return keep(
+        ts_render_analysis(in->wide, in->cnn, "B", "macs", "html", &err));
+}
+
+static char *
+e_render_svg(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_analysis(
+        in->subtree, NULL, "S", "module_flops", "svg", &err));
+}
+
+static char *
+e_render_structure(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_analysis(
+        in->structure, NULL, "S", "parameters", "html", &err));
+}
+
+static char *
+e_export(const inputs *in, int format)
+{
+    ts_error err;
+    ts_export_options options = {0};
+    options.format = (ts_export_format)format;
+    options.metric = ts_export_metric_parse("module_flops");
+    return keep(ts_export_report(in->cnn, &options, NULL, &err));
+}
+
+static char *
+e_export_csv(const inputs *in)
+{
+    return e_export(in, ts_export_format_parse("csv"));
+}
+
+static char *
+e_export_markdown(const inputs *in)
+{
+    return e_export(in, ts_export_format_parse("markdown"));
+}
+
+static char *
+e_export_folded(const inputs *in)
+{
+    return e_export(in, ts_export_format_parse("folded"));
+}
+
+static char *
+e_benchmark_page(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_benchmark_html(in->bench, "Bench", &err));
+}
+
+static char *
+e_benchmark_comparison_page(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_benchmark_html(in->bench_cmp, "Cmp", &err));
+}
+
+static json_t *
+tensor2(int64_t a, int64_t b)
+{
+    return json_pack("{s:s, s:[I,I], s:s, s:s, s:b}",
+                     "kind",
+                     "tensor",
+                     "shape",
+                     (json_int_t)a,
+                     (json_int_t)b,
+                     "dtype",
+                     "torch.float32",
+                     "device",
+                     "cpu",
+                     "requires_grad",
+                     0);
+}
+
+static json_t *
+call_args(json_t *arg)
+{
+    return arg != NULL ? json_pack("{s:[o], s:{}}", "args", arg, "kwargs")
+                       : NULL;
+}
+
+/* A crawl of Sequential(Linear(4, 2), Mystery()) on a (2, 4) input, as
+ * the binding drives the session (test_session.c checks its numbers). */
+static char *
+e_session(const inputs *in)
+{
+    ts_session *s = ts_session_new(true);
+    ts_opstats *ops = ts_opstats_new();
+    ts_module_desc lin = {0};
+    ts_module_call call = {0};
+    ts_attribution attr = {0};
+    ts_model_totals totals = {10, 0, 40, 0, 0};
+    json_t *report = NULL, *flops;
+    ts_error err;
+    int root, l0, l1, layer, packet;
+    (void)in;
+    if (s == NULL || ops == NULL) {
+        goto done;
+    }
+    lin.kind = TS_MOD_LINEAR;
+    lin.in_features = 4;
+    lin.out_features = 2;
+    lin.has_bias = lin.has_weight = true;
+    root = ts_session_add_module(s, "", "Sequential", NULL, false);
+    l0 = ts_session_add_module(s, "0", "Linear", &lin, true);
+    l1 = ts_session_add_module(s, "1", "Mystery", NULL, true);
+    if (root < 0 || l0 < 0 || l1 < 0
+        || ts_session_begin_call(s, root, call_args(tensor2(2, 4)), NULL)
+               < 0) {
+        goto done;
+    }
+    attr.trainable = 10;
+    attr.param_bytes = 40;
+    layer = ts_session_begin_call(s, l0, call_args(tensor2(2, 4)), &attr);
+    if (layer < 0) {
+        goto done;
+    }
+    ts_session_add_layer_op(s, layer, 16, true);
+    call.type_name = "Linear";
+    call.has_input = call.has_output = true;
+    call.input = (ts_shape){2, {2, 4}, TS_DTYPE_FLOAT, true};
+    call.output = (ts_shape){2, {2, 2}, TS_DTYPE_FLOAT, true};
+    if (ts_session_end_call(s, l0, tensor2(2, 2), false, &call) < 0
+        || ts_session_begin_call(s, l1, call_args(tensor2(2, 2)), NULL) < 0) {
+        goto done;
+    }
+    call.type_name = "Mystery";
+    call.input = call.output;
+    if (ts_session_end_call(s, l1, tensor2(2, 2), false, &call) < 0
+        || ts_session_end_call(s, root, tensor2(2, 2), false, NULL) < 0) {
+        goto done;
+    }
+    packet = ts_opstats_intern(ops, "aten.addmm");
+    if (packet < 0
+        || ts_opstats_record(
+               ops, packet, TS_OPCALL_COUNTED, 16, false, NULL, NULL)
+               < 0) {
+        goto done;
+    }
+    /* the binding raises when the FlopReport cannot be built (a NULL one
+     * stands for "not requested") */
+    flops = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    if (flops != NULL) {
+        report = ts_session_report(s,
+                                   json_object(),
+                                   json_pack("{s:s}", "source", "generated"),
+                                   &totals,
+                                   flops,
+                                   "2.13.0",
+                                   &err);
+    }
+done:
+    ts_opstats_free(ops);
+    ts_session_free(s);
+    return keep_json(report);
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static long entry_points, sites_failed, runs_survived;
+
+static void
+inject(const char *name, entry_fn fn, const inputs *in)
+{
+    char *expected;
+    long n;
+    fail_at = 0;
+    expected = fn(in);
+    CHECK(expected != NULL);
+    if (expected == NULL) {
+        fprintf(stderr, "%s: fails without injection\n", name);
+        return;
+    }
+    entry_points++;
+    for (n = 1;; n++) {
+        char *got;
+        alloc_count = 0;
+        fail_at = n;
+        got = fn(in);
+        fail_at = 0;
+        if (alloc_count < n) { /* nothing failed: the run is complete */
+            CHECK(got != NULL && strcmp(got, expected) == 0);
+            free(got);
+            break;
+        }
+        sites_failed++;
+        if (got != NULL) { /* survived the failure: the same result */
+            if (strcmp(got, expected) == 0) {
+                runs_survived++;
+            }
+            else {
+                CHECK(!"a run that survived a failure gave another result");
+                fprintf(stderr, "%s: allocation %ld\n", name, n);
+            }
+            free(got);
+        }
+    }
+    printf("%-28s %5ld allocations, each failed once\n", name, n - 1);
+    free(expected);
+}
+
+static json_t *
+load(const char *name)
+{
+    char path[512];
+    json_error_t jerr;
+    json_t *value;
+    snprintf(path, sizeof path, "%s/%s", TS_SOURCE_ROOT, name);
+    value = json_load_file(path, 0, &jerr);
+    if (value == NULL) {
+        fprintf(stderr, "%s: %s\n", path, jerr.text);
+    }
+    CHECK(value != NULL);
+    return value;
+}
+
+int
+main(void)
+{
+    inputs in;
+    static const struct {
+        const char *name;
+        entry_fn fn;
+    } entries[] = {
+        {"json_text", e_json_text},
+        {"analysis_report_check", e_check},
+        {"format_summary", e_table},
+        {"compare_reports", e_compare},
+        {"compare_benchmarks", e_benchmark_compare},
+        {"render_analysis html", e_render_html},
+        {"render_analysis before=", e_render_compare},
+        {"render_analysis svg", e_render_svg},
+        {"render_analysis structure", e_render_structure},
+        {"export csv", e_export_csv},
+        {"export markdown", e_export_markdown},
+        {"export folded", e_export_folded},
+        {"benchmark page", e_benchmark_page},
+        {"benchmark comparison page", e_benchmark_comparison_page},
+        {"session report", e_session},
+    };
+    json_set_alloc_funcs(json_alloc, free);
+    in.cnn = load("tests/golden/cnn.json");
+    in.wide = load("tests/golden/cnn_wide.json");
+    in.partial = load("tests/golden/partial.json");
+    in.subtree = load("tests/golden/subtree.json");
+    in.structure = load("tests/golden/structure.json");
+    in.bench = load("tests/fuzz/corpus/benchmark.single.json");
+    in.bench_cmp = load("tests/fuzz/corpus/benchmark.comparison.json");
+    if (in.cnn && in.wide && in.partial && in.subtree && in.structure
+        && in.bench && in.bench_cmp) {
+        for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+            inject(entries[i].name, entries[i].fn, &in);
+        }
+    }
+    printf(
+        "entry points: %ld, allocation sites failed: %ld (%ld runs "
+        "survived with the same result), 0 crashes\n",
+        entry_points,
+        sites_failed,
+        runs_survived);
+    json_decref(in.cnn);
+    json_decref(in.wide);
+    json_decref(in.partial);
+    json_decref(in.subtree);
+    json_decref(in.structure);
+    json_decref(in.bench);
+    json_decref(in.bench_cmp);
+    return ts_test_report();
+}
