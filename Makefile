@@ -47,9 +47,9 @@ $(VBUILT): $(CSRC) $(PYSRC) requirements-vision.txt tools/vision-env.sh
 	    $(VPY) -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build-vision -Csetup-args=-Dwerror=true .
 	touch $@
 
-# torchvision's and timm's models (tests/vision) in .venv-vision.
+# torchvision's and timm's models (tests/vision) in .venv-vision; VISION_ARGS=--run-slow adds the slow ones.
 vision-test: vision-build
-	$(VPY) -m pytest tests/vision -q
+	$(VPY) -m pytest tests/vision -q -rs $(VISION_ARGS)
 
 # C unit tests, warnings as errors.
 ctest: $(STAMP)

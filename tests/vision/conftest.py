@@ -22,3 +22,22 @@ flopcounter_counts = _helpers.flopcounter_counts
 assert_flopcounter_parity = _helpers.assert_flopcounter_parity
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--run-slow", action="store_true", default=False, help="also run the tests marked slow (large fixed inputs)"
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a model whose fixed input size makes it slow; runs with --run-slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = __import__("pytest").mark.skip(reason="slow: run with --run-slow (make vision-test VISION_ARGS=--run-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
