@@ -8,12 +8,12 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: readme-screenshot run test build deps ctest asan valgrind coverage pytest browser-test ext-layers bench bench-instructions lint format format-check clean
+.PHONY: readme-screenshot run test build deps ctest asan valgrind coverage pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
 
-test: format-check ext-layers ctest asan pytest browser-test
+test: format-check ext-layers ctest asan pytest browser-test vision-test
 
 deps: $(STAMP)
 $(STAMP): requirements-dev.txt tools/install-system-deps.sh
@@ -28,6 +28,28 @@ build: $(BUILT)
 $(BUILT): $(STAMP) $(CSRC) $(PYSRC)
 	$(PIP) install -q --no-build-isolation --no-deps . -Csetup-args=-Dwerror=true
 	touch $@
+
+# The second test environment, .venv-vision: torch, torchvision and timm as pinned in requirements-vision.txt
+# (a CUDA build of torch, about 5.5 GB, that runs on CPU). tools/vision-env.sh installs them once per machine
+# into a cache outside the clone, keyed by the pins, and makes .venv-vision a small environment of the clone
+# that reads the cache; torchscan is built (build-vision/, per clone) and installed into .venv-vision only.
+VISION  := .venv-vision
+VPY     := $(VISION)/bin/python
+VBUILT  := $(VISION)/.built-stamp
+
+vision-env: $(STAMP)
+	sh tools/vision-env.sh
+
+vision-build: vision-env
+	@$(MAKE) --no-print-directory $(VBUILT)
+$(VBUILT): $(CSRC) $(PYSRC) requirements-vision.txt tools/vision-env.sh
+	PATH="$(CURDIR)/$(VISION)/cache/bin:$$PATH" \
+	    $(VPY) -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build-vision -Csetup-args=-Dwerror=true .
+	touch $@
+
+# torchvision's and timm's models (tests/vision) in .venv-vision; VISION_ARGS=--run-slow adds the slow ones.
+vision-test: vision-build
+	$(VPY) -m pytest tests/vision -q -rs $(VISION_ARGS)
 
 # C unit tests, warnings as errors.
 ctest: $(STAMP)
@@ -130,4 +152,4 @@ readme-screenshot: build
 	unshare -n sh -c 'ip link set lo up && $(PY) tools/readme_screenshot.py'
 
 clean:
-	rm -rf build-c build-asan build build-fuzz build-browser $(BUILT)
+	rm -rf build-c build-asan build build-fuzz build-browser build-vision $(BUILT) $(VBUILT)

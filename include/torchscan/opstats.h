@@ -37,7 +37,9 @@ typedef enum {
 /* Records one call of operator `id`. For COUNTED, `flops` is added to the
  * operator's total and to the statistics' total (a crawl attributes them to
  * its layer with ts_session_add_layer_op); `incomplete` adds one
- * incomplete_operator_formula diagnostic per operator. For UNSUPPORTED,
+ * incomplete_operator_formula diagnostic per operator, whose message names
+ * `message` (copied, the first incomplete call's) when it is non-empty, and
+ * otherwise the work native formulas leave out. For UNSUPPORTED,
  * `message` (copied) is the reason (one diagnostic per distinct operator and
  * message). For IGNORED, `ignore_reason` is kept by address (a static string
  * of the operator table). A COUNTED call whose flops would overflow a sum

@@ -946,6 +946,28 @@ int ts_opf_fused_adamw(const ts_op_call *call,
                        ts_op_result *out,
                        ts_error *err);
 
+/* op_formulas_vision.c */
+int ts_opf_round(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_remainder(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_sort(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_topk(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_unique(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_nms(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_roi_align(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_ps_roi_align(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err);
+int ts_opf_roi_pool(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_deform_conv2d(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err);
+int ts_opf_grid_sampler_2d(const ts_op_call *call,
+                           ts_op_result *out,
+                           ts_error *err);
+int ts_opf_upsample_bicubic2d(const ts_op_call *call,
+                              ts_op_result *out,
+                              ts_error *err);
+
 /* ---- the table (op_table.c) ---------------------------------------------
  * Every entry, sorted by name with strcmp; ts_opf_table_len entries. */
 extern const ts_op_entry ts_opf_table[];

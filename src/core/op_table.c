@@ -444,6 +444,12 @@ const ts_op_entry ts_opf_table[] = {
          "MHA (no weights) + 4*hidden*E + (5*hidden GELU or hidden ReLU) + "
          "18N + 4*rows",
          NULL),
+    EXT("aten._unique2",
+        ts_opf_unique,
+        "N*ceil(log2 N) + max(0, N - 1)",
+        "A sort of the N flattened keys and a comparison of each adjacent "
+        "pair; inverse indices and counts are integer work. Integer and "
+        "boolean keys count 0."),
     EXT("aten._unsafe_index",
         ts_opf_lookup,
         "0 (lookup)",
@@ -608,6 +614,16 @@ const ts_op_entry ts_opf_table[] = {
     NATIVE("aten.bmm", ts_opf_bmm, T_BMM, NULL),
     IGNORED("aten.cat", MOVE),
     IGNORED_EXT("aten.cauchy_", RANDOM),
+    EXT("aten.ceil",
+        ts_opf_unit,
+        T_UNIT,
+        "One rounding per output element (convention for elementwise "
+        "rounding); integer inputs count 0."),
+    EXT("aten.ceil_",
+        ts_opf_unit,
+        T_UNIT,
+        "One rounding per output element (convention for elementwise "
+        "rounding); integer inputs count 0."),
     SUPP("aten.celu", ts_opf_in7, T_IN("7"), NULL),
     SUPP("aten.celu_", ts_opf_in7, T_IN("7"), NULL),
     SUPP("aten.clamp", ts_opf_clamp, "out*([min given] + [max given])", NULL),
@@ -732,6 +748,16 @@ const ts_op_entry ts_opf_table[] = {
     IGNORED_EXT("aten.eye", CREATE),
     IGNORED("aten.fill_", MOVE),
     IGNORED_EXT("aten.flip", MOVE),
+    EXT("aten.floor",
+        ts_opf_unit,
+        T_UNIT,
+        "One rounding per output element (convention for elementwise "
+        "rounding); integer inputs count 0."),
+    EXT("aten.floor_",
+        ts_opf_unit,
+        T_UNIT,
+        "One rounding per output element (convention for elementwise "
+        "rounding); integer inputs count 0."),
     IGNORED("aten.full", CREATE),
     IGNORED("aten.full_like", CREATE),
     EXT("aten.gather",
@@ -767,6 +793,20 @@ const ts_op_entry ts_opf_table[] = {
         ts_opf_glu_backward,
         "9*grad_output",
         "s = sigmoid(b) (4), da = grad*s (1), db = grad*a*s*(1 - s) (4)."),
+    EXT("aten.grid_sampler_2d",
+        ts_opf_grid_sampler_2d,
+        "points*(4 + taps*pad + P) + points*C*E; points = N*Ho*Wo; "
+        "bilinear P=8, E=7, taps=1; nearest P=2, E=0, taps=1; bicubic "
+        "P=54, E=35, taps=16; pad: zeros 0, border 4, reflection 18",
+        "Per grid point: both coordinates unnormalized (a multiply-add "
+        "each), padded (border: 2 clamps per axis; reflection: |x - min|, "
+        "fmod, floor of a division, the reflected side and 2 clamps per "
+        "axis), interpolation weights (bilinear: 2 fractions, 2 "
+        "complements, 4 products; nearest: 2 roundings; bicubic: 2 floors, "
+        "2 fractions, 25 per axis for the 4 cubic coefficients). Per channel: "
+        "bilinear 4 products and 3 adds; bicubic five 4-tap cubic "
+        "interpolations (7 each). Bounds masks and indices are integer "
+        "work; points outside the input count like the others."),
     EXT("aten.gt",
         ts_opf_unit,
         "out",
@@ -869,6 +909,14 @@ const ts_op_entry ts_opf_table[] = {
          NULL),
     IGNORED_EXT("aten.linspace", CREATE),
     SUPP("aten.log", ts_opf_unit, T_UNIT, NULL),
+    EXT("aten.log2",
+        ts_opf_unit,
+        T_UNIT,
+        "One logarithm per output element, as aten.log."),
+    EXT("aten.log2_",
+        ts_opf_unit,
+        T_UNIT,
+        "One logarithm per output element, as aten.log."),
     SUPP("aten.log_", ts_opf_unit, T_UNIT, NULL),
     IGNORED_EXT("aten.log_normal_", RANDOM),
     EXT("aten.log_sigmoid_backward",
@@ -1048,6 +1096,12 @@ const ts_op_entry ts_opf_table[] = {
         "Picking the target log-probability is a lookup (0); negate and "
         "weight per target, then reduce. Ignored targets are counted (their "
         "positions are data)."),
+    EXT("aten.nonzero",
+        ts_opf_all_any,
+        "N for a floating input; 0 for boolean/integer",
+        "One comparison with zero per floating input element, as aten.any; "
+        "a boolean mask (the usual input) counts 0, and writing the "
+        "indices is integer work."),
     SUPP("aten.norm",
          ts_opf_norm,
          "2N (order 2 or None) or max(0, 2N - out) (order 1 or +/-inf)",
@@ -1091,12 +1145,32 @@ const ts_op_entry ts_opf_table[] = {
     IGNORED_EXT("aten.reflection_pad3d", MOVE),
     SUPP("aten.relu", ts_opf_unit, T_UNIT, NULL),
     SUPP("aten.relu_", ts_opf_unit, T_UNIT, NULL),
+    EXT("aten.remainder",
+        ts_opf_remainder,
+        "4*out",
+        "a - b*floor(a/b): divide, floor, multiply, subtract. Integer "
+        "operands (index arithmetic) count 0."),
+    EXT("aten.remainder_",
+        ts_opf_remainder,
+        "4*out",
+        "a - b*floor(a/b): divide, floor, multiply, subtract. Integer "
+        "operands (index arithmetic) count 0."),
     IGNORED_EXT("aten.repeat", MOVE),
     IGNORED_EXT("aten.replication_pad1d", MOVE),
     IGNORED_EXT("aten.replication_pad2d", MOVE),
     IGNORED_EXT("aten.replication_pad3d", MOVE),
     SUPP("aten.rms_norm", ts_opf_rms_norm, "(3 + [weight])*N + 2*rows", NULL),
     IGNORED_EXT("aten.roll", MOVE),
+    EXT("aten.round",
+        ts_opf_round,
+        "out*(1 + 2*[decimals != 0])",
+        "One rounding per output element; with decimals, a multiply by "
+        "10^decimals before and a divide after. Integer inputs count 0."),
+    EXT("aten.round_",
+        ts_opf_round,
+        "out*(1 + 2*[decimals != 0])",
+        "One rounding per output element; with decimals, a multiply by "
+        "10^decimals before and a divide after. Integer inputs count 0."),
     SUPP("aten.rrelu_with_noise",
          ts_opf_rrelu,
          "4*N in eval; training unsupported",
@@ -1189,6 +1263,11 @@ const ts_op_entry ts_opf_table[] = {
         "2*out",
         "grad where |x| > lambd: two bound tests with the selection folded "
         "in."),
+    EXT("aten.sort",
+        ts_opf_sort,
+        "N*ceil(log2 n), n = size along dim",
+        "Comparisons of a comparison sort: n*ceil(log2 n) per row of n keys "
+        "(any overload, stable or not). Integer and boolean keys count 0."),
     IGNORED("aten.split", MOVE),
     IGNORED("aten.split_with_sizes", MOVE),
     SUPP("aten.sqrt",
@@ -1232,6 +1311,12 @@ const ts_op_entry ts_opf_table[] = {
         "out",
         "grad where x > threshold: one masked selection, as relu counts 1."),
     IGNORED("aten.to", MOVE),
+    EXT("aten.topk",
+        ts_opf_topk,
+        "N*(floor(log2 k) + 1), k = 0: 0",
+        "Each of the n keys of a row is compared once per level of a "
+        "binary heap of the k best (floor(log2 k) + 1 levels): n for k = 1, "
+        "a max. Integer and boolean keys count 0."),
     IGNORED("aten.transpose", VIEW),
     IGNORED_EXT("aten.transpose_", VIEW),
     EXT("aten.tril",
@@ -1256,6 +1341,16 @@ const ts_op_entry ts_opf_table[] = {
         "Positional masking: one selection per element, as masked_fill; the "
         "position test is integer work."),
     IGNORED_EXT("aten.triu_indices", CREATE),
+    EXT("aten.trunc",
+        ts_opf_unit,
+        T_UNIT,
+        "One rounding per output element (convention for elementwise "
+        "rounding); integer inputs count 0."),
+    EXT("aten.trunc_",
+        ts_opf_unit,
+        T_UNIT,
+        "One rounding per output element (convention for elementwise "
+        "rounding); integer inputs count 0."),
     IGNORED("aten.unbind", VIEW),
     IGNORED_EXT("aten.unfold", VIEW),
     IGNORED_EXT("aten.uniform", RANDOM),
@@ -1264,6 +1359,13 @@ const ts_op_entry ts_opf_table[] = {
     IGNORED_EXT("aten.unsafe_split_with_sizes", MOVE),
     IGNORED("aten.unsqueeze", VIEW),
     IGNORED_EXT("aten.unsqueeze_", VIEW),
+    EXT("aten.upsample_bicubic2d",
+        ts_opf_upsample_bicubic2d,
+        "35*out",
+        "Four 4-tap cubic interpolations along the rows and one along the "
+        "column (4 multiplies, 3 adds each); coefficients and indices are "
+        "per output row or column (not counted), as for "
+        "upsample_bilinear2d."),
     EXT("aten.upsample_bilinear2d",
         ts_opf_upsample_bilinear2d,
         "9*out",
@@ -1353,6 +1455,59 @@ const ts_op_entry ts_opf_table[] = {
     IGNORED_EXT("profiler._record_function_enter", MARK),
     IGNORED_EXT("profiler._record_function_enter_new", MARK),
     IGNORED_EXT("profiler._record_function_exit", MARK),
+    EXT("torchvision.deform_conv2d",
+        ts_opf_deform_conv2d,
+        "B*Cin*kh*kw*Ho*Wo*(17 + [use_mask]) + 2*B*Cout*(Cin/g)*kh*kw*Ho*Wo "
+        "+ B*Cout*Ho*Wo",
+        "torchvision's CPU kernel: every column of the deformable im2col is "
+        "read at its offset position (2 adds) by bilinear interpolation (2 "
+        "fractions, 2 complements, 4 weights, 4 multiplies, 3 adds) and "
+        "scaled by its mask value with use_mask; the grouped matrix product "
+        "as aten.convolution's FlopCounterMode count; the bias add the "
+        "kernel always makes."),
+    EXT("torchvision.nms",
+        ts_opf_nms,
+        "N*ceil(log2 N) + 3*N + 13*N*(N - 1)/2, N boxes",
+        "torchvision's CPU kernel: sort the scores, box areas (3 each), then "
+        "the IoU test of every pair of sorted boxes (4 max/min, 2 "
+        "subtracts and 2 clamps for the intersection's sides, its area, "
+        "the union's add and subtract, the divide, the comparison with the "
+        "threshold: 13), counted as if no box were suppressed: the kernel "
+        "skips pairs of suppressed boxes, a saving that depends on the "
+        "boxes' values."),
+    EXT("torchvision.ps_roi_align",
+        ts_opf_ps_roi_align,
+        "out*(16*S + 1); S = sampling_ratio^2 samples per bin",
+        "Position-sensitive: each output element reads its own channel, so "
+        "each sample computes its weights (8), weights and sums the 4 taps "
+        "(7) and accumulates (1); a divide per output. sampling_ratio <= 0: "
+        "0 samples per bin at least (a lower bound, "
+        "incomplete_operator_formula)."),
+    EXT("torchvision.ps_roi_pool",
+        ts_opf_roi_pool,
+        "0, a lower bound (incomplete_operator_formula) unless there is no "
+        "bin",
+        "Each bin takes the mean of the feature-map elements its ROI "
+        "covers, and how many depends on the ROI coordinates (tensor "
+        "values), which shapes do not give."),
+    EXT("torchvision.roi_align",
+        ts_opf_roi_align,
+        "K*ph*pw*S*(8 + 8*C) + K*C*ph*pw; S = sampling_ratio^2 samples per "
+        "bin, K ROIs, C channels",
+        "torchvision's CPU kernel: each sample point's 4 bilinear weights "
+        "once for all channels (2 fractions, 2 complements, 4 products), "
+        "per channel and sample 4 multiplies and 4 adds, and a divide per "
+        "output by the sample count; samples outside the map count like "
+        "the others. With sampling_ratio <= 0 the samples per bin come from "
+        "each ROI's size (tensor values): counted with the fewest a bin can "
+        "take (1; 0 when aligned) and marked incomplete_operator_formula."),
+    EXT("torchvision.roi_pool",
+        ts_opf_roi_pool,
+        "0, a lower bound (incomplete_operator_formula) unless there is no "
+        "bin",
+        "Each bin takes the max of the feature-map elements its ROI "
+        "covers, and how many depends on the ROI coordinates (tensor "
+        "values), which shapes do not give."),
 };
 
 const size_t ts_opf_table_len = sizeof ts_opf_table / sizeof ts_opf_table[0];

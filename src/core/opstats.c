@@ -14,6 +14,9 @@ typedef struct op_record {
     int64_t ignored_calls;
     int64_t uncounted_calls;
     const char *ignore_reason;
+    /* The first incomplete call's reason, when its formula gave one (owned);
+     * NULL for the generic wording. */
+    char *incomplete_note;
     bool incomplete;
     bool unsupported;
 } op_record;
@@ -45,6 +48,7 @@ ts_opstats_free(ts_opstats *stats)
     }
     for (size_t i = 0; i < stats->nops; i++) {
         free(stats->ops[i].name);
+        free(stats->ops[i].incomplete_note);
     }
     for (size_t i = 0; i < stats->nnotes; i++) {
         free(stats->notes[i].message);
@@ -133,6 +137,13 @@ ts_opstats_record(ts_opstats *stats,
                 stats->total = total;
                 rec->counted_calls++;
                 rec->incomplete |= incomplete;
+                if (incomplete && message != NULL && message[0] != '\0'
+                    && rec->incomplete_note == NULL) {
+                    rec->incomplete_note = dup_string(message);
+                    if (rec->incomplete_note == NULL) {
+                        return TS_ENOMEM;
+                    }
+                }
                 return TS_OK;
             }
             /* The sums keep what fits; the call is noted like a formula
@@ -285,21 +296,26 @@ add_incomplete_diagnostics(const op_record *const *sorted,
     char message[512];
     for (size_t i = 0; i < n; i++) {
         const op_record *rec = sorted[i];
-        if (rec->incomplete) {
-            snprintf(message,
-                     sizeof message,
-                     "%s was counted with a formula that leaves work out "
-                     "(complex arithmetic or the softmax and scaling of "
-                     "fused attention); the count is a lower bound.",
-                     rec->name);
-            if (ts_diagnostic_append(diags,
-                                     "incomplete_operator_formula",
-                                     "flops",
-                                     NULL,
-                                     rec->name,
-                                     message)) {
-                return TS_ENOMEM;
-            }
+        if (!rec->incomplete) {
+            continue;
+        }
+        /* the formula's own reason, or what native formulas leave out */
+        snprintf(message,
+                 sizeof message,
+                 "%s was counted with a formula that leaves work out (%s); "
+                 "the count is a lower bound.",
+                 rec->name,
+                 rec->incomplete_note != NULL
+                     ? rec->incomplete_note
+                     : "complex arithmetic or the softmax and scaling of "
+                       "fused attention");
+        if (ts_diagnostic_append(diags,
+                                 "incomplete_operator_formula",
+                                 "flops",
+                                 NULL,
+                                 rec->name,
+                                 message)) {
+            return TS_ENOMEM;
         }
     }
     return TS_OK;
@@ -327,7 +343,7 @@ ts_opstats_report(const ts_opstats *stats,
     }
     sorted = sorted_by_name(stats);
     /* Diagnostics: uncounted operators (sorted by name), refused formulas
-     * (first-seen order), then incomplete native formulas (sorted). */
+     * (first-seen order), then incomplete formulas (sorted). */
     if (sorted == NULL
         || fill_operator_maps(sorted, stats->nops, by_op, ignored) != TS_OK
         || add_uncounted_diagnostics(sorted, stats->nops, diags) != TS_OK

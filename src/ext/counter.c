@@ -645,6 +645,13 @@ count(tsx_counter *c,
         rc = s->entry->formula(&call, &res, &err);
         if (rc == TS_OK) {
             kind = TS_OPCALL_COUNTED;
+            /* A supplemental formula's own reason for a lower bound names
+             * its diagnostic (native ones keep the shared wording). */
+            if (res.incomplete && res.incomplete_message != NULL
+                && (s->entry->flags & TS_OPF_NATIVE) == 0) {
+                snprintf(
+                    message, sizeof message, "%s", res.incomplete_message);
+            }
             res.incomplete |= (s->entry->flags & TS_OPF_ATTENTION) != 0;
         }
         else {

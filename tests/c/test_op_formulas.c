@@ -259,7 +259,8 @@ test_table(void)
             CHECK(strcmp(t[i - 1].name, t[i].name) < 0);
         }
         CHECK(strncmp(t[i].name, "aten.", 5) == 0
-              || strncmp(t[i].name, "profiler.", 9) == 0);
+              || strncmp(t[i].name, "profiler.", 9) == 0
+              || strncmp(t[i].name, "torchvision.", 12) == 0);
         CHECK((t[i].formula == NULL) != (t[i].ignore_reason == NULL));
         CHECK(ts_op_lookup(t[i].name) == &t[i]);
         if ((t[i].flags & TS_OPF_EXTENSION) != 0) {
@@ -319,12 +320,16 @@ test_table(void)
      * flex_attention higher-order operators). */
     CHECK_EQ_INT(native, 21);
     CHECK_EQ_INT(attention, 10);
-    /* 110 contract 2.2 packets and 171 extensions with formulas (with
-     * cudnn_ and miopen_batch_norm(_backward)). */
-    CHECK_EQ_INT(supplemental, 281);
-    CHECK_EQ_INT(extension, 171 + 72);
+    /* 110 contract 2.2 packets and 195 extensions with formulas (with
+     * cudnn_ and miopen_batch_norm(_backward)): 171, then 24 for vision
+     * models (floor, ceil, trunc, round, log2, remainder and their in-place
+     * packets, sort, topk, _unique2, nonzero, grid_sampler_2d,
+     * upsample_bicubic2d, and torchvision's nms, roi_align, roi_pool,
+     * ps_roi_align, ps_roi_pool, deform_conv2d). */
+    CHECK_EQ_INT(supplemental, 305);
+    CHECK_EQ_INT(extension, 195 + 72);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 412);
+    CHECK_EQ_INT(n, 436);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -3050,6 +3055,333 @@ test_fused_optimizers(void)
 
 /* ==== documentation ====================================================== */
 
+/* ==== vision: rounding, selections, torchvision operators ================ */
+
+static const char ADAPTIVE_MSG[] = "sampling_ratio <= 0";
+
+/* A complete count with no diagnostic, or a lower bound whose reason names
+ * the data the count misses. */
+#define CHECK_LOWER_BOUND(name, call, expected, fragment)                \
+    do {                                                                 \
+        CHECK_FLOPS((name), (call), (expected));                         \
+        CHECK(result.incomplete);                                        \
+        CHECK(result.incomplete_message != NULL                          \
+              && strstr(result.incomplete_message, (fragment)) != NULL); \
+    } while (0)
+
+static void
+test_rounding(void)
+{
+    ts_op_call c;
+
+    /* floor/ceil/trunc/round/log2 on (2,3): one operation per output, 6 */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.floor", c, 6);
+    CHECK_EXACT("aten.floor_", c, 6);
+    CHECK_EXACT("aten.ceil", c, 6);
+    CHECK_EXACT("aten.ceil_", c, 6);
+    CHECK_EXACT("aten.trunc", c, 6);
+    CHECK_EXACT("aten.trunc_", c, 6);
+    CHECK_EXACT("aten.round", c, 6);
+    CHECK_EXACT("aten.round_", c, 6);
+    CHECK_EXACT("aten.log2", c, 6);
+    CHECK_EXACT("aten.log2_", c, 6);
+    /* integer inputs: no floating-point work */
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    o_tensor(&c, I, "2,3");
+    CHECK_EXACT("aten.floor", c, 0);
+    CHECK_EXACT("aten.round", c, 0);
+    /* round(decimals=2): x*100, round, /100 per element: 3*6 = 18;
+     * decimals=0 is plain rounding, 6 */
+    c = call_new();
+    a_tensor(&c, F, "2,3");
+    a_int(&c, 2);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.round", c, 18);
+    c.args[1].i = 0;
+    CHECK_EXACT("aten.round", c, 6);
+    c.args[1].kind = TS_ARG_REAL;
+    CHECK_UNSUPPORTED("aten.round", c, "decimals argument must be an int");
+
+    /* remainder a - b*floor(a/b), 4 per output: (4,5) -> 80 */
+    c = call_new();
+    a_tensor(&c, F, "4,5");
+    a_tensor(&c, F, "4,5");
+    o_tensor(&c, F, "4,5");
+    CHECK_EXACT("aten.remainder", c, 80);
+    CHECK_EXACT("aten.remainder_", c, 80);
+    /* index arithmetic: an integer tensor % an int counts 0; % 2.5 is
+     * floating: 4*6 = 24 */
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_int(&c, 3);
+    o_tensor(&c, I, "2,3");
+    CHECK_EXACT("aten.remainder", c, 0);
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_real(&c, 2.5);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.remainder", c, 24);
+}
+
+static void
+test_selections(void)
+{
+    ts_op_call c;
+
+    /* sort (3,8) along the last dim: 3 rows * 8 * ceil(log2 8) = 3*8*3 =
+     * 72; along dim 0: 8 rows * 3 * ceil(log2 3) = 8*3*2 = 48 */
+    c = call_new();
+    a_tensor(&c, F, "3,8");
+    o_tensor(&c, F, "3,8");
+    o_tensor(&c, I, "3,8");
+    CHECK_EXACT("aten.sort", c, 72);
+    a_int(&c, 0);
+    CHECK_EXACT("aten.sort", c, 48);
+    a_bool(&c, true); /* descending changes nothing */
+    CHECK_EXACT("aten.sort", c, 48);
+    /* sort.stable(self, *, stable, dim, descending): dim at 2 */
+    c = call_new();
+    c.overload = "stable";
+    a_tensor(&c, F, "3,8");
+    a_bool(&c, true);
+    a_int(&c, 0);
+    o_tensor(&c, F, "3,8");
+    o_tensor(&c, I, "3,8");
+    CHECK_EXACT("aten.sort", c, 48);
+    /* 5 keys: 5 * ceil(log2 5) = 5*3 = 15; one key or a 0-D tensor: 0 */
+    c = call_new();
+    a_tensor(&c, F, "5");
+    CHECK_EXACT("aten.sort", c, 15);
+    c = call_new();
+    a_tensor(&c, F, "4,1");
+    CHECK_EXACT("aten.sort", c, 0);
+    c = call_new();
+    a_tensor(&c, F, "");
+    CHECK_EXACT("aten.sort", c, 0);
+    /* integer keys count nothing; a dim out of range is refused */
+    c = call_new();
+    a_tensor(&c, I, "3,8");
+    CHECK_EXACT("aten.sort", c, 0);
+    c = call_new();
+    a_tensor(&c, F, "3,8");
+    a_int(&c, 2);
+    CHECK_UNSUPPORTED("aten.sort", c, "out of range");
+
+    /* topk on (2,10): k=1 -> 20 * 1 level = 20 (a max: n comparisons per
+     * row); k=3 -> 2 levels, 40; k=4 -> 3 levels, 60; k=0 -> 0 */
+    c = call_new();
+    a_tensor(&c, F, "2,10");
+    a_int(&c, 1);
+    o_tensor(&c, F, "2,1");
+    o_tensor(&c, I, "2,1");
+    CHECK_EXACT("aten.topk", c, 20);
+    c.args[1].i = 3;
+    CHECK_EXACT("aten.topk", c, 40);
+    c.args[1].i = 4;
+    CHECK_EXACT("aten.topk", c, 60);
+    c.args[1].i = 0;
+    CHECK_EXACT("aten.topk", c, 0);
+    c.args[1].i = 11;
+    CHECK_UNSUPPORTED("aten.topk", c, "larger than the dimension");
+    /* along dim 0 of (4,5), k=2: 20 keys * 2 levels = 40 */
+    c = call_new();
+    a_tensor(&c, F, "4,5");
+    a_int(&c, 2);
+    a_int(&c, 0);
+    CHECK_EXACT("aten.topk", c, 40);
+    c = call_new();
+    a_tensor(&c, I, "4,5");
+    a_int(&c, 2);
+    CHECK_EXACT("aten.topk", c, 0);
+
+    /* _unique2 of 10 keys: 10 * ceil(log2 10) + 9 = 40 + 9 = 49; one key:
+     * 0; integer labels (the detection heads' case): 0 */
+    c = call_new();
+    a_tensor(&c, F, "2,5");
+    CHECK_EXACT("aten._unique2", c, 49);
+    c = call_new();
+    a_tensor(&c, F, "1");
+    CHECK_EXACT("aten._unique2", c, 0);
+    c = call_new();
+    a_tensor(&c, I, "10");
+    CHECK_EXACT("aten._unique2", c, 0);
+
+    /* nonzero: a comparison per floating element, (3,4) -> 12; a boolean
+     * mask counts 0 */
+    c = call_new();
+    a_tensor(&c, F, "3,4");
+    o_tensor(&c, I, "5,2");
+    CHECK_EXACT("aten.nonzero", c, 12);
+    c = call_new();
+    a_tensor(&c, B, "3,4");
+    o_tensor(&c, I, "5,2");
+    CHECK_EXACT("aten.nonzero", c, 0);
+
+    /* nms of 5 boxes: sort 5*ceil(log2 5) = 15, areas 3*5 = 15, 10 pairs *
+     * 13 = 130: 160. One box: its area, 3. No box: 0. */
+    c = call_new();
+    a_tensor(&c, F, "5,4");
+    a_tensor(&c, F, "5");
+    a_real(&c, 0.5);
+    o_tensor(&c, I, "3");
+    CHECK_EXACT("torchvision.nms", c, 160);
+    c.args[0].tensor.dims[0] = 1;
+    CHECK_EXACT("torchvision.nms", c, 3);
+    c.args[0].tensor.dims[0] = 0;
+    CHECK_EXACT("torchvision.nms", c, 0);
+    /* 1000 boxes: 1000*10 + 3000 + 13*499500 = 6,506,500 */
+    c.args[0].tensor.dims[0] = 1000;
+    CHECK_EXACT("torchvision.nms", c, 6506500);
+    c = call_new();
+    a_tensor(&c, F, "5");
+    a_tensor(&c, F, "5");
+    a_real(&c, 0.5);
+    CHECK_UNSUPPORTED("torchvision.nms", c, "dets as a 2-D tensor");
+}
+
+static void
+test_roi_ops(void)
+{
+    ts_op_call c;
+
+    /* roi_align(input (2,4,8,8), rois (3,5), 0.25, 7, 7, sampling_ratio=2,
+     * aligned=False): 3*7*7 = 147 bins, 4 samples each: 588 points; per
+     * point 8 weight ops + 8 per channel * 4 channels = 40: 23,520; one
+     * divide per output 147*4 = 588: 24,108 */
+    c = call_new();
+    a_tensor(&c, F, "2,4,8,8");
+    a_tensor(&c, F, "3,5");
+    a_real(&c, 0.25);
+    a_int(&c, 7);
+    a_int(&c, 7);
+    a_int(&c, 2);
+    a_bool(&c, false);
+    o_tensor(&c, F, "3,4,7,7");
+    CHECK_EXACT("torchvision.roi_align", c, 24108);
+    /* adaptive sampling: at least 1 sample per bin (147*40 + 588 = 6,468),
+     * marked incomplete; aligned=True: at least 0 (the divides, 588) */
+    c.args[5].i = 0;
+    CHECK_LOWER_BOUND("torchvision.roi_align", c, 6468, ADAPTIVE_MSG);
+    c.args[5].i = -1;
+    c.args[6].i = 1;
+    CHECK_LOWER_BOUND("torchvision.roi_align", c, 588, ADAPTIVE_MSG);
+    /* no ROI: exactly 0 */
+    c.args[1].tensor.dims[0] = 0;
+    CHECK_EXACT("torchvision.roi_align", c, 0);
+    c.args[1].tensor.dims[0] = 3;
+    c.args[3].kind = TS_ARG_REAL;
+    CHECK_UNSUPPORTED("torchvision.roi_align", c, "pooled_height");
+
+    /* ps_roi_align(input (1,18,6,6), rois (2,5), 1.0, 3, 3, 2) -> (2,2,3,3):
+     * 36 outputs * (16*4 + 1) = 2,340; adaptive: 36 divides at least */
+    c = call_new();
+    a_tensor(&c, F, "1,18,6,6");
+    a_tensor(&c, F, "2,5");
+    a_real(&c, 1.0);
+    a_int(&c, 3);
+    a_int(&c, 3);
+    a_int(&c, 2);
+    o_tensor(&c, F, "2,2,3,3");
+    o_tensor(&c, I, "2,2,3,3");
+    CHECK_EXACT("torchvision.ps_roi_align", c, 2340);
+    c.args[5].i = 0;
+    CHECK_LOWER_BOUND("torchvision.ps_roi_align", c, 36, ADAPTIVE_MSG);
+
+    /* roi_pool/ps_roi_pool: bin sizes are data; 0, a lower bound, unless
+     * there is no bin */
+    c = call_new();
+    a_tensor(&c, F, "1,4,8,8");
+    a_tensor(&c, F, "3,5");
+    a_real(&c, 0.5);
+    a_int(&c, 2);
+    a_int(&c, 2);
+    o_tensor(&c, F, "3,4,2,2");
+    o_tensor(&c, I, "3,4,2,2");
+    CHECK_LOWER_BOUND(
+        "torchvision.roi_pool", c, 0, "coordinates are tensor values");
+    CHECK_LOWER_BOUND(
+        "torchvision.ps_roi_pool", c, 0, "coordinates are tensor values");
+    c.args[1].tensor.dims[0] = 0;
+    CHECK_EXACT("torchvision.roi_pool", c, 0);
+}
+
+static void
+test_deform_grid_bicubic(void)
+{
+    ts_op_call c;
+
+    /* deform_conv2d(input (2,4,6,6), weight (6,2,3,3) (2 groups), offset
+     * (2,18,4,4), mask (2,9,4,4), bias (6), stride 1, pad 0, dilation 1,
+     * groups 2, offset_groups 1, use_mask) -> (2,6,4,4).
+     * columns 2*4*9*16 = 1,152, each 2 + 15 + 1 (mask) = 18: 20,736;
+     * products 2*2*6*2*9*16 = 6,912 (as a (2,4,6,6) conv with the same
+     * weight under FlopCounterMode); bias 2*6*16 = 192: 27,840.
+     * Without the mask: 1,152*17 = 19,584 -> 26,688. */
+    c = call_new();
+    a_tensor(&c, F, "2,4,6,6");
+    a_tensor(&c, F, "6,2,3,3");
+    a_tensor(&c, F, "2,18,4,4");
+    a_tensor(&c, F, "2,9,4,4");
+    a_tensor(&c, F, "6");
+    for (int i = 0; i < 2; i++) {
+        a_int(&c, 1);
+    }
+    for (int i = 0; i < 2; i++) {
+        a_int(&c, 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        a_int(&c, 1);
+    }
+    a_int(&c, 2);
+    a_int(&c, 1);
+    a_bool(&c, true);
+    o_tensor(&c, F, "2,6,4,4");
+    CHECK_EXACT("torchvision.deform_conv2d", c, 27840);
+    c.args[13].i = 0;
+    CHECK_EXACT("torchvision.deform_conv2d", c, 26688);
+    c.nouts = 0;
+    CHECK_UNSUPPORTED("torchvision.deform_conv2d", c, "output");
+
+    /* grid_sampler_2d(input (2,3,5,5), grid (2,4,6,2)): 48 points.
+     * bilinear, zeros: 48*(4 + 8) + 48*3*7 = 576 + 1,008 = 1,584;
+     * nearest, border: 48*(4 + 4 + 2) = 480;
+     * bicubic, reflection: 48*(4 + 16*18 + 54) + 48*3*35 = 16,608 + 5,040
+     * = 21,648; bicubic, zeros: 48*58 + 5,040 = 7,824 */
+    c = call_new();
+    a_tensor(&c, F, "2,3,5,5");
+    a_tensor(&c, F, "2,4,6,2");
+    a_int(&c, 0);
+    a_int(&c, 0);
+    a_bool(&c, true);
+    o_tensor(&c, F, "2,3,4,6");
+    CHECK_EXACT("aten.grid_sampler_2d", c, 1584);
+    c.args[2].i = 1;
+    c.args[3].i = 1;
+    CHECK_EXACT("aten.grid_sampler_2d", c, 480);
+    c.args[2].i = 2;
+    c.args[3].i = 2;
+    CHECK_EXACT("aten.grid_sampler_2d", c, 21648);
+    c.args[3].i = 0;
+    CHECK_EXACT("aten.grid_sampler_2d", c, 7824);
+    c.args[2].i = 3;
+    CHECK_UNSUPPORTED("aten.grid_sampler_2d", c, "interpolation_mode");
+    c.args[2].i = 0;
+    c.args[3].i = 3;
+    CHECK_UNSUPPORTED("aten.grid_sampler_2d", c, "padding_mode");
+
+    /* upsample_bicubic2d to (1,2,4,4): 32 outputs * 35 = 1,120 */
+    c = call_new();
+    a_tensor(&c, F, "1,2,2,2");
+    a_ints(&c, "4,4");
+    a_bool(&c, false);
+    o_tensor(&c, F, "1,2,4,4");
+    CHECK_EXACT("aten.upsample_bicubic2d", c, 1120);
+}
+
 static char *
 read_file(const char *path)
 {
@@ -3092,7 +3424,8 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "412 operator packets") != NULL);
+        CHECK(strstr(generated, "436 operator packets") != NULL);
+        CHECK(strstr(generated, "| `torchvision.nms` |") != NULL);
     }
     free(generated);
     free(checked_in);
@@ -3142,6 +3475,10 @@ main(void)
     test_more_losses();
     test_embedding_bag();
     test_fused_optimizers();
+    test_rounding();
+    test_selections();
+    test_roi_ops();
+    test_deform_grid_bicubic();
     test_docs();
     return ts_test_report();
 }

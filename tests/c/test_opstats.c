@@ -172,10 +172,44 @@ test_diagnostic_order(void)
     ts_opstats_free(ops);
 }
 
+/* A formula's own reason for a lower bound names the diagnostic: the first
+ * incomplete call's, copied; complete calls and later reasons change
+ * nothing. */
+static void
+test_incomplete_reason(void)
+{
+    ts_opstats *ops = ts_opstats_new();
+    int pool = ts_opstats_intern(ops, "torchvision.roi_pool");
+    char reason[32] = "bins are data";
+    CHECK_EQ_INT(
+        ts_opstats_record(ops, pool, TS_OPCALL_COUNTED, 5, false, "x", NULL),
+        TS_OK);
+    CHECK_EQ_INT(
+        ts_opstats_record(ops, pool, TS_OPCALL_COUNTED, 0, true, reason, NULL),
+        TS_OK);
+    reason[0] = 'X'; /* the statistics keep their own copy */
+    CHECK_EQ_INT(ts_opstats_record(
+                     ops, pool, TS_OPCALL_COUNTED, 0, true, "other", NULL),
+                 TS_OK);
+    json_t *r = ts_opstats_report(ops, "2.14.1", "m", NULL);
+    json_t *d = json_object_get(r, "diagnostics");
+    CHECK_EQ_INT(json_array_size(d), 1);
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(d, 0), "message")),
+        "torchvision.roi_pool was counted with a formula that leaves work "
+        "out (bins are data); the count is a lower bound.");
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(r, "total"), "status")),
+                 "partial");
+    json_decref(r);
+    ts_opstats_free(ops);
+}
+
 int
 main(void)
 {
     test_opstats();
     test_diagnostic_order();
+    test_incomplete_reason();
     return ts_test_report();
 }
