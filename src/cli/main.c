@@ -2,7 +2,8 @@
  * and measures a command's peak RSS.
  *
  *   torchscan table REPORT.json [--max-depth N] [--wrap mid|end|none]
- *                               [--receptive-field] [-o FILE]
+ *                               [--receptive-field [--effective-rf-stats]]
+ *                               [-o FILE]
  *   torchscan compare BEFORE.json AFTER.json [-o FILE]
  *   torchscan export REPORT.json --format csv|markdown|folded [--metric M]
  *                                [--name NAME] [-o FILE]
@@ -75,6 +76,7 @@ enum {
     TABLE_MAX_DEPTH,
     TABLE_WRAP,
     TABLE_RF,
+    TABLE_RF_STATS,
     TABLE_OUTPUT
 };
 enum {
@@ -116,10 +118,12 @@ static const cli_command commands[] = {
           NULL,
           "MODE",
           "how long names are cut: mid (default), end or none"},
-         {"--receptive-field",
+         {"--receptive-field", NULL, NULL, "add the receptive field column"},
+         {"--effective-rf-stats",
           NULL,
           NULL,
-          "add the receptive field, effective stride and padding columns"},
+          "with --receptive-field, add the effective stride and padding "
+          "columns too"},
          OUTPUT_OPTION,
      },
      1,
@@ -353,6 +357,11 @@ cmd_table(const cli_command *cmd, const cli_args *args)
         }
     }
     opt.receptive_field = args->values[TABLE_RF] != NULL;
+    opt.effective_rf_stats = args->values[TABLE_RF_STATS] != NULL;
+    if (opt.effective_rf_stats && !opt.receptive_field) {
+        return cli_usage_error(cmd,
+                               "--effective-rf-stats needs --receptive-field");
+    }
     doc = cli_load_checked(path);
     if (doc == NULL) {
         return EXIT_BAD;

@@ -414,6 +414,27 @@ def test_tool_table_matches_the_python_table(saved):
     assert result.stdout.strip() == _engine.format_summary(report, "mid", False, False, -1).strip()
 
 
+@pytest.mark.parametrize(
+    ("flags", "rf", "stats", "header"),
+    [
+        (("--receptive-field",), True, False, "Receptive field"),
+        (("--receptive-field", "--effective-rf-stats"), True, True, "Effective padding"),
+    ],
+)
+def test_tool_table_receptive_field_columns_as_summary_prints_them(saved, flags, rf, stats, header):
+    result = _tool("table", str(saved / "small.json"), *flags)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((saved / "small.json").read_text())
+    assert result.stdout.strip() == _engine.format_summary(report, "mid", rf, stats, -1).strip()
+    assert header in result.stdout.splitlines()[1]
+    assert ("Effective stride" in result.stdout) == stats
+
+
+def test_tool_effective_rf_stats_needs_the_receptive_field(saved):
+    result = _tool("table", str(saved / "small.json"), "--effective-rf-stats")
+    assert result.returncode == 2 and "--effective-rf-stats needs --receptive-field" in result.stderr
+
+
 def test_tool_table_of_a_collection_prints_each_report_under_its_name(saved):
     result = _tool("table", str(saved / "pair.json"))
     assert result.returncode == 0, result.stderr

@@ -419,6 +419,8 @@ VALID = {"--max-depth": "1", "--wrap": "end", "--metric": "macs", "--name": None
          "--output": "-", "-o": "-", "--timeout": "30", "--title": "A <title>", "--before": "complete"}
 # where one command's option takes other values than VALID's
 VALID_FOR = {("render", "--format"): "svg"}
+# options that only go with another one
+REQUIRES = {("table", "--effective-rf-stats"): ["--receptive-field"]}
 OPERANDS = {"table": ["complete"], "compare": ["complete", "partial"], "export": ["complete", "--format", "csv"],
             "render": ["complete"], "rss": ["true"]}
 
@@ -437,7 +439,7 @@ def test_every_option_a_help_lists_is_accepted(reports):
             else:
                 value = VALID_FOR.get((command, option), VALID.get(option))
                 value = str(reports[value]) if value in reports else value
-            words = [option] if metavar is None else [option, value]
+            words = [*REQUIRES.get((command, option), []), *([option] if metavar is None else [option, value])]
             # the options go first: rss's first operand ends them
             result = tool(command, *words, *operands)
             assert result.returncode == 0, (command, option, result.stderr)
