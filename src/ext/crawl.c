@@ -544,7 +544,7 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
 static int
 crawl_clear(tsx_crawl *c)
 {
-    if (c->installed && c->all != NULL) {
+    if (c->claims != NULL) {
         tsx_hooks_release(c);
     }
     Py_CLEAR(c->root);

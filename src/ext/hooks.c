@@ -406,22 +406,25 @@ restore_flags(tsx_crawl *c, PyObject **first)
     Py_CLEAR(c->flags);
 }
 
-/* Ends this crawl's claims on its modules (those it made: a refused
- * install claimed only some). */
+/* Ends this crawl's claims on its modules: the keys it inserted, kept in
+ * c->claims, so that nothing is allocated here (a claim left behind would
+ * refuse every later crawl of the model). */
 static void
-release_modules(tsx_crawl *c, PyObject **first)
+release_modules(tsx_crawl *c)
 {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->all); i++) {
-        PyObject *key = PyLong_FromVoidPtr(tsx_crawl_module_at(c, i));
-        PyObject *owner =
-            key ? PyDict_GetItemWithError(c->st->observed, key) : NULL;
+    PyObject *observed = c->st->observed;
+    for (Py_ssize_t i = 0; c->claims != NULL && i < c->nclaims; i++) {
+        PyObject *key = PyList_GET_ITEM(c->claims, i);
+        PyObject *owner = PyDict_GetItemWithError(observed, key);
         if (owner != NULL
             && PyLong_AsVoidPtr(PyTuple_GET_ITEM(owner, 0)) == (void *)c) {
-            (void)PyDict_DelItem(c->st->observed, key);
+            (void)PyDict_DelItem(observed, key);
         }
-        Py_XDECREF(key);
-        keep_first(first);
+        PyErr_Clear(); /* a key that is there: neither lookup nor delete
+                          can fail */
     }
+    Py_CLEAR(c->claims);
+    c->nclaims = 0;
 }
 
 /* The error of a module another crawl observes; `path` is the module's
@@ -456,25 +459,32 @@ refuse_observed(PyObject *owner, PyObject *path)
  * crawl (this thread's or another's) observes one of them: two sets of
  * hooks and two saved training flags on one module would mix both calls'
  * records and leave the flags of whichever ended last. 0, or -1 with an
- * exception (the claims made so far stay for release_modules). */
+ * exception (the claims made so far are in c->claims for
+ * release_modules). */
 static int
 claim_modules(tsx_crawl *c)
 {
+    Py_ssize_t n = PyList_GET_SIZE(c->all);
     PyObject *owner = Py_BuildValue("(Nk)", PyLong_FromVoidPtr(c), c->thread);
-    int rc = owner != NULL ? 0 : -1;
-    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(c->all); i++) {
+    int rc;
+    c->nclaims = 0;
+    c->claims = owner != NULL ? PyList_New(n) : NULL;
+    rc = c->claims != NULL ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
         PyObject *entry = PyList_GET_ITEM(c->all, i);
         PyObject *key = PyLong_FromVoidPtr(PyTuple_GET_ITEM(entry, 1));
         PyObject *other =
             key ? PyDict_SetDefault(c->st->observed, key, owner) : NULL;
-        if (other == NULL) {
-            rc = -1;
+        if (other == owner) {
+            /* the list holds the key; the empty slots are NULL */
+            PyList_SET_ITEM(c->claims, c->nclaims++, key);
+            continue;
         }
-        else if (other != owner) {
+        if (other != NULL) {
             refuse_observed(other, PyTuple_GET_ITEM(entry, 0));
-            rc = -1;
         }
         Py_XDECREF(key);
+        rc = -1;
     }
     Py_XDECREF(owner);
     return rc;
@@ -484,9 +494,7 @@ void
 tsx_hooks_release(tsx_crawl *c)
 {
     PyObject *exc = tsx_fetch();
-    PyObject *first = NULL;
-    release_modules(c, &first);
-    Py_XDECREF(first);
+    release_modules(c);
     if (exc != NULL) {
         tsx_restore(exc);
     }
@@ -503,7 +511,7 @@ tsx_hooks_uninstall(tsx_crawl *c)
     }
     remove_handles(c, &first);
     restore_flags(c, &first);
-    release_modules(c, &first);
+    release_modules(c);
     tsx_calls_clear(c);
     c->installed = false;
     if (exc != NULL) {

@@ -62,6 +62,8 @@ typedef struct tsx_crawl {
     open_call *opened;     /* the calls whose post-hook has not run yet */
     size_t opened_cap, open;
     bool full, installed;
+    PyObject *claims; /* keys this crawl put in st->observed (hooks.c) */
+    Py_ssize_t nclaims;
     unsigned long thread; /* the installing thread: calls made by other
                              threads meanwhile are not this crawl's */
     bool expanded_root;   /* an nn.Transformer root a handler expanded */
