@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_put.h"
 #include "render_text.h"
 #include "torchscan/json_text.h"
 
@@ -188,40 +189,7 @@ rt_delta_text(ts_text_buf *b, const json_t *diff)
 void
 rt_json_island(ts_text_buf *b, const json_t *value)
 {
-    char *text = ts_json_text(value, -1);
-    const char *start;
-    if (text == NULL) {
-        b->failed = true;
-        return;
-    }
-    start = text;
-    for (const char *c = text; *c; c++) {
-        const char *ref = NULL;
-        size_t skip = 1;
-        if (*c == '&') {
-            ref = "\\u0026";
-        }
-        else if (*c == '<') {
-            ref = "\\u003c";
-        }
-        else if (*c == '>') {
-            ref = "\\u003e";
-        }
-        else if ((unsigned char)c[0] == 0xE2 && (unsigned char)c[1] == 0x80
-                 && ((unsigned char)c[2] == 0xA8
-                     || (unsigned char)c[2] == 0xA9)) {
-            ref = (unsigned char)c[2] == 0xA8 ? "\\u2028" : "\\u2029";
-            skip = 3;
-        }
-        if (ref != NULL) {
-            ts_text_put_n(b, start, (size_t)(c - start));
-            ts_text_put(b, ref);
-            c += skip - 1;
-            start = c + 1;
-        }
-    }
-    ts_text_put(b, start);
-    free(text);
+    ts_json_put(b, value, -1, true);
 }
 
 void
