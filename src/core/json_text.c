@@ -97,16 +97,36 @@ enum {
     E2
 };
 
-static int
-byte_class(unsigned char c)
-{
-    if (c >= 0x20 && c < 0x7F) {
-        return c == '"' || c == '\\'              ? ESCAPE
-               : c == '&' || c == '<' || c == '>' ? HTML
-                                                  : COPY;
-    }
-    return c < 0x20 ? ESCAPE : c == 0xE2 ? E2 : HIGH;
-}
+#define C COPY
+#define X ESCAPE
+#define H HIGH
+#define T HTML
+#define E E2
+/* clang-format off */
+static const unsigned char byte_class[256] = {
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,  /* 0x00 */
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,  /* 0x10 */
+    C, C, X, C, C, C, T, C, C, C, C, C, C, C, C, C,  /* 0x20 */
+    C, C, C, C, C, C, C, C, C, C, C, C, T, C, T, C,  /* 0x30 */
+    C, C, C, C, C, C, C, C, C, C, C, C, C, C, C, C,  /* 0x40 */
+    C, C, C, C, C, C, C, C, C, C, C, C, X, C, C, C,  /* 0x50 */
+    C, C, C, C, C, C, C, C, C, C, C, C, C, C, C, C,  /* 0x60 */
+    C, C, C, C, C, C, C, C, C, C, C, C, C, C, C, H,  /* 0x70 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0x80 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0x90 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xA0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xB0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xC0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xD0 */
+    H, H, E, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xE0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xF0 */
+};
+/* clang-format on */
+#undef C
+#undef X
+#undef H
+#undef T
+#undef E
 
 /* Writes the escape of the character at `p` (`width` bytes of it are
  * returned through `width`). */
@@ -182,7 +202,13 @@ put_string(out_buf *b, const char *s, size_t len, bool ascii, bool script)
     put_n(b, "\"", 1);
     while (p < end) {
         size_t width;
-        switch (byte_class(*p)) {
+        while (p < end && byte_class[*p] == COPY) {
+            p++;
+        }
+        if (p == end) {
+            break;
+        }
+        switch (byte_class[*p]) {
             case COPY:
                 p++;
                 continue;

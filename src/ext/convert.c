@@ -367,9 +367,23 @@ typedef struct conv_frame {
     Py_ssize_t index;
 } conv_frame;
 
+/* Reports repeat leaves (statuses, operator and class names, small counts):
+ * a conversion shares one JSON value per Python str object (by identity;
+ * the caller's dict keeps the str alive meanwhile) and per small integer.
+ * JSON leaves are never changed in place by the engine, so a shared leaf
+ * reads as its copies would, and the tree costs fewer allocations. */
+#define LEAF_MEMO_SIZE 512 /* a power of two */
+#define LEAF_TEXT_MAX 64   /* longer texts are not shared */
+#define SMALL_INT_MAX 1024 /* 0 ... SMALL_INT_MAX - 1 are shared */
+
 typedef struct conv_ctx {
     const char *what;
     conv_frame frames[CONV_MAX_DEPTH + 1];
+    struct {
+        PyObject *text; /* borrowed */
+        json_t *value;  /* strong */
+    } texts[LEAF_MEMO_SIZE];
+    json_t *ints[SMALL_INT_MAX]; /* strong, NULL until met */
 } conv_ctx;
 
 /* The path of the first `depth` levels ("" at the top), as subscripts
@@ -424,6 +438,13 @@ int_to_json(PyObject *obj, conv_ctx *c, int depth)
                          PyExc_ValueError,
                          "an integer outside the 64-bit range (past 2^63)");
     }
+    if (v >= 0 && v < SMALL_INT_MAX) {
+        json_t **slot = &c->ints[v];
+        if (*slot == NULL && (*slot = json_integer(v)) == NULL) {
+            return (json_t *)PyErr_NoMemory();
+        }
+        return json_incref(*slot);
+    }
     return json_integer(v);
 }
 
@@ -432,7 +453,12 @@ text_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     Py_ssize_t size;
     json_t *result;
-    const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
+    const char *s;
+    size_t slot = ((uintptr_t)obj >> 4) & (LEAF_MEMO_SIZE - 1);
+    if (c->texts[slot].text == obj) {
+        return json_incref(c->texts[slot].value);
+    }
+    s = PyUnicode_AsUTF8AndSize(obj, &size);
     if (s == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
             PyErr_Clear();
@@ -448,7 +474,15 @@ text_to_json(PyObject *obj, conv_ctx *c, int depth)
     }
     /* Python's UTF-8 of a str without surrogates is valid UTF-8 */
     result = json_stringn_nocheck(s, (size_t)size);
-    return result != NULL ? result : (json_t *)PyErr_NoMemory();
+    if (result == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    if (size <= LEAF_TEXT_MAX) {
+        json_decref(c->texts[slot].value);
+        c->texts[slot].text = obj;
+        c->texts[slot].value = json_incref(result);
+    }
+    return result;
 }
 
 static json_t *
@@ -587,9 +621,21 @@ to_json(PyObject *obj, conv_ctx *c, int depth)
 json_t *
 tsx_to_json(PyObject *obj, const char *what)
 {
-    conv_ctx c;
-    c.what = what;
-    return to_json(obj, &c, 0);
+    conv_ctx *c = PyMem_Calloc(1, sizeof *c);
+    json_t *result;
+    if (c == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    c->what = what;
+    result = to_json(obj, c, 0);
+    for (size_t k = 0; k < LEAF_MEMO_SIZE; k++) {
+        json_decref(c->texts[k].value);
+    }
+    for (size_t k = 0; k < SMALL_INT_MAX; k++) {
+        json_decref(c->ints[k]);
+    }
+    PyMem_Free(c);
+    return result;
 }
 
 PyObject *
