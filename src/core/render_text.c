@@ -35,22 +35,21 @@ rt_fixed2(ts_text_buf *b, double value)
 static void
 grouped_int(ts_text_buf *b, int64_t value)
 {
-    char digits[32], out[48];
-    size_t len, o = 0;
+    char out[48]; /* 20 digits, 6 commas, a sign */
+    size_t i = sizeof out, digits = 0;
     uint64_t mag = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
-    snprintf(digits, sizeof digits, "%llu", (unsigned long long)mag);
-    len = strlen(digits);
-    if (value < 0) {
-        out[o++] = '-';
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (i > 0 && (len - i) % 3 == 0) {
-            out[o++] = ',';
+    do {
+        if (digits > 0 && digits % 3 == 0) {
+            out[--i] = ',';
         }
-        out[o++] = digits[i];
+        out[--i] = (char)('0' + mag % 10);
+        mag /= 10;
+        digits++;
+    } while (mag > 0);
+    if (value < 0) {
+        out[--i] = '-';
     }
-    out[o] = '\0';
-    ts_text_put(b, out);
+    ts_text_put_n(b, out + i, sizeof out - i);
 }
 
 void

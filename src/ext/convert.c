@@ -368,8 +368,8 @@ typedef struct conv_frame {
 } conv_frame;
 
 /* Reports repeat leaves (statuses, operator and class names, small counts):
- * a conversion shares one JSON value per Python str object (by identity;
- * the caller's dict keeps the str alive meanwhile) and per small integer.
+ * a conversion shares one JSON value per short text (a table by content)
+ * and per small integer.
  * JSON leaves are never changed in place by the engine, so a shared leaf
  * reads as its copies would, and the tree costs fewer allocations. */
 #define LEAF_MEMO_SIZE 512 /* a power of two */
@@ -379,11 +379,8 @@ typedef struct conv_frame {
 typedef struct conv_ctx {
     const char *what;
     conv_frame frames[CONV_MAX_DEPTH + 1];
-    struct {
-        PyObject *text; /* borrowed */
-        json_t *value;  /* strong */
-    } texts[LEAF_MEMO_SIZE];
-    json_t *ints[SMALL_INT_MAX]; /* strong, NULL until met */
+    json_t *texts[LEAF_MEMO_SIZE]; /* strong, NULL until met */
+    json_t *ints[SMALL_INT_MAX];   /* strong, NULL until met */
 } conv_ctx;
 
 /* The path of the first `depth` levels ("" at the top), as subscripts
@@ -453,12 +450,8 @@ text_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     Py_ssize_t size;
     json_t *result;
-    const char *s;
-    size_t slot = ((uintptr_t)obj >> 4) & (LEAF_MEMO_SIZE - 1);
-    if (c->texts[slot].text == obj) {
-        return json_incref(c->texts[slot].value);
-    }
-    s = PyUnicode_AsUTF8AndSize(obj, &size);
+    size_t slot = 0;
+    const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
     if (s == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
             PyErr_Clear();
@@ -472,15 +465,27 @@ text_to_json(PyObject *obj, conv_ctx *c, int depth)
         return conv_fail(
             c, depth, PyExc_ValueError, "text with a NUL character");
     }
+    if (size <= LEAF_TEXT_MAX) {
+        uint32_t hash = 2166136261u; /* FNV-1a */
+        const json_t *seen;
+        for (Py_ssize_t k = 0; k < size; k++) {
+            hash = (hash ^ (unsigned char)s[k]) * 16777619u;
+        }
+        slot = hash & (LEAF_MEMO_SIZE - 1);
+        seen = c->texts[slot];
+        if (seen != NULL && json_string_length(seen) == (size_t)size
+            && memcmp(json_string_value(seen), s, (size_t)size) == 0) {
+            return json_incref((json_t *)seen);
+        }
+    }
     /* Python's UTF-8 of a str without surrogates is valid UTF-8 */
     result = json_stringn_nocheck(s, (size_t)size);
     if (result == NULL) {
         return (json_t *)PyErr_NoMemory();
     }
     if (size <= LEAF_TEXT_MAX) {
-        json_decref(c->texts[slot].value);
-        c->texts[slot].text = obj;
-        c->texts[slot].value = json_incref(result);
+        json_decref(c->texts[slot]);
+        c->texts[slot] = json_incref(result);
     }
     return result;
 }
@@ -629,7 +634,7 @@ tsx_to_json(PyObject *obj, const char *what)
     c->what = what;
     result = to_json(obj, c, 0);
     for (size_t k = 0; k < LEAF_MEMO_SIZE; k++) {
-        json_decref(c->texts[k].value);
+        json_decref(c->texts[k]);
     }
     for (size_t k = 0; k < SMALL_INT_MAX; k++) {
         json_decref(c->ints[k]);
