@@ -11,6 +11,8 @@ typedef enum {
     CK_UNKNOWN,
     CK_SAFETENSORS,
     CK_INDEX,
+    CK_TORCH_ZIP,
+    CK_TORCH_LEGACY,
 } ck_format;
 
 static bool
@@ -25,6 +27,14 @@ detect(const uint8_t *head, size_t n, uint64_t size)
 {
     size_t i = 0;
     (void)size;
+    if (n >= 4 && head[0] == 'P' && head[1] == 'K'
+        && ((head[2] == 3 && head[3] == 4)
+            || (head[2] == 5 && head[3] == 6))) {
+        return CK_TORCH_ZIP;
+    }
+    if (ck_is_torch_legacy(head, n)) {
+        return CK_TORCH_LEGACY;
+    }
     if (n >= 9 && head[8] == '{') {
         return CK_SAFETENSORS; /* the reader checks the header length */
     }
@@ -81,6 +91,16 @@ inspect(const ck_source *src, const char *dir, ts_error *err)
             set.format = "safetensors_sharded";
             set.method = "safetensors_header";
             rc = ck_read_safetensors_index(&set, src, dir, err);
+            break;
+        case CK_TORCH_ZIP:
+            set.format = "pytorch_zip";
+            set.method = "pickle_symbolic";
+            rc = ck_read_torch_zip(&set, src, err);
+            break;
+        case CK_TORCH_LEGACY:
+            set.format = "pytorch_legacy";
+            set.method = "pickle_symbolic";
+            rc = ck_read_torch_legacy(&set, src, err);
             break;
         default:
             rc = unknown_format(src, head, n, err);

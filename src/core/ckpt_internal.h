@@ -180,6 +180,69 @@ int ck_read_safetensors_index(ck_set *set,
                               const char *dir,
                               ts_error *err);
 
+/* ---- pickles (ckpt_pickle.c) ---- */
+
+/* Runs the pickle data[0..len) (the entry `what` of src, at file offset
+ * `base`) on the symbolic machine and adds the tensors it describes, the
+ * storages its persistent ids name and the globals it names to set; the
+ * tensors are in file `file`. *end: the byte after STOP. *truncated (may
+ * be NULL) is set when the pickle ran past `len` (the caller may retry
+ * with more bytes). Storages' offsets must be set before (zip) or fixed
+ * after (legacy) by the caller. */
+int ck_unpickle(ck_set *set,
+                const ck_source *src,
+                const char *what,
+                const uint8_t *data,
+                size_t len,
+                uint64_t base,
+                int file,
+                size_t *end,
+                bool *truncated,
+                ts_error *err);
+
+typedef enum {
+    CK_PICKLED_OTHER,
+    CK_PICKLED_INT,
+    CK_PICKLED_BIGINT,
+    CK_PICKLED_KEYS,
+} ck_pickled_kind;
+
+/* The value of one of the legacy format's small pickles. */
+typedef struct ck_pickle_value {
+    ck_pickled_kind kind;
+    int64_t i;       /* CK_PICKLED_INT */
+    uint8_t big[16]; /* CK_PICKLED_BIGINT: its little-endian bytes */
+    size_t nbig;
+    json_t *keys;   /* CK_PICKLED_KEYS: the list of text (owned) */
+    size_t end;     /* the byte after STOP */
+    bool truncated; /* the pickle ran past len */
+} ck_pickle_value;
+
+int ck_unpickle_value(const ck_source *src,
+                      const char *what,
+                      const uint8_t *data,
+                      size_t len,
+                      uint64_t base,
+                      ck_pickle_value *out,
+                      ts_error *err);
+
+/* Whether torch.load(weights_only=True) in torch 2.13 allows a global
+ * ("module.name"); the sorted allowlist itself (for tests). */
+bool ck_global_allowed(const char *name);
+size_t ck_allowed_globals(const char *const **names);
+
+/* ---- PyTorch files (ckpt_zip.c, ckpt_legacy.c) ---- */
+
+int ck_read_torch_zip(ck_set *set, const ck_source *src, ts_error *err);
+int ck_read_torch_legacy(ck_set *set, const ck_source *src, ts_error *err);
+
+/* True for the first bytes of a legacy torch.save file (its magic). */
+bool ck_is_torch_legacy(const uint8_t *head, size_t n);
+
+/* Sets each tensor's file offset from its storage's (once the storages are
+ * placed). */
+void ck_place_tensors(ck_set *set);
+
 /* Builds the report of a finished set (ckpt_report.c). */
 json_t *ck_report(const ck_set *set, ts_error *err);
 
