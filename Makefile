@@ -5,7 +5,7 @@ PIP     := $(VENV)/bin/pip
 MESON   := $(VENV)/bin/meson
 STAMP   := $(VENV)/.deps-stamp
 BUILT   := $(VENV)/.built-stamp
-CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
+CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options docs/torchscan.1
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
 .PHONY: readme-screenshot run test build deps ctest asan asan-ext valgrind coverage pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean

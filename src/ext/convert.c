@@ -664,6 +664,9 @@ tsx_raise_status(int status, const char *message)
         case TS_EUNSUPPORTED:
             type = PyExc_NotImplementedError;
             break;
+        case TS_EIO:
+            type = PyExc_OSError;
+            break;
         default:
             break;
     }
