@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes docs/model-support.md: which model families of the test zoo get complete numbers, and why others do not.
 
-Every case of tests/python/zoo.py (tiny CNNs, a ViT, a UNet, recurrent text models, and Hugging Face BERT,
-GPT-2, Llama, T5 and Whisper built from tiny configs with SDPA and eager attention; random weights, fixed seeds,
-nothing downloaded) is crawled once with crawl_module (its inference call, on CPU), and the page records the status
+Every case of tests/python/zoo.py's SUPPORT list (tiny CNNs, a ViT, a UNet, recurrent text models, and Hugging
+Face BERT, GPT-2, Llama, T5, Whisper, Qwen2, Mistral, Mixtral, Qwen2-MoE, Gemma, Phi, ViT, Swin and wav2vec2 built
+from tiny configs with SDPA and eager attention; random weights, fixed seeds, nothing downloaded) is crawled once with crawl_module (its inference call, on CPU), and the page records the status
 of the report's totals (module_flops, macs, dmas, operator_flops, parameters) and groups the report's diagnostics
 by code and by the module type or operator they name. Nothing on the page is written by hand but its framing
 text: the table rows and reasons come from the reports.
@@ -11,7 +11,7 @@ text: the table rows and reasons come from the reports.
     python tools/model_support.py           # rewrite docs/model-support.md
     python tools/model_support.py --check   # exit 1 when the page differs from a fresh run
 
-tests/python/test_model_support.py runs the same check (about two seconds: the whole zoo is crawled again; it is
+tests/python/test_model_support.py runs the same check (about five seconds: the whole zoo is crawled again; it is
 small enough that no part of it needs to be left to this tool alone).
 """
 
@@ -55,10 +55,15 @@ def crawl_zoo() -> list[dict[str, Any]]:
     torch.set_num_threads(1)  # tiny models; counts do not depend on it
     records = []
     try:
-        for name in zoo.WORKLOADS:
+        for name in zoo.SUPPORT:
             case = zoo.fresh(name)
             report = crawl_module(case.model, args=case.args, kwargs=case.kwargs)
             types = {layer["path"]: layer["type"] for layer in report["layers"]}
+            matched = {}
+            for layer in report["layers"]:
+                method = layer["metrics"].get("module_flops", {}).get("method", "")
+                if ":signature_" in method:
+                    matched.setdefault(method.split(":signature_", 1)[1], {})[layer["type"]] = None
             diagnostics = [
                 {**d, "type": types.get(d.get("path", ""), "")}
                 for d in [*report["diagnostics"], *report["operator_flops"]["diagnostics"]]
@@ -69,6 +74,7 @@ def crawl_zoo() -> list[dict[str, Any]]:
                     "model": _describe(name, case.model),
                     "status": {metric: report["totals"][metric]["status"] for metric in METRICS},
                     "diagnostics": diagnostics,
+                    "matched": {signature: sorted(classes) for signature, classes in matched.items()},
                 }
             )
     finally:
@@ -117,9 +123,14 @@ def render(records: list[dict[str, Any]]) -> str:
         "The table gives the status of the report's totals: **complete** is an exact count, **partial** a lower bound",
         "(`known_value`), **unavailable** no number. Each partial total has diagnostics naming what was not counted;",
         "the last column and the section below group them by code and by the module type or operator they name. A",
-        "whole zoo crawl takes about two seconds, so the test recomputes every row (no row is left to the generator",
-        "alone). Operator FLOPs of training steps (forward, backward, optimizer) are checked complete on the same zoo by",
-        "`tests/python/test_coverage.py`.",
+        "whole zoo crawl takes about five seconds, so the test recomputes every row (no row is left to the generator",
+        "alone). Operator FLOPs of training steps (forward, backward, optimizer) are checked complete on the zoo's",
+        "`WORKLOADS` by `tests/python/test_coverage.py`; the block estimates of the other Hugging Face architectures",
+        "(`HF_EXTRA`) are checked by `tests/python/test_hf_blocks.py`.",
+        "",
+        "Classes of transformers, torchvision and timm without a formula of their own are matched by the operators",
+        "their calls run (`docs/module-formulas.md`, \"Blocks matched by their operators\"); the last section lists",
+        "which classes each signature matched here.",
         "",
         f"Versions: torch {torch.__version__.split('+')[0]}, transformers {transformers.__version__}.",
         "",
@@ -167,6 +178,23 @@ def render(records: list[dict[str, Any]]) -> str:
             lines.append(f"| {subject} | {metrics} | {cases} | {message} |")
         lines.append("")
     lines += [
+        "## Blocks matched by their operators",
+        "",
+        "| Signature | Classes (method `torchscan_module_formula:signature_<name>`) | Cases |",
+        "| --- | --- | --- |",
+    ]
+    signatures: dict[str, dict[str, dict[str, None]]] = defaultdict(lambda: {"classes": {}, "cases": {}})
+    for record in records:
+        for signature, classes in record["matched"].items():
+            for cls in classes:
+                signatures[signature]["classes"][cls] = None
+            signatures[signature]["cases"][record["name"]] = None
+    for signature in sorted(signatures):
+        group = signatures[signature]
+        classes = ", ".join(f"`{c}`" for c in sorted(group["classes"]))
+        lines.append(f"| `{signature}` | {classes} | {len(group['cases'])} |")
+    lines += [
+        "",
         "A module type without a built-in formula can be given one with a `ModuleHandler`",
         "(`crawl_module(..., custom_modules={Type: ModuleHandler(estimate)})`, see `docs/extending.md`); an operator",
         "without a formula with `custom_mapping`. Module-formula and operator totals are never added together: a",

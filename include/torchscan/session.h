@@ -10,6 +10,7 @@
 
 #include "torchscan/core.h"
 #include "torchscan/module_formulas.h"
+#include "torchscan/module_match.h"
 #include "torchscan/op_formulas.h"
 #include "torchscan/opstats.h"
 
@@ -54,6 +55,15 @@ bool ts_session_module_is_leaf(const ts_session *session, int module);
 void ts_session_set_module_handler(ts_session *session,
                                    int module,
                                    bool handler);
+
+/* Marks a module as matchable: a model library's class without a formula
+ * of its own, whose calls record the operators they run
+ * (ts_session_record_op) and take the estimates of the signature those
+ * operators match (module_match.h; a leaf that matches none stays
+ * unsupported). */
+void ts_session_set_module_matchable(ts_session *session,
+                                     int module,
+                                     bool matchable);
 
 /* Replaces a module's type name (copied; NULL keeps it) and description: a
  * lazy module becomes its concrete class, with its real sizes, in its first
@@ -169,6 +179,15 @@ void ts_session_add_layer_op(ts_session *session,
                              int layer,
                              int64_t flops,
                              bool complete);
+
+/* Whether the innermost active call records its operators (full mode, a
+ * matchable module): the binding then describes each operator for
+ * ts_session_record_op. */
+bool ts_session_wants_ops(const ts_session *session);
+
+/* Appends an operator the innermost active call ran (copied; its layer is
+ * set here). Returns TS_OK or TS_ENOMEM. */
+int ts_session_record_op(ts_session *session, const ts_match_op *op);
 
 /* ---- the AnalysisReport (session_report.c) ------------------------------ */
 

@@ -2,6 +2,7 @@
  * call, kept on flat arrays while the forward runs, with the module formulas
  * of each call and the ownership of estimates across the call tree. The
  * report is written from these records by session_report.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,7 @@ ts_session_free(ts_session *session)
     free(session->modules);
     free(session->layers);
     free(session->stack);
+    free(session->ops);
     json_decref(session->diagnostics);
     free(session);
 }
@@ -198,6 +200,44 @@ ts_session_set_module_handler(ts_session *session, int module, bool handler)
     }
 }
 
+void
+ts_session_set_module_matchable(ts_session *session,
+                                int module,
+                                bool matchable)
+{
+    if (module >= 0 && (size_t)module < session->nmodules) {
+        session->modules[module].matchable = matchable;
+    }
+}
+
+bool
+ts_session_wants_ops(const ts_session *session)
+{
+    return session->full && session->depth > 0
+           && session
+                  ->modules[session->layers[session->stack[session->depth - 1]]
+                                .module]
+                  .matchable;
+}
+
+int
+ts_session_record_op(ts_session *session, const ts_match_op *op)
+{
+    if (!ts_session_wants_ops(session)) {
+        return TS_OK;
+    }
+    if (grow((void **)&session->ops,
+             &session->ops_cap,
+             session->nops + 1,
+             sizeof(ts_match_op))) {
+        return TS_ENOMEM;
+    }
+    session->ops[session->nops] = *op;
+    session->ops[session->nops].layer = session->stack[session->depth - 1];
+    session->nops++;
+    return TS_OK;
+}
+
 int
 ts_session_begin_call(ts_session *session,
                       int module,
@@ -236,6 +276,7 @@ ts_session_begin_owned_call(ts_session *session,
     layer->module = module;
     layer->call_index = session->modules[module].calls++;
     layer->input = input;
+    layer->ops_start = session->nops;
     if (attribution != NULL) {
         layer->attribution = *attribution;
     }
@@ -487,6 +528,82 @@ estimate_layer(ts_session *session,
     return TS_OK;
 }
 
+/* Matches a matchable module's call against the signatures with the
+ * operators it ran itself: 1 matched (*match filled), 0 not, or a negative
+ * status. */
+static int
+match_layer(ts_session *session,
+            const layer_record *layer,
+            const module_record *m,
+            const ts_module_call *call,
+            ts_match_result *match)
+{
+    ts_match_call mc;
+    memset(&mc, 0, sizeof mc);
+    mc.ops = session->ops + layer->ops_start;
+    mc.nops = session->nops - layer->ops_start;
+    mc.leaf = m->metric_leaf;
+    if (call != NULL) {
+        mc.has_input = call->has_input;
+        mc.has_output = call->has_output;
+        mc.input = call->input;
+        mc.output = call->output;
+    }
+    return ts_match_call_estimates(&mc, match);
+}
+
+/* The estimates a signature gave a call (method
+ * torchscan_module_formula:signature_<name>), or, for a composite whose
+ * own work no signature recognized, "not supported" with the reason. */
+static int
+estimate_matched(ts_session *session,
+                 layer_record *layer,
+                 const module_record *m,
+                 const ts_match_result *match,
+                 unsigned wanted)
+{
+    ts_module_estimates est = match->estimates;
+    const ts_estimate *all[N_ESTIMATES] = {
+        &est.flops, &est.macs, &est.dmas, &est.rf, &est.stride, &est.padding};
+    int first_rf = -1;
+    if (match->uncovered) {
+        ts_estimate unsupported;
+        memset(&unsupported, 0, sizeof unsupported);
+        unsupported.kind = TS_EST_UNSUPPORTED;
+        snprintf(unsupported.message,
+                 sizeof unsupported.message,
+                 "Module type not supported: %s (it computes matrix products "
+                 "or layers itself, and no signature recognizes them)",
+                 m->type_name);
+        est.flops = est.macs = est.dmas = unsupported;
+        est.rf = est.stride = est.padding = unsupported;
+    }
+    for (int i = 0; i < N_ESTIMATES; i++) {
+        int rc;
+        if (!(wanted & (1u << i))) {
+            continue;
+        }
+        if (i >= 3 && first_rf < 0) {
+            first_rf = i;
+        }
+        slot_reset(&layer->estimates[i]);
+        rc = store_estimate(session,
+                            &layer->estimates[i],
+                            m->path,
+                            i,
+                            all[i],
+                            i < 3 || i == first_rf);
+        if (rc != TS_OK) {
+            return rc;
+        }
+        if (!match->uncovered && all[i]->kind != TS_EST_NOT_APPLICABLE) {
+            layer->estimates[i].method = match->method;
+        }
+        layer->present |= (uint8_t)(1u << i);
+    }
+    return TS_OK;
+}
+
 /* The token dependencies of a native attention or Transformer row whose
  * receptive field the built-in estimates just answered, with their
  * unsupported_token_dependencies diagnostic when the call's masks or
@@ -570,6 +687,8 @@ ts_session_end_call(ts_session *session,
     size_t pos = session->depth;
     layer_record *layer;
     const module_record *m;
+    ts_match_result match;
+    bool matched = false;
     int index;
     /* The innermost open call of this module; calls above it can only be
      * left open by an interrupt that skipped their hooks. */
@@ -588,6 +707,7 @@ ts_session_end_call(ts_session *session,
     json_decref(layer->output);
     layer->output = NULL;
     layer->failed = failed;
+    memset(&match, 0, sizeof match);
     if (failed) {
         json_decref(output);
         if (ts_diagnostic_append(session->diagnostics,
@@ -606,16 +726,33 @@ ts_session_end_call(ts_session *session,
             return TS_ENOMEM;
         }
     }
-    if (session->full && (m->metric_leaf || m->handler)) {
+    if (m->matchable) {
+        int rc = session->full && !failed
+                     ? match_layer(session, layer, m, call, &match)
+                     : 0;
+        /* the call's operators are spent, matched or not */
+        session->nops = layer->ops_start;
+        if (rc < 0) {
+            return rc;
+        }
+        matched = rc == 1;
+    }
+    if (session->full
+        && (m->metric_leaf || m->handler || matched || match.uncovered)) {
         /* Leaves get formulas for what handlers and owners left; a handler
          * row whose forward failed gets its remaining metrics as
-         * forward_failed. */
+         * forward_failed. A composite whose own operators matched a
+         * signature (or hold work none recognized) gets its estimates for
+         * that work. */
         unsigned wanted = TS_ALL_ESTIMATES & ~(unsigned)layer->covered
                           & ~(unsigned)layer->present;
-        if (!m->metric_leaf) {
+        int rc;
+        if (!m->metric_leaf && !matched && !match.uncovered) {
             wanted = failed ? wanted : 0;
         }
-        int rc = estimate_layer(session, layer, m, failed, call, wanted);
+        rc = matched || match.uncovered
+                 ? estimate_matched(session, layer, m, &match, wanted)
+                 : estimate_layer(session, layer, m, failed, call, wanted);
         if (rc == TS_OK && m->metric_leaf && (wanted & RF_BIT)
             && ts_token_kind_supported(m->desc.kind)) {
             rc = record_tokens(session, layer, m, failed, call);

@@ -5,6 +5,7 @@
 #ifndef TORCHSCAN_SESSION_INTERNAL_H
 #define TORCHSCAN_SESSION_INTERNAL_H
 
+#include "torchscan/module_match.h"
 #include "torchscan/session.h"
 
 /* The method of the built-in module formulas. */
@@ -17,6 +18,9 @@ typedef struct module_record {
     ts_module_desc desc;
     bool metric_leaf;
     bool handler; /* a custom handler estimates this module */
+    /* a library class without a formula: its calls record their operators
+     * and are matched against the signatures (module_match.h) */
+    bool matchable;
     int32_t calls;
 } module_record;
 
@@ -52,10 +56,11 @@ typedef struct layer_record {
     json_t *output; /* NULL while pending */
     ts_attribution attribution;
     int64_t op_flops;
-    uint8_t present; /* estimates with a slot (bit i: estimate_names[i]) */
-    uint8_t handled; /* estimates a handler supplied (metric_ownership) */
-    uint8_t owns;    /* estimates this call owns for its whole subtree */
-    uint8_t covered; /* estimates an enclosing call owns */
+    size_t ops_start; /* session->ops recorded before this call began */
+    uint8_t present;  /* estimates with a slot (bit i: estimate_names[i]) */
+    uint8_t handled;  /* estimates a handler supplied (metric_ownership) */
+    uint8_t owns;     /* estimates this call owns for its whole subtree */
+    uint8_t covered;  /* estimates an enclosing call owns */
     bool failed;
     bool op_incomplete;
     int owner[N_ESTIMATES]; /* covering layer per covered estimate */
@@ -79,6 +84,10 @@ struct ts_session {
     size_t nlayers, layers_cap;
     int *stack;
     size_t depth, stack_cap;
+    /* operators of the open matchable calls, innermost last (a call's own
+     * operators follow its ops_start once its children ended) */
+    ts_match_op *ops;
+    size_t nops, ops_cap;
     json_t *diagnostics;
 };
 

@@ -10,6 +10,7 @@
 #include "counter.h"
 
 #include <math.h>
+#include <stddef.h>
 
 /* One resolved operator overload (process-wide cache in the module
  * state). */
@@ -26,6 +27,8 @@ typedef struct op_slot {
     bool silent;       /* metadata queries run unrecorded */
     bool decomposable; /* has a CompositeImplicitAutograd kernel */
     bool hop;          /* a HigherOrderOperator ("higher_order.cond") */
+    bool inplace;      /* an in-place packet ("aten.add_") */
+    int match_code;    /* ts_match_op_code of the packet */
 } op_slot;
 
 struct tsx_op_cache {
@@ -267,6 +270,12 @@ read_overload(tsx_state *st, PyObject *func, op_slot *s, PyObject **pname)
     s->silent = listed(full, silent_overloads, N_OF(silent_overloads));
     Py_DECREF(fname);
     s->entry = ts_op_lookup(PyUnicode_AsUTF8(*pname));
+    s->match_code = ts_match_op_code(PyUnicode_AsUTF8(*pname));
+    {
+        const char *packet = PyUnicode_AsUTF8(*pname);
+        size_t len = strlen(packet);
+        s->inplace = len > 0 && packet[len - 1] == '_';
+    }
     if (!s->skip && !s->silent && read_decomposable(st, func, s) < 0) {
         return -1;
     }
@@ -606,6 +615,59 @@ fill_call(tsx_state *st,
     return 0;
 }
 
+/* What the crawl's matcher keeps of an operator a matchable module call
+ * ran (module_match.h): its code, its torchscan_flops_v1 count by the
+ * table's own formula (a caller's custom_mapping only counts operators the
+ * table has no formula for), and its first arguments and outputs. */
+static int
+record_op(tsx_counter *c,
+          const op_slot *s,
+          const ts_op_call *call,
+          ts_opcall_kind kind,
+          const ts_op_result *res,
+          bool custom)
+{
+    ts_match_op op;
+    int nargs =
+        call->nargs < TS_MATCH_MAX_ARGS ? call->nargs : TS_MATCH_MAX_ARGS;
+    int rc;
+    memset(&op, 0, offsetof(ts_match_op, args));
+    op.code = s->match_code;
+    op.inplace = s->inplace;
+    op.counted = kind == TS_OPCALL_IGNORED
+                 || (kind == TS_OPCALL_COUNTED
+                     && (!res->incomplete || s->entry == NULL
+                         || (s->entry->flags & TS_OPF_ATTENTION) != 0));
+    op.flops = kind == TS_OPCALL_COUNTED ? res->flops : 0;
+    if (custom && s->entry != NULL && s->entry->formula != NULL) {
+        ts_op_result own;
+        ts_error err;
+        memset(&own, 0, sizeof own);
+        ts_error_clear(&err);
+        op.counted =
+            s->entry->formula(call, &own, &err) == TS_OK && !own.incomplete;
+        op.flops = own.flops;
+    }
+    op.nargs = nargs;
+    memcpy(op.args, call->args, (size_t)nargs * sizeof op.args[0]);
+    for (int i = 0; i < nargs; i++) {
+        if (op.args[i].kind == TS_ARG_STR) {
+            /* the text is borrowed from the call: only gelu's approximate
+             * is kept, as a flag */
+            op.args[i].i = strcmp(op.args[i].str, "tanh") == 0;
+            op.args[i].str = NULL;
+        }
+    }
+    op.nouts = call->nouts < 2 ? call->nouts : 2;
+    memcpy(op.outs, call->outs, (size_t)op.nouts * sizeof op.outs[0]);
+    rc = ts_session_record_op(c->session, &op);
+    if (rc != TS_OK) {
+        tsx_raise_status(rc, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 count(tsx_counter *c,
       const op_slot *s,
@@ -616,8 +678,11 @@ count(tsx_counter *c,
 {
     ts_opcall_kind kind;
     ts_op_result res;
+    ts_op_call call;
     char message[TS_ERROR_MESSAGE_SIZE];
     ts_error err;
+    bool filled = false;
+    bool record = c->session != NULL && ts_session_wants_ops(c->session);
     int rc;
 
     memset(&res, 0, sizeof res);
@@ -637,10 +702,10 @@ count(tsx_counter *c,
         kind = rc == 0 ? TS_OPCALL_COUNTED : TS_OPCALL_UNSUPPORTED;
     }
     else if (s->entry != NULL && s->entry->formula != NULL) {
-        ts_op_call call;
         if (fill_call(c->st, s, args, kwargs, out, &call) < 0) {
             return -1;
         }
+        filled = true;
         ts_error_clear(&err);
         rc = s->entry->formula(&call, &res, &err);
         if (rc == TS_OK) {
@@ -685,6 +750,11 @@ count(tsx_counter *c,
     }
     else if (rc != TS_OK) {
         tsx_raise_status(rc, NULL);
+        return -1;
+    }
+    if (record
+        && ((!filled && fill_call(c->st, s, args, kwargs, out, &call) < 0)
+            || record_op(c, s, &call, kind, &res, custom != NULL) < 0)) {
         return -1;
     }
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {

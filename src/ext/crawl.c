@@ -70,6 +70,7 @@ typedef struct type_memo {
     const native_class *native;
     PyObject *native_type;
     PyObject *handler; /* borrowed from the handlers dict, or NULL */
+    bool library;      /* a class of an imported model library */
 } type_memo;
 
 typedef struct crawl_build {
@@ -77,7 +78,70 @@ typedef struct crawl_build {
     tsx_desc_reader reader; /* reads with `descs` */
     type_memo types[64];
     size_t ntypes;
+    unsigned libraries; /* model libraries imported (library_prefixes) */
 } crawl_build;
+
+/* The model libraries whose blocks are matched by their operators
+ * (module_match.h). A library that is not imported has no module in the
+ * model, so the crawl looks for classes only of those that are. A class
+ * matches when its __module__ is the name itself or starts with it and a
+ * dot. */
+static const char *const libraries[] = {
+    "transformers",
+    "torchvision",
+    "timm",
+    /* torch's own parametrizations (weight_norm) have no torch.nn
+     * family */
+    "torch.nn.utils.parametrizations",
+};
+#define N_LIBRARIES (sizeof libraries / sizeof libraries[0])
+
+/* Which libraries sys.modules holds (bits of `libraries`): once per crawl,
+ * a few dictionary lookups. */
+static unsigned
+imported_libraries(void)
+{
+    PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+    unsigned found = 0;
+    for (size_t i = 0; i < N_LIBRARIES; i++) {
+        PyObject *m = PyDict_GetItemString(modules, libraries[i]);
+        if (m != NULL) {
+            found |= 1u << i;
+        }
+    }
+    return found;
+}
+
+/* Whether `type` itself is defined in one of the imported libraries (its
+ * __module__ is "<library>." something). A subclass defined elsewhere is
+ * not: its forward may do other work. 1 or 0 (a class whose __module__
+ * cannot be read is no library's). */
+static int
+library_class(tsx_state *st, PyTypeObject *type, unsigned imported)
+{
+    PyObject *module;
+    const char *name;
+    int found = 0;
+    if (imported == 0) {
+        return 0;
+    }
+    module = tsx_getattr(st, (PyObject *)type, "__module__");
+    if (module == NULL) {
+        PyErr_Clear(); /* a class without a module: not a library's */
+        return 0;
+    }
+    name = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : NULL;
+    for (size_t i = 0; name != NULL && i < N_LIBRARIES && !found; i++) {
+        size_t len = strlen(libraries[i]);
+        found = (imported & (1u << i)) && strncmp(name, libraries[i], len) == 0
+                && (name[len] == '.' || name[len] == '\0');
+    }
+    if (name == NULL) {
+        PyErr_Clear();
+    }
+    Py_DECREF(module);
+    return found;
+}
 
 /* A module's native family and handler, resolved once per type (models
  * repeat a few types many times). 0, or -1 with an exception. */
@@ -93,6 +157,7 @@ resolve_type(tsx_crawl *c, crawl_build *b, PyObject *module, type_memo *out)
     }
     out->type = Py_TYPE(module);
     out->native = tsx_native_of(c->st, module, &out->native_type);
+    out->library = c->full && library_class(c->st, out->type, b->libraries);
     if (c->handlers != NULL) {
         if (tsx_handler_match(c->handlers, Py_TYPE(module), &handler) < 0) {
             return -1;
@@ -196,6 +261,11 @@ add_module(tsx_crawl *c,
         && attach_handler(c, index, t.handler) < 0) {
         return -1;
     }
+    if (t.handler == NULL && t.library && desc.kind == TS_MOD_UNKNOWN) {
+        /* a library block without a formula: its operators are matched
+         * (a caller's handler always wins) */
+        ts_session_set_module_matchable(c->session, index, true);
+    }
     if (c->full && recurse) {
         /* built-in inclusive estimates: children are covered */
         e->builtin_owns = TS_ALL_ESTIMATES;
@@ -297,6 +367,7 @@ crawl_init(tsx_crawl *c,
     c->reader.is_patched_forward = tsx_is_patched_forward;
     b.reader = c->reader;
     b.reader.memo = &b.descs;
+    b.libraries = full ? imported_libraries() : 0;
     if (handlers != Py_None) {
         if (!PyDict_Check(handlers) || module_call == Py_None) {
             tsx_fail(PyExc_TypeError,

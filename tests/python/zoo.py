@@ -428,6 +428,122 @@ def whisper(attn: str) -> Case:
     )
 
 
+def _decoder_only(config_cls: str, model_cls: str, attn: str, **extra: Any) -> Case:
+    """A causal LM of the Llama lineage (Qwen2, Mistral, Mixtral, Gemma, Phi, Qwen2-MoE) from a tiny config:
+    grouped-query attention where the family has it, rotary embeddings, one padded sequence."""
+    import transformers
+
+    settings: dict[str, Any] = {
+        "vocab_size": VOCAB,
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 32,
+    }
+    settings.update(extra)
+    config = getattr(transformers, config_cls)(**settings)
+    ids, mask = _tokens()
+    return Case(
+        _hf(getattr(transformers, model_cls), config, attn),
+        (),
+        {"input_ids": ids, "attention_mask": mask},
+        {"labels": ids},
+        loss=lambda out: out.loss,
+    )
+
+
+def qwen2(attn: str) -> Case:
+    return _decoder_only("Qwen2Config", "Qwen2ForCausalLM", attn)
+
+
+def mistral(attn: str) -> Case:
+    return _decoder_only("MistralConfig", "MistralForCausalLM", attn, sliding_window=4)
+
+
+def mixtral(attn: str) -> Case:
+    return _decoder_only("MixtralConfig", "MixtralForCausalLM", attn, num_local_experts=4, num_experts_per_tok=2)
+
+
+def qwen2_moe(attn: str) -> Case:
+    return _decoder_only(
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        attn,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=8,
+        shared_expert_intermediate_size=16,
+    )
+
+
+def gemma(attn: str) -> Case:
+    return _decoder_only("GemmaConfig", "GemmaForCausalLM", attn, head_dim=4)
+
+
+def phi(attn: str) -> Case:
+    # partial rotary embeddings (half of each head), LayerNorm, a parallel attention/MLP block
+    return _decoder_only("PhiConfig", "PhiForCausalLM", attn, partial_rotary_factor=0.5)
+
+
+def _images(batch: int = 2, side: int = 16, seed: int = 5) -> torch.Tensor:
+    return torch.randn(batch, 3, side, side, generator=torch.Generator().manual_seed(seed))
+
+
+def _classifier(model: nn.Module, pixels: torch.Tensor) -> Case:
+    target = torch.tensor([1, 0])
+    return Case(model, (), {"pixel_values": pixels}, {"labels": target}, loss=lambda out: out.loss)
+
+
+def hf_vit(attn: str) -> Case:
+    from transformers import ViTConfig, ViTForImageClassification
+
+    config = ViTConfig(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        image_size=16,
+        patch_size=4,
+        num_labels=2,
+    )
+    return _classifier(_hf(ViTForImageClassification, config, attn), _images())
+
+
+def swin(attn: str) -> Case:
+    from transformers import SwinConfig, SwinForImageClassification
+
+    config = SwinConfig(
+        image_size=16,
+        patch_size=2,
+        embed_dim=8,
+        depths=[2, 1],
+        num_heads=[2, 2],
+        window_size=2,
+        num_labels=2,
+    )
+    return _classifier(_hf(SwinForImageClassification, config, attn), _images())
+
+
+def wav2vec2(attn: str) -> Case:
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    config = Wav2Vec2Config(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        conv_dim=(8, 8),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=8,
+        num_conv_pos_embedding_groups=2,
+    )
+    audio = torch.randn(2, 400, generator=torch.Generator().manual_seed(6))
+    return Case(_hf(Wav2Vec2Model, config, attn), (audio,), loss=lambda out: out.last_hidden_state.pow(2).mean())
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The registry, and running a case
 # ---------------------------------------------------------------------------------------------------------------
@@ -448,6 +564,27 @@ for _attn in ("sdpa", "eager"):
         BUILDERS[f"{_name}-{_attn}"] = functools.partial(_fn, _attn)
 
 WORKLOADS: list[str] = list(BUILDERS)
+
+# More Hugging Face architectures (issue 18): built-in module estimates of their blocks (test_hf_blocks.py) and
+# rows of docs/model-support.md. They are not in WORKLOADS, whose training steps the coverage tests replay.
+HF_EXTRA: list[str] = []
+for _attn in ("sdpa", "eager"):
+    for _name, _fn in (
+        ("qwen2", qwen2),
+        ("mistral", mistral),
+        ("mixtral", mixtral),
+        ("qwen2_moe", qwen2_moe),
+        ("gemma", gemma),
+        ("phi", phi),
+        ("hf_vit", hf_vit),
+        ("swin", swin),
+        ("wav2vec2", wav2vec2),
+    ):
+        BUILDERS[f"{_name}-{_attn}"] = functools.partial(_fn, _attn)
+        HF_EXTRA.append(f"{_name}-{_attn}")
+
+# Every case of docs/model-support.md.
+SUPPORT: list[str] = WORKLOADS + HF_EXTRA
 
 
 @functools.lru_cache(maxsize=None)

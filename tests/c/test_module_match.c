@@ -1,0 +1,871 @@
+/* Library blocks matched by their operators (module_match.h): the operator
+ * table, every signature on the operators a real block runs (the sequences
+ * transformers 5 dispatches, shapes of the tiny test models), pinned to
+ * hand-derived numbers, the near misses that must not match, and the
+ * session's recording and matching of a call. */
+#include <stdarg.h>
+
+#include "harness.h"
+#include "torchscan/module_match.h"
+#include "torchscan/session.h"
+
+#define METHOD "torchscan_module_formula:signature_"
+
+/* ---- building operators ------------------------------------------------- */
+
+static ts_shape
+shp(int ndim, ...)
+{
+    ts_shape s;
+    va_list ap;
+    memset(&s, 0, sizeof s);
+    s.ndim = ndim;
+    s.dtype = TS_DTYPE_FLOAT;
+    s.dense = true;
+    va_start(ap, ndim);
+    for (int i = 0; i < ndim; i++) {
+        s.dims[i] = va_arg(ap, int64_t);
+    }
+    va_end(ap);
+    return s;
+}
+
+#define S1(a) shp(1, (int64_t)(a))
+#define S2(a, b) shp(2, (int64_t)(a), (int64_t)(b))
+#define S3(a, b, c) shp(3, (int64_t)(a), (int64_t)(b), (int64_t)(c))
+#define S4(a, b, c, d) \
+    shp(4, (int64_t)(a), (int64_t)(b), (int64_t)(c), (int64_t)(d))
+
+static ts_shape
+ints_shape(ts_shape s)
+{
+    s.dtype = TS_DTYPE_INT;
+    return s;
+}
+
+/* An operator with its output and torchscan_flops_v1 count. */
+static ts_match_op
+op(const char *name, ts_shape out, int64_t flops)
+{
+    ts_match_op o;
+    size_t len = strlen(name);
+    memset(&o, 0, sizeof o);
+    o.code = ts_match_op_code(name);
+    o.inplace = name[len - 1] == '_';
+    o.counted = true;
+    o.flops = flops;
+    o.nouts = 1;
+    o.outs[0] = out;
+    return o;
+}
+
+static ts_op_arg *
+next_arg(ts_match_op *o)
+{
+    ts_op_arg *a = &o->args[o->nargs++];
+    memset(a, 0, sizeof *a);
+    return a;
+}
+
+static void
+t_arg(ts_match_op *o, ts_shape s)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_TENSOR;
+    a->tensor = s;
+}
+
+static void
+i_arg(ts_match_op *o, int64_t v)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_INT;
+    a->i = v;
+}
+
+static void
+b_arg(ts_match_op *o, bool v)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_BOOL;
+    a->i = v;
+}
+
+static void
+r_arg(ts_match_op *o, double v)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_REAL;
+    a->r = v;
+}
+
+static void
+none_arg(ts_match_op *o)
+{
+    next_arg(o)->kind = TS_ARG_NONE;
+}
+
+static void
+ints_arg(ts_match_op *o, int n, const int64_t *v)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_INTS;
+    a->nints = n;
+    for (int i = 0; i < n; i++) {
+        a->ints[i] = v[i];
+    }
+}
+
+/* gelu's approximate="tanh" as the binding keeps it */
+static void
+tanh_arg(ts_match_op *o)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_STR;
+    a->i = 1;
+}
+
+static void
+tensors_arg(ts_match_op *o, ts_shape first, int n)
+{
+    ts_op_arg *a = next_arg(o);
+    a->kind = TS_ARG_TENSORS;
+    a->tensor = first;
+    a->ntensors = n;
+    ts_shape_numel(&first, &a->numel_sum);
+    a->numel_sum *= n;
+}
+
+/* ---- running the matcher ------------------------------------------------ */
+
+typedef struct matched {
+    int rc;
+    ts_match_result r;
+} matched;
+
+static matched
+run(const ts_match_op *ops, size_t n, bool leaf, ts_shape in, ts_shape out)
+{
+    matched m;
+    ts_match_call call;
+    memset(&call, 0, sizeof call);
+    call.ops = ops;
+    call.nops = n;
+    call.leaf = leaf;
+    call.has_input = call.has_output = true;
+    call.input = in;
+    call.output = out;
+    m.rc = ts_match_call_estimates(&call, &m.r);
+    return m;
+}
+
+#define CHECK_COUNTS(m, f, mac, dma)                               \
+    do {                                                           \
+        CHECK_EQ_INT((m).r.estimates.flops.kind, TS_EST_COMPLETE); \
+        CHECK_EQ_INT((m).r.estimates.flops.value.i, f);            \
+        CHECK_EQ_INT((m).r.estimates.macs.value.i, mac);           \
+        CHECK_EQ_INT((m).r.estimates.dmas.value.i, dma);           \
+    } while (0)
+
+static bool
+method_is(const matched *m, const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof want, METHOD "%s", name);
+    return m->rc == 1 && m->r.method != NULL && strcmp(m->r.method, want) == 0
+           && strcmp(m->r.signature, name) == 0;
+}
+
+/* ---- the operator table --------------------------------------------------
+ */
+
+static void
+test_table(void)
+{
+    int code = 1;
+    const char *prev = NULL, *name;
+    for (; (name = ts_match_op_name(code)) != NULL; code++) {
+        CHECK_EQ_INT(ts_match_op_code(name), code);
+        CHECK(prev == NULL || strcmp(prev, name) < 0);
+        prev = name;
+    }
+    CHECK(code > 150);
+    CHECK_EQ_INT(ts_match_op_code("aten.add_"), ts_match_op_code("aten.add"));
+    CHECK(ts_match_op_code("aten.add") != TS_MOP_OTHER);
+    CHECK_EQ_INT(ts_match_op_code("aten.nonexistent_op"), TS_MOP_OTHER);
+    CHECK_EQ_INT(ts_match_op_code(""), TS_MOP_OTHER);
+    CHECK_EQ_INT(ts_match_op_code(NULL), TS_MOP_OTHER);
+    CHECK(ts_match_op_name(0) == NULL);
+    CHECK(ts_match_op_name(-3) == NULL);
+    CHECK(strcmp(ts_match_signature_name(0), "identity") == 0);
+    CHECK(ts_match_signature_name(100) == NULL);
+    CHECK_EQ_INT(ts_match_call_estimates(NULL, NULL), TS_EINVAL);
+}
+
+/* ---- native signatures ---------------------------------------------------
+ */
+
+/* LlamaRMSNorm(16) on (2, 8, 16): N = 256, R = 16. */
+static size_t
+rmsnorm_ops(ts_match_op *o, bool weight, bool offset)
+{
+    static const int64_t last[] = {-1};
+    ts_shape x = S3(2, 8, 16), r = S3(2, 8, 1), w = S1(16);
+    size_t n = 0;
+    o[n] = op("aten.pow", x, 256);
+    t_arg(&o[n], x);
+    i_arg(&o[n++], 2);
+    o[n] = op("aten.mean", r, 256);
+    t_arg(&o[n], x);
+    ints_arg(&o[n], 1, last);
+    b_arg(&o[n++], true);
+    o[n] = op("aten.add", r, 16);
+    t_arg(&o[n], r);
+    r_arg(&o[n++], 1e-6);
+    o[n] = op("aten.rsqrt", r, 16);
+    t_arg(&o[n++], r);
+    o[n] = op("aten.mul", x, 256);
+    t_arg(&o[n], x);
+    t_arg(&o[n++], r);
+    if (offset) {
+        o[n] = op("aten.add", w, 16);
+        t_arg(&o[n], w);
+        r_arg(&o[n++], 1.0);
+    }
+    if (weight) {
+        o[n] = op("aten.mul", x, 256);
+        t_arg(&o[n], w);
+        t_arg(&o[n++], x);
+    }
+    return n;
+}
+
+static void
+test_rmsnorm(void)
+{
+    ts_match_op o[8];
+    size_t n = rmsnorm_ops(o, true, false);
+    matched m = run(o, n, true, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "rmsnorm"));
+    /* (3 + W)N + 2R; N(1 + W); 3N + 4R + 1 + W(2N + P) = nn.RMSNorm's */
+    CHECK_COUNTS(m, 4 * 256 + 2 * 16, 512, 768 + 64 + 1 + 512 + 16);
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_NOT_APPLICABLE);
+    /* equal to the operators' own counts: 256 + 256 + 16 + 16 + 256 + 256 */
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, 1056);
+
+    n = rmsnorm_ops(o, true, true); /* Gemma: (1 + w) * y */
+    m = run(o, n, true, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "rmsnorm_offset_weight"));
+    CHECK_COUNTS(m, 1056 + 16, 512, 1361 + 32);
+
+    n = rmsnorm_ops(o, false, false); /* no weight (T5 without affine) */
+    m = run(o, n, true, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "rmsnorm"));
+    CHECK_COUNTS(m, 3 * 256 + 32, 256, 768 + 64 + 1);
+
+    /* x^3: not a root mean square; the mean is not pointwise either */
+    n = rmsnorm_ops(o, true, false);
+    o[0].args[1].i = 3;
+    m = run(o, n, true, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(!m.r.uncovered);
+}
+
+static void
+test_activations(void)
+{
+    ts_match_op o[3];
+    matched m;
+    ts_shape x = S2(2, 4);
+    o[0] = op("aten.gelu", x, 40);
+    t_arg(&o[0], x);
+    m = run(o, 1, true, x, x);
+    CHECK(method_is(&m, "activation"));
+    CHECK_COUNTS(m, 5 * 8, 0, 16);
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_COMPLETE);
+    CHECK_EQ_INT(m.r.estimates.rf.value.i, 1);
+
+    tanh_arg(&o[0]); /* approximate="tanh": 14N */
+    m = run(o, 1, true, x, x);
+    CHECK_COUNTS(m, 14 * 8, 0, 16);
+
+    o[0] = op("aten.sigmoid_", x, 32); /* timm's Sigmoid: x.sigmoid_() */
+    t_arg(&o[0], x);
+    m = run(o, 1, true, x, x);
+    CHECK(method_is(&m, "activation"));
+    CHECK_COUNTS(m, 4 * 8, 0, 8); /* in place: N */
+
+    o[0] = op("aten.hardtanh", x, 16); /* relu6 = hardtanh(0, 6) */
+    t_arg(&o[0], x);
+    r_arg(&o[0], 0.0);
+    r_arg(&o[0], 6.0);
+    m = run(o, 1, true, x, x);
+    CHECK_COUNTS(m, 2 * 8, 0, 16);
+
+    /* an activation between views */
+    o[0] = op("aten.view", S1(8), 0);
+    t_arg(&o[0], x);
+    o[1] = op("aten.silu", S1(8), 40);
+    t_arg(&o[1], S1(8));
+    o[2] = op("aten.view", x, 0);
+    t_arg(&o[2], S1(8));
+    m = run(o, 3, true, x, x);
+    CHECK(method_is(&m, "activation"));
+    CHECK_COUNTS(m, 40, 0, 16);
+
+    /* an activation of a module with children is glue: no estimate */
+    m = run(o, 3, false, x, x);
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(!m.r.uncovered);
+}
+
+/* GPT-2's Conv1D(12, 4): x.view(-1, 4), addmm(b, x, w) with w (4, 12). */
+static void
+test_linear(void)
+{
+    ts_match_op o[4];
+    matched m;
+    o[0] = op("aten.view", S2(6, 4), 0);
+    t_arg(&o[0], S3(2, 3, 4));
+    o[1] = op("aten.addmm", S2(6, 12), 576);
+    t_arg(&o[1], S1(12));
+    t_arg(&o[1], S2(6, 4));
+    t_arg(&o[1], S2(4, 12));
+    o[2] = op("aten.view", S3(2, 3, 12), 0);
+    t_arg(&o[2], S2(6, 12));
+    m = run(o, 3, true, S3(2, 3, 4), S3(2, 3, 12));
+    CHECK(method_is(&m, "linear"));
+    /* O(2 in - 1) + O; in O; N + P + O */
+    CHECK_COUNTS(m, 72 * 7 + 72, 288, 24 + 60 + 72);
+    CHECK_EQ_INT(m.r.estimates.rf.value.i, 1);
+
+    /* mm + bias add, as F.linear's decomposition may run */
+    o[1] = op("aten.mm", S2(6, 12), 576);
+    t_arg(&o[1], S2(6, 4));
+    t_arg(&o[1], S2(4, 12));
+    o[2] = op("aten.add", S2(6, 12), 72);
+    t_arg(&o[2], S2(6, 12));
+    t_arg(&o[2], S1(12));
+    m = run(o + 1, 2, true, S2(6, 4), S2(6, 12));
+    CHECK(method_is(&m, "linear"));
+    CHECK_COUNTS(m, 576, 288, 156);
+
+    /* a product whose widths disagree is not a Linear */
+    o[1].args[1].tensor = S2(5, 12);
+    m = run(o + 1, 1, true, S2(6, 4), S2(6, 12));
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+/* Gemma's scaled word embedding: embedding(w, ids) * sqrt(E). */
+static void
+test_embedding(void)
+{
+    ts_match_op o[2];
+    matched m;
+    ts_shape ids = ints_shape(S2(2, 3));
+    o[0] = op("aten.embedding", S3(2, 3, 4), 0);
+    t_arg(&o[0], S2(10, 4));
+    t_arg(&o[0], ids);
+    m = run(o, 1, true, ids, S3(2, 3, 4));
+    CHECK(method_is(&m, "embedding"));
+    CHECK_COUNTS(m, 0, 0, 6 + 48); /* N + 2O */
+
+    o[1] = op("aten.mul", S3(2, 3, 4), 24);
+    t_arg(&o[1], S3(2, 3, 4));
+    r_arg(&o[1], 2.0);
+    m = run(o, 2, true, ids, S3(2, 3, 4));
+    CHECK(method_is(&m, "scaled_embedding"));
+    CHECK_COUNTS(m, 24, 0, 54 + 48);
+
+    /* WhisperPositionalEmbedding: weight[position_ids] */
+    o[0] = op("aten.index", S3(1, 5, 4), 0);
+    t_arg(&o[0], S2(16, 4));
+    tensors_arg(&o[0], ints_shape(S2(1, 5)), 1);
+    m = run(o, 1, true, ints_shape(S2(1, 5)), S3(1, 5, 4));
+    CHECK(method_is(&m, "embedding"));
+    CHECK_COUNTS(m, 0, 0, 5 + 40);
+}
+
+static void
+test_layout_identity(void)
+{
+    ts_match_op o[3];
+    matched m;
+    ts_shape x = S3(2, 3, 4);
+    m = run(o, 0, true, x, x); /* DropPath in eval: returns x */
+    CHECK(method_is(&m, "identity"));
+    CHECK_COUNTS(m, 0, 0, 24); /* Identity: N */
+    CHECK_EQ_INT(m.r.estimates.rf.value.i, 1);
+
+    /* a window partition: view, permute, contiguous copy, view */
+    o[0] = op("aten.permute", S3(2, 4, 3), 0);
+    t_arg(&o[0], x);
+    o[1] = op("aten.clone", S3(2, 4, 3), 0);
+    t_arg(&o[1], S3(2, 4, 3));
+    o[2] = op("aten.view", S2(8, 3), 0);
+    t_arg(&o[2], S3(2, 4, 3));
+    m = run(o, 3, true, x, S2(8, 3));
+    CHECK(method_is(&m, "layout"));
+    CHECK_COUNTS(m, 0, 0, 48); /* the copy reads and writes 24 */
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_NOT_APPLICABLE);
+
+    m = run(o, 1, true, x, S3(2, 4, 3)); /* a permute alone: a view */
+    CHECK(method_is(&m, "layout"));
+    CHECK_COUNTS(m, 0, 0, 0);
+
+    /* an operator without a count is never matched */
+    o[1].counted = false;
+    m = run(o, 3, true, x, S2(8, 3));
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+/* timm's Conv2dSame: F.pad(x, [0, 1, 0, 1]) then a stride-2 3x3 conv. */
+static void
+test_conv(void)
+{
+    static const int64_t pads[] = {0, 1, 0, 1}, two[] = {2, 2};
+    static const int64_t zero[] = {0, 0}, one[] = {1, 1};
+    ts_match_op o[2];
+    matched m;
+    o[0] = op("aten.constant_pad_nd", S4(1, 3, 9, 9), 0);
+    t_arg(&o[0], S4(1, 3, 8, 8));
+    ints_arg(&o[0], 4, pads);
+    o[1] = op("aten.convolution", S4(1, 4, 4, 4), 3456);
+    t_arg(&o[1], S4(1, 3, 9, 9));
+    t_arg(&o[1], S4(4, 3, 3, 3));
+    t_arg(&o[1], S1(4));
+    ints_arg(&o[1], 2, two);
+    ints_arg(&o[1], 2, zero);
+    ints_arg(&o[1], 2, one);
+    b_arg(&o[1], false);
+    ints_arg(&o[1], 2, zero);
+    i_arg(&o[1], 1);
+    m = run(o, 2, true, S4(1, 3, 8, 8), S4(1, 4, 4, 4));
+    CHECK(method_is(&m, "conv"));
+    /* O(2 Cin K - 1 + 1); O Cin K; Cin K O + P + O, + the pad's copy */
+    CHECK_COUNTS(m, 64 * 54, 64 * 27, 27 * 64 + 112 + 64 + 2 * 243);
+    CHECK_EQ_INT(m.r.estimates.rf.value.i, 3);
+    CHECK_EQ_INT(m.r.estimates.stride.value.i, 2);
+    CHECK_EQ_INT(m.r.estimates.padding.value.i, 0);
+
+    o[1].args[6].i = 1; /* transposed: not modelled here */
+    m = run(o, 2, true, S4(1, 3, 8, 8), S4(1, 4, 4, 4));
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+static void
+test_norms(void)
+{
+    static const int64_t last[] = {8};
+    ts_match_op o[3];
+    matched m;
+    ts_shape x = S4(2, 4, 4, 8);
+    /* torchvision's LayerNorm2d: permute, layer_norm over C, permute */
+    o[0] = op("aten.permute", x, 0);
+    t_arg(&o[0], S4(2, 8, 4, 4));
+    o[1] = op("aten.native_layer_norm", x, 2112);
+    t_arg(&o[1], x);
+    ints_arg(&o[1], 1, last);
+    t_arg(&o[1], S1(8));
+    t_arg(&o[1], S1(8));
+    r_arg(&o[1], 1e-6);
+    o[1].nouts = 2;
+    o[1].outs[1] = S4(2, 4, 4, 1);
+    o[2] = op("aten.permute", S4(2, 8, 4, 4), 0);
+    t_arg(&o[2], x);
+    m = run(o, 3, true, S4(2, 8, 4, 4), S4(2, 8, 4, 4));
+    CHECK(method_is(&m, "norm"));
+    /* (6 + A)N + 2R; N(1 + W); 4N + 5R + 1 + P + 2N */
+    CHECK_COUNTS(m, 8 * 256 + 64, 512, 1024 + 160 + 1 + 16 + 512);
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_NOT_APPLICABLE);
+
+    /* timm's BatchNormAct2d body in eval */
+    o[0] =
+        op("aten._native_batch_norm_legit_no_training", S4(2, 4, 3, 3), 296);
+    t_arg(&o[0], S4(2, 4, 3, 3));
+    t_arg(&o[0], S1(4));
+    t_arg(&o[0], S1(4));
+    t_arg(&o[0], S1(4));
+    t_arg(&o[0], S1(4));
+    r_arg(&o[0], 0.1);
+    r_arg(&o[0], 1e-5);
+    m = run(o, 1, true, S4(2, 4, 3, 3), S4(2, 4, 3, 3));
+    CHECK(method_is(&m, "norm"));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, 2 * 72 + 2 * 4 + 2 * 72);
+
+    /* wav2vec2's weight_norm parametrization: v (6, 4, 3), g (1, 1, 3) */
+    o[0] = op("aten._weight_norm_interface", S3(6, 4, 3), 0);
+    o[0].counted = false; /* no operator formula: the signature counts */
+    t_arg(&o[0], S3(6, 4, 3));
+    t_arg(&o[0], S3(1, 1, 3));
+    i_arg(&o[0], 2);
+    o[0].nouts = 2;
+    o[0].outs[1] = S3(1, 1, 3);
+    m = run(o, 1, true, S3(6, 4, 3), S3(6, 4, 3));
+    CHECK(method_is(&m, "weight_norm"));
+    CHECK_COUNTS(m, 3 * 72 + 3, 72, 2 * 72 + 3);
+}
+
+/* ---- structural signatures ------------------------------------------------
+ */
+
+/* NewGELUActivation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static void
+test_pointwise(void)
+{
+    ts_match_op o[8];
+    ts_shape x = S2(2, 4);
+    matched m;
+    const char *names[8] = {"aten.mul",
+                            "aten.pow",
+                            "aten.mul",
+                            "aten.add",
+                            "aten.mul",
+                            "aten.tanh",
+                            "aten.add",
+                            "aten.mul"};
+    /* each operator's torchscan_flops_v1 count: x^3 is 2 products */
+    const int64_t flops[8] = {8, 16, 8, 8, 8, 48, 8, 8};
+    for (int i = 0; i < 8; i++) {
+        o[i] = op(names[i], x, flops[i]);
+        t_arg(&o[i], x);
+        r_arg(&o[i], 0.5);
+    }
+    m = run(o, 8, true, x, x);
+    CHECK(method_is(&m, "pointwise"));
+    CHECK_COUNTS(m, 112, 0, 16); /* 14N, as GELU(approximate="tanh") */
+    CHECK_EQ_INT(m.r.estimates.rf.value.i, 1);
+
+    o[3] = op("aten.sum", S1(1), 7); /* a reduction is not pointwise */
+    t_arg(&o[3], x);
+    m = run(o, 8, true, x, x);
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+/* LlamaRotaryEmbedding for 8 positions, head width 4. */
+static void
+test_rotary(void)
+{
+    ts_match_op o[7];
+    matched m;
+    ts_shape f = S3(1, 8, 4);
+    o[0] = op("aten._to_copy", S3(1, 8, 1), 0);
+    t_arg(&o[0], ints_shape(S3(1, 8, 1)));
+    o[1] = op("aten.mul", S3(1, 8, 2), 16);
+    t_arg(&o[1], S3(1, 8, 1));
+    t_arg(&o[1], S1(2));
+    o[2] = op("aten.cat", f, 0);
+    tensors_arg(&o[2], S3(1, 8, 2), 2);
+    o[3] = op("aten.cos", f, 32);
+    t_arg(&o[3], f);
+    o[4] = op("aten.mul", f, 32);
+    t_arg(&o[4], f);
+    r_arg(&o[4], 1.0);
+    o[5] = op("aten.sin", f, 32);
+    t_arg(&o[5], f);
+    o[6] = op("aten.mul", f, 32);
+    t_arg(&o[6], f);
+    r_arg(&o[6], 1.0);
+    m = run(o, 7, true, S2(1, 8), f);
+    CHECK(method_is(&m, "rotary_embedding"));
+    /* 16 products + cos, sin and two scalings of 32; no accumulation;
+     * operands and results of each operator, + the two copies (8 + 32) */
+    CHECK_COUNTS(m, 144, 0, 26 + 4 * 64 + 2 * 40);
+
+    /* the outer product as a matmul with K = 1: still one FLOP per
+     * product */
+    o[1] = op("aten.bmm", S3(1, 2, 8), 32);
+    t_arg(&o[1], S3(1, 2, 1));
+    t_arg(&o[1], S3(1, 1, 8));
+    m = run(o, 7, true, S2(1, 8), f);
+    CHECK(method_is(&m, "rotary_embedding"));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, 144);
+}
+
+/* The fused CPU kernel of LlamaAttention: q (2, 4, 8, 4), k and v (2, 2, 8,
+ * 4) (grouped-query), a (2, 1, 8, 8) mask, scale 0.5. R = 64 rows, S = 8. */
+static ts_match_op
+sdpa(bool mask, double scale)
+{
+    ts_match_op o = op("aten._scaled_dot_product_flash_attention_for_cpu",
+                       S4(2, 4, 8, 4),
+                       11648);
+    t_arg(&o, S4(2, 4, 8, 4));
+    t_arg(&o, S4(2, 2, 8, 4));
+    t_arg(&o, S4(2, 2, 8, 4));
+    r_arg(&o, 0.0);
+    b_arg(&o, false);
+    if (mask) {
+        t_arg(&o, S4(2, 1, 8, 8));
+    }
+    else {
+        none_arg(&o);
+    }
+    r_arg(&o, scale);
+    o.nouts = 2;
+    o.outs[1] = S3(2, 4, 8);
+    return o;
+}
+
+/* MultiheadAttention's terms: query scale R D = 256; QK^T R S (2D - 1) =
+ * 3584; one per score per mask 512; softmax R (5S - 2) = 2432; weights x V
+ * R Dv (2S - 1) = 3840. */
+#define CORE (256 + 3584 + 512 + 2432 + 3840)
+
+static void
+test_attention_fused(void)
+{
+    ts_match_op o[1];
+    matched m;
+    o[0] = sdpa(true, 0.5);
+    m = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    /* MACs R S (D + Dv); DMAs q + k + v + out + mask + 4 R S */
+    CHECK_COUNTS(m, CORE, 512 * 8, 256 + 128 + 128 + 256 + 128 + 4 * 512);
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_NOT_APPLICABLE);
+
+    o[0] = sdpa(true, 1.0); /* T5: no scaling */
+    m = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256);
+
+    o[0] = sdpa(false, 0.5); /* no mask */
+    m = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 512);
+
+    o[0] = sdpa(true, 0.5);
+    o[0].args[3].r = 0.1; /* attention dropout: training, not modelled */
+    m = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(m.r.uncovered); /* the module's own attention is left uncounted */
+
+    o[0] = sdpa(true, 0.5); /* a fused kernel in a leaf: the same */
+    m = run(o, 1, true, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+}
+
+/* The same attention as eager_attention_forward runs it (after repeat_kv):
+ * bmm, scale, mask, softmax, bmm; equal to the fused kernel's estimate. */
+static void
+test_attention_eager(void)
+{
+    ts_match_op o[8];
+    matched m;
+    ts_shape s = S4(2, 4, 8, 8);
+    o[0] = op("aten.bmm", S3(8, 8, 8), 4096);
+    t_arg(&o[0], S3(8, 8, 4));
+    t_arg(&o[0], S3(8, 4, 8));
+    o[1] = op("aten._unsafe_view", s, 0);
+    t_arg(&o[1], S3(8, 8, 8));
+    o[2] = op("aten.mul", s, 512);
+    t_arg(&o[2], s);
+    r_arg(&o[2], 0.5);
+    o[3] = op("aten.add", s, 512);
+    t_arg(&o[3], s);
+    t_arg(&o[3], S4(2, 1, 8, 8));
+    o[4] = op("aten._softmax", s, 2432);
+    t_arg(&o[4], s);
+    i_arg(&o[4], -1);
+    b_arg(&o[4], false);
+    o[5] = op("aten.view", S3(8, 8, 8), 0);
+    t_arg(&o[5], s);
+    o[6] = op("aten.bmm", S3(8, 8, 4), 4096);
+    t_arg(&o[6], S3(8, 8, 8));
+    t_arg(&o[6], S3(8, 8, 4));
+    m = run(o, 7, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    CHECK_COUNTS(m, CORE, 4096, 256 + 256 + 256 + 256 + 128 + 4 * 512);
+
+    /* the scores divided by sqrt(D) instead: the same scale */
+    o[2] = op("aten.div", s, 512);
+    t_arg(&o[2], s);
+    r_arg(&o[2], 2.0);
+    m = run(o, 7, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE);
+
+    /* Gemma 2's soft-capping (tanh) on the scores stays an operator */
+    o[2] = op("aten.tanh", s, 6 * 512);
+    t_arg(&o[2], s);
+    m = run(o, 7, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256 + 6 * 512);
+
+    /* no softmax between the products: two plain matrix products, and
+     * no structure a composite owns */
+    o[4] = op("aten.relu", s, 512);
+    t_arg(&o[4], s);
+    m = run(o, 7, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(m.r.uncovered);
+}
+
+/* MixtralTopKRouter on 16 tokens, 4 experts, top 2. */
+static void
+test_router(void)
+{
+    ts_match_op o[5];
+    matched m;
+    o[0] = op("aten.t", S2(16, 4), 0);
+    t_arg(&o[0], S2(4, 16));
+    o[1] = op("aten.mm", S2(16, 4), 2048);
+    t_arg(&o[1], S2(16, 16));
+    t_arg(&o[1], S2(16, 4));
+    o[2] = op("aten._softmax", S2(16, 4), 5 * 64 - 2 * 16);
+    t_arg(&o[2], S2(16, 4));
+    i_arg(&o[2], 1);
+    b_arg(&o[2], false);
+    o[3] = op("aten.topk", S2(16, 2), 128);
+    t_arg(&o[3], S2(16, 4));
+    i_arg(&o[3], 2);
+    o[3].nouts = 2;
+    o[3].outs[1] = ints_shape(S2(16, 2));
+    o[4] = op("aten.div_", S2(16, 2), 32);
+    t_arg(&o[4], S2(16, 2));
+    t_arg(&o[4], S2(16, 1));
+    m = run(o, 5, true, S2(16, 16), S2(16, 4));
+    CHECK(method_is(&m, "moe_router"));
+    /* logits by Linear's convention 64 (2*16 - 1); the rest as counted */
+    CHECK_COUNTS(
+        m,
+        64 * 31 + 288 + 128 + 32,
+        64 * 16,
+        (256 + 64 + 64) + (64 + 64) + (64 + 32 + 32) + (32 + 16 + 32));
+}
+
+/* An expert bank with stacked weights: grouped products of the 32 routed
+ * rows (16 tokens x top 2) with 4 experts' (16, 16) weights. */
+static void
+test_experts(void)
+{
+    ts_match_op o[3];
+    matched m;
+    o[0] = op("aten._grouped_mm", S2(32, 16), 16384);
+    t_arg(&o[0], S2(32, 16));
+    t_arg(&o[0], S3(4, 16, 16));
+    t_arg(&o[0], ints_shape(S1(4)));
+    o[1] = op("aten.mul", S2(32, 16), 512);
+    t_arg(&o[1], S2(32, 16));
+    t_arg(&o[1], S2(32, 1));
+    o[2] = op("aten.sort", S1(32), 160);
+    t_arg(&o[2], ints_shape(S1(32)));
+    m = run(o, 3, false, S2(16, 16), S2(16, 16));
+    CHECK(method_is(&m, "moe_experts"));
+    CHECK_COUNTS(m,
+                 512 * 31 + 512 + 160,
+                 512 * 16,
+                 (512 + 1024 + 4 + 512) + (512 + 32 + 512) + (32 + 32));
+
+    o[2].counted = false; /* bookkeeping without a count: not matched */
+    m = run(o, 3, false, S2(16, 16), S2(16, 16));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(m.r.uncovered);
+}
+
+/* ---- the session: recording and matching a call ---------------------------
+ */
+
+static json_t *
+meta(void)
+{
+    return json_pack("{s:[], s:{}}", "args", "kwargs");
+}
+
+static void
+test_session(void)
+{
+    ts_session *s = ts_session_new(true);
+    ts_module_call call;
+    ts_match_op o[8];
+    size_t n = rmsnorm_ops(o, true, false);
+    ts_model_totals totals = {0};
+    ts_error err;
+    json_t *report, *layers, *mf;
+    int root, norm, attn, other;
+    root = ts_session_add_module(s, "", "Block", NULL, false);
+    norm = ts_session_add_module(s, "norm", "LlamaRMSNorm", NULL, true);
+    attn = ts_session_add_module(s, "attn", "LlamaAttention", NULL, false);
+    other = ts_session_add_module(s, "mystery", "Mystery", NULL, true);
+    ts_session_set_module_matchable(s, root, true);
+    ts_session_set_module_matchable(s, norm, true);
+    ts_session_set_module_matchable(s, attn, true);
+    ts_session_begin_call(s, root, meta(), NULL);
+    CHECK(ts_session_wants_ops(s));
+    /* the root's own residual add: composite glue, no estimate */
+    {
+        ts_match_op add = op("aten.add", S2(2, 3), 6);
+        CHECK_EQ_INT(ts_session_record_op(s, &add), TS_OK);
+    }
+    ts_session_begin_call(s, norm, meta(), NULL);
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ_INT(ts_session_record_op(s, &o[i]), TS_OK);
+    }
+    memset(&call, 0, sizeof call);
+    call.has_input = call.has_output = true;
+    call.input = call.output = S3(2, 8, 16);
+    CHECK_EQ_INT(ts_session_end_call(s, norm, meta(), false, &call), 1);
+    ts_session_begin_call(s, attn, meta(), NULL);
+    o[0] = sdpa(true, 0.5);
+    CHECK_EQ_INT(ts_session_record_op(s, &o[0]), TS_OK);
+    CHECK_EQ_INT(ts_session_end_call(s, attn, meta(), false, NULL), 2);
+    /* a module that is not matchable records nothing */
+    ts_session_begin_call(s, other, meta(), NULL);
+    CHECK(!ts_session_wants_ops(s));
+    CHECK_EQ_INT(ts_session_record_op(s, &o[0]), TS_OK);
+    ts_session_end_call(s, other, meta(), false, &call);
+    ts_session_end_call(s, root, meta(), false, NULL);
+
+    report = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13", &err);
+    CHECK(report != NULL);
+    layers = json_object_get(report, "layers");
+    CHECK_EQ_INT(json_array_size(layers), 4);
+    /* the root: glue only, no estimate */
+    CHECK(
+        json_object_get(json_object_get(json_array_get(layers, 0), "metrics"),
+                        "module_flops")
+        == NULL);
+    mf = json_object_get(json_object_get(json_array_get(layers, 1), "metrics"),
+                         "module_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(mf, "value")), 1056);
+    CHECK(strcmp(json_string_value(json_object_get(mf, "method")),
+                 METHOD "rmsnorm")
+          == 0);
+    CHECK(
+        strcmp(json_string_value(json_object_get(mf, "scope")), "module_call")
+        == 0);
+    mf = json_object_get(json_object_get(json_array_get(layers, 2), "metrics"),
+                         "module_flops");
+    CHECK_EQ_INT(json_integer_value(json_object_get(mf, "value")), CORE);
+    CHECK(strcmp(json_string_value(json_object_get(mf, "method")),
+                 METHOD "attention")
+          == 0);
+    /* the unknown leaf stays unsupported: partial total, one diagnostic per
+     * metric and one for the receptive-field trio */
+    mf = json_object_get(json_object_get(report, "totals"), "module_flops");
+    CHECK(strcmp(json_string_value(json_object_get(mf, "status")), "partial")
+          == 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(mf, "known_value")),
+                 1056 + CORE);
+    CHECK_EQ_INT(json_array_size(json_object_get(report, "diagnostics")), 4);
+    json_decref(report);
+    ts_session_free(s);
+}
+
+int
+main(void)
+{
+    test_table();
+    test_rmsnorm();
+    test_activations();
+    test_linear();
+    test_embedding();
+    test_layout_identity();
+    test_conv();
+    test_norms();
+    test_pointwise();
+    test_rotary();
+    test_attention_fused();
+    test_attention_eager();
+    test_router();
+    test_experts();
+    test_session();
+    return ts_test_report();
+}
