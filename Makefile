@@ -126,6 +126,7 @@ bench: build
 	$(PY) bench/run.py
 	$(PY) bench/workload.py
 	$(PY) bench/op_overhead.py
+	$(PY) bench/checkpoints.py
 	@if unshare -n true 2>/dev/null; then \
 	    set -x; unshare -n sh -c 'ip link set lo up && $(PY) bench/browser_load.py'; \
 	else \
@@ -137,15 +138,29 @@ bench-instructions: build
 	$(PY) bench/instructions.py
 
 # libFuzzer over saved report JSON -> report check -> compare/table/JSON text
-# (tests/fuzz/fuzz_report.c), under ASan+UBSan, for FUZZ_SECONDS.
+# (tests/fuzz/fuzz_report.c), then one target per checkpoint reader (tests/fuzz/fuzz_checkpoint.c built with
+# FUZZ_READER: safetensors, index, torch_zip, torch_legacy, gguf; seeds in tests/fuzz/checkpoints/<reader>/),
+# each under ASan+UBSan for FUZZ_SECONDS (FUZZ_TARGETS picks some: `make fuzz FUZZ_TARGETS="gguf"`).
 FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= report safetensors index torch_zip torch_legacy gguf
+FUZZ_CC := clang-14 -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_RUN := -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
 fuzz: $(STAMP)
 	sh tools/install-system-deps.sh fuzz
-	mkdir -p build-fuzz/corpus
-	clang-14 -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -Iinclude src/core/*.c tests/fuzz/fuzz_report.c -ljansson -lm -o build-fuzz/fuzz_report
-	cd build-fuzz && ./fuzz_report -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=10 \
-	    -rss_limit_mb=2048 corpus ../tests/fuzz/corpus
+	@set -e; mkdir -p build-fuzz; n=0; for t in $(FUZZ_TARGETS); do \
+	    if [ $$t = report ]; then \
+	        $(FUZZ_CC) -Iinclude src/core/*.c tests/fuzz/fuzz_report.c -ljansson -lm -o build-fuzz/fuzz_report; \
+	        mkdir -p build-fuzz/corpus; \
+	        (cd build-fuzz && ./fuzz_report $(FUZZ_RUN) corpus ../tests/fuzz/corpus); \
+	        continue; \
+	    fi; \
+	    case $$t in safetensors) r=0;; index) r=1;; torch_zip) r=2;; torch_legacy) r=3;; gguf) r=4;; \
+	        *) echo "unknown fuzz target $$t"; exit 2;; esac; \
+	    $(FUZZ_CC) -DFUZZ_READER=$$r -Iinclude -Isrc/core src/core/*.c tests/fuzz/fuzz_checkpoint.c -ljansson -lm \
+	        -o build-fuzz/fuzz_$$t; \
+	    mkdir -p build-fuzz/corpus_$$t; \
+	    (cd build-fuzz && ./fuzz_$$t $(FUZZ_RUN) corpus_$$t ../tests/fuzz/checkpoints/$$t); \
+	done
 
 format-check: $(STAMP)
 	clang-format --dry-run --Werror src/*/*.c src/*/*.h include/torchscan/*.h tests/c/*.c tests/c/*.h

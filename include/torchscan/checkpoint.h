@@ -115,6 +115,18 @@ json_t *ts_checkpoint_match(const json_t *report,
                             const json_t *against,
                             ts_error *err);
 
+/* The storage map of a checkpoint report: an icicle of the module
+ * prefixes (one row per depth, up to 12; each prefix as wide as the bytes
+ * under it; a tooltip title with its bytes, tensors and elements), as a
+ * standalone SVG (`format` "svg") or an offline HTML page holding the SVG
+ * and the table (to depth 3), "html". Deterministic; title is escaped.
+ * Returns a malloc'd string, NULL with err set: TS_EINVAL (format),
+ * TS_EFORMAT (not a checkpoint report), TS_ENOMEM. */
+char *ts_checkpoint_render(const json_t *report,
+                           const char *title,
+                           const char *format,
+                           ts_error *err);
+
 /* The text of a match result: one line saying whether it matches, then
  * the missing, unexpected and mismatched entries, one a line. Returns a
  * malloc'd string or NULL with err set (TS_EFORMAT, TS_ENOMEM). */

@@ -233,7 +233,10 @@ static const cli_command commands[] = {
      "REPORT.json may be '-' (standard input); a file holding a collection "
      "of named reports needs --name (and a --before collection is read "
      "under the same name). Every report is checked first; a bad one is "
-     "refused naming the file and where inside it.",
+     "refused naming the file and where inside it. A checkpoint report "
+     "(torchscan inspect --json) renders as its storage map: the module "
+     "prefixes as an icicle, each as wide as its bytes (SVG, or HTML with "
+     "the table).",
      REPORT_EXITS,
      {
          {"--format", NULL, "FORMAT", "html (default) or svg"},
@@ -754,6 +757,36 @@ cmd_render(const cli_command *cmd, const cli_args *args)
         goto done;
     }
     /* render_report's order: a report with layers is an analysis */
+    if (json_is_object(doc)
+        && json_string_value(json_object_get(doc, "report_type")) != NULL
+        && strcmp(json_string_value(json_object_get(doc, "report_type")),
+                  "checkpoint")
+               == 0) {
+        /* a checkpoint report (torchscan inspect --json): its storage map */
+        if (before_doc != NULL || args->values[RENDER_METRIC] != NULL) {
+            status = cli_usage_error(cmd,
+                                     "a checkpoint report renders without "
+                                     "--before and --metric");
+            goto done;
+        }
+        ts_error_clear(&err);
+        page = ts_checkpoint_render(doc,
+                                    args->values[RENDER_TITLE] != NULL
+                                        ? title
+                                        : "TorchScan checkpoint",
+                                    format,
+                                    &err);
+        if (page == NULL) {
+            cli_error("%s: %s", cli_display_name(path), err.message);
+            goto done;
+        }
+        if (cli_output_open(&out, args->values[RENDER_OUTPUT])) {
+            errno = 0;
+            fputs(page, out.fp);
+            status = cli_output_commit(&out, 0, EXIT_BAD);
+        }
+        goto done;
+    }
     bench = json_object_get(doc, "layers") == NULL && is_benchmark(doc);
     if (bench) {
         if (strcmp(format, "html") != 0 || before_doc != NULL) {

@@ -13,6 +13,7 @@ typedef enum {
     CK_INDEX,
     CK_TORCH_ZIP,
     CK_TORCH_LEGACY,
+    CK_GGUF,
 } ck_format;
 
 static bool
@@ -31,6 +32,9 @@ detect(const uint8_t *head, size_t n, uint64_t size)
         && ((head[2] == 3 && head[3] == 4)
             || (head[2] == 5 && head[3] == 6))) {
         return CK_TORCH_ZIP;
+    }
+    if (n >= 4 && memcmp(head, "GGUF", 4) == 0) {
+        return CK_GGUF;
     }
     if (ck_is_torch_legacy(head, n)) {
         return CK_TORCH_LEGACY;
@@ -68,9 +72,10 @@ unknown_format(const ck_source *src,
                         hex);
 }
 
-/* Reads one source (dir: where an index's shards are; NULL: not read). */
+/* Reads one source as `format` (CK_UNKNOWN: detected; dir: where an
+ * index's shards are, NULL: not read). */
 static json_t *
-inspect(const ck_source *src, const char *dir, ts_error *err)
+inspect(const ck_source *src, const char *dir, int format, ts_error *err)
 {
     uint8_t head[16];
     size_t n = src->size < sizeof head ? (size_t)src->size : sizeof head;
@@ -81,7 +86,10 @@ inspect(const ck_source *src, const char *dir, ts_error *err)
         || ck_set_init(&set, err) != TS_OK) {
         return NULL;
     }
-    switch (detect(head, n, src->size)) {
+    if (format == CK_UNKNOWN) {
+        format = (int)detect(head, n, src->size);
+    }
+    switch ((ck_format)format) {
         case CK_SAFETENSORS:
             set.format = "safetensors";
             set.method = "safetensors_header";
@@ -102,8 +110,25 @@ inspect(const ck_source *src, const char *dir, ts_error *err)
             set.method = "pickle_symbolic";
             rc = ck_read_torch_legacy(&set, src, err);
             break;
+        case CK_GGUF:
+            set.format = "gguf";
+            set.method = "gguf_header";
+            rc = n >= 4 ? ck_read_gguf(&set, src, err)
+                        : ts_error_set(
+                            err, TS_EFORMAT, "%s: truncated GGUF", src->name);
+            break;
         default:
-            rc = unknown_format(src, head, n, err);
+            /* a zip archive with bytes prepended: its end record says */
+            set.format = "pytorch_zip";
+            set.method = "pickle_symbolic";
+            rc = src->size >= 22 ? ck_read_torch_zip(&set, src, err)
+                                 : TS_EFORMAT;
+            if (rc != TS_OK && rc != TS_ENOMEM && rc != TS_EIO
+                && (src->size < 22
+                    || strstr(err->message, "no end of central directory")
+                           != NULL)) {
+                rc = unknown_format(src, head, n, err);
+            }
             break;
     }
     if (rc == TS_OK) {
@@ -142,7 +167,7 @@ ts_checkpoint_inspect(const char *path, ts_error *err)
         ts_error_set(err, TS_ENOMEM, "out of memory");
         return NULL;
     }
-    report = inspect(&src, dir, err);
+    report = inspect(&src, dir, CK_UNKNOWN, err);
     free(dir);
     ck_close(&src);
     return report;
@@ -160,5 +185,23 @@ ts_checkpoint_inspect_memory(const void *data,
     src.mem = data != NULL ? data : (const uint8_t *)"";
     src.fd = -1;
     src.size = data != NULL ? size : 0;
-    return inspect(&src, NULL, err);
+    return inspect(&src, NULL, CK_UNKNOWN, err);
+}
+
+json_t *
+ck_inspect_memory_as(const void *data, size_t size, int reader, ts_error *err)
+{
+    static const ck_format readers[] = {
+        CK_SAFETENSORS, CK_INDEX, CK_TORCH_ZIP, CK_TORCH_LEGACY, CK_GGUF};
+    ck_source src;
+    memset(&src, 0, sizeof src);
+    src.name = "fuzz";
+    src.mem = data != NULL ? data : (const uint8_t *)"";
+    src.fd = -1;
+    src.size = data != NULL ? size : 0;
+    if (reader < 0 || reader >= (int)(sizeof readers / sizeof readers[0])) {
+        ts_error_set(err, TS_EINVAL, "no such reader");
+        return NULL;
+    }
+    return inspect(&src, NULL, (int)readers[reader], err);
 }

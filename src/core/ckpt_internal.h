@@ -236,12 +236,28 @@ size_t ck_allowed_globals(const char *const **names);
 int ck_read_torch_zip(ck_set *set, const ck_source *src, ts_error *err);
 int ck_read_torch_legacy(ck_set *set, const ck_source *src, ts_error *err);
 
+/* GGUF v2/v3 (ckpt_gguf.c); the magic is checked by the caller. */
+int ck_read_gguf(ck_set *set, const ck_source *src, ts_error *err);
+
+/* A ggml type by id: its name, elements per block and bytes per block;
+ * false for an id that is not (or no longer) a type. */
+bool ck_ggml_type(uint32_t id, const char **name, int *block, int *size);
+
 /* True for the first bytes of a legacy torch.save file (its magic). */
 bool ck_is_torch_legacy(const uint8_t *head, size_t n);
 
 /* Sets each tensor's file offset from its storage's (once the storages are
  * placed). */
 void ck_place_tensors(ck_set *set);
+
+/* The report of `size` bytes read by one reader, whatever they begin
+ * with: 0 safetensors, 1 a sharded index (shards not read), 2 torch zip,
+ * 3 legacy torch, 4 GGUF (its magic not checked). For the fuzz targets,
+ * one per reader (tests/fuzz/fuzz_checkpoint.c). */
+json_t *ck_inspect_memory_as(const void *data,
+                             size_t size,
+                             int reader,
+                             ts_error *err);
 
 /* Builds the report of a finished set (ckpt_report.c). */
 json_t *ck_report(const ck_set *set, ts_error *err);

@@ -170,7 +170,11 @@ read_pickles(ck_set *set,
     memset(&keys, 0, sizeof keys);
     *retry = false;
     for (int k = 0; k < 3; k++) {
-        if (!small_pickle(src, what[k], buf, len, &pos, &v[k], retry, err)) {
+        bool ok =
+            small_pickle(src, what[k], buf, len, &pos, &v[k], retry, err);
+        json_decref(v[k].keys); /* a key list where none belongs */
+        v[k].keys = NULL;
+        if (!ok) {
             return err->code;
         }
     }

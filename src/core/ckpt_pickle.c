@@ -573,9 +573,12 @@ note_global(pk *p, const char *name)
     allowed = ck_global_allowed(name);
     row = json_pack(
         "{s:s, s:b, s:i}", "name", name, "allowed", allowed, "uses", 1);
-    if (row == NULL || json_object_set(p->global_index, name, row) != 0
-        || json_array_append_new(p->set->globals, row) != 0) {
+    if (row == NULL || json_object_set(p->global_index, name, row) != 0) {
+        json_decref(row);
         return pk_nomem(p);
+    }
+    if (json_array_append_new(p->set->globals, row) != 0) {
+        return pk_nomem(p); /* the index still holds it */
     }
     if (!allowed) {
         p->set->incomplete = true;

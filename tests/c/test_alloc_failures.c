@@ -121,6 +121,8 @@ typedef struct inputs {
     json_t *cnn, *wide, *partial, *subtree, *structure, *bench, *bench_cmp;
     unsigned char *st; /* a safetensors file */
     size_t st_size;
+    unsigned char *seeds[3]; /* torch zip, torch legacy, GGUF */
+    size_t seed_sizes[3];
 } inputs;
 
 typedef char *(*entry_fn)(const inputs *in);
@@ -417,6 +419,60 @@ checkpoint_report(const inputs *in)
     return r;
 }
 
+/* A seed file of tests/fuzz/checkpoints/ read into memory. */
+static unsigned char *
+load_seed(const char *name, size_t *size)
+{
+    char path[512];
+    FILE *f;
+    unsigned char *buf = NULL;
+    long n;
+    snprintf(path,
+             sizeof path,
+             "%s/tests/fuzz/checkpoints/%s",
+             TS_SOURCE_ROOT,
+             name);
+    f = fopen(path, "rb");
+    if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0
+        && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) != NULL
+        && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f != NULL) {
+        *size = (size_t)n;
+        fclose(f);
+    }
+    CHECK(buf != NULL);
+    return buf;
+}
+
+static char *
+inspect_seed_memory(const inputs *in, int which)
+{
+    ts_error err;
+    return keep_json(ts_checkpoint_inspect_memory(
+        in->seeds[which], in->seed_sizes[which], "seed", &err));
+}
+
+static char *
+e_inspect_torch_zip(const inputs *in)
+{
+    return inspect_seed_memory(in, 0);
+}
+
+static char *
+e_inspect_torch_legacy(const inputs *in)
+{
+    return inspect_seed_memory(in, 1);
+}
+
+static char *
+e_inspect_gguf(const inputs *in)
+{
+    return inspect_seed_memory(in, 2);
+}
+
 static char *
 e_checkpoint_table(const inputs *in)
 {
@@ -525,6 +581,9 @@ main(void)
         {"benchmark comparison page", e_benchmark_comparison_page},
         {"session report", e_session},
         {"inspect safetensors", e_inspect_safetensors},
+        {"inspect torch zip", e_inspect_torch_zip},
+        {"inspect torch legacy", e_inspect_torch_legacy},
+        {"inspect gguf", e_inspect_gguf},
         {"checkpoint table", e_checkpoint_table},
         {"checkpoint match", e_checkpoint_match},
     };
@@ -537,8 +596,12 @@ main(void)
     in.bench = load("tests/fuzz/corpus/benchmark.single.json");
     in.bench_cmp = load("tests/fuzz/corpus/benchmark.comparison.json");
     in.st = make_safetensors(&in.st_size);
+    in.seeds[0] = load_seed("torch_zip/small.pt", &in.seed_sizes[0]);
+    in.seeds[1] = load_seed("torch_legacy/small.pt", &in.seed_sizes[1]);
+    in.seeds[2] = load_seed("gguf/small.gguf", &in.seed_sizes[2]);
     if (in.cnn && in.wide && in.partial && in.subtree && in.structure
-        && in.bench && in.bench_cmp) {
+        && in.bench && in.bench_cmp && in.seeds[0] && in.seeds[1]
+        && in.seeds[2]) {
         for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
             inject(entries[i].name, entries[i].fn, &in);
         }
@@ -557,5 +620,8 @@ main(void)
     json_decref(in.bench);
     json_decref(in.bench_cmp);
     free(in.st);
+    for (int k = 0; k < 3; k++) {
+        free(in.seeds[k]);
+    }
     return ts_test_report();
 }

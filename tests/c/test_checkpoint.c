@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ckpt_internal.h"
 #include "torchscan/checkpoint.h"
 
 /* A safetensors file: 8-byte length, the header, `data` zero bytes. */
@@ -215,9 +216,116 @@ test_match(void)
     json_decref(r);
 }
 
+/* The seed files of tests/fuzz/checkpoints/, read from disk. */
+static json_t *
+inspect_seed(const char *name, ts_error *err)
+{
+    char path[512];
+    snprintf(path,
+             sizeof path,
+             "%s/tests/fuzz/checkpoints/%s",
+             TS_SOURCE_ROOT,
+             name);
+    ts_error_clear(err);
+    return ts_checkpoint_inspect(path, err);
+}
+
+static void
+test_torch_files(void)
+{
+    ts_error err;
+    json_t *zip = inspect_seed("torch_zip/small.pt", &err);
+    json_t *legacy = inspect_seed("torch_legacy/small.pt", &err);
+    const json_t *shared;
+    CHECK(zip != NULL && legacy != NULL);
+    if (zip == NULL || legacy == NULL) {
+        fprintf(stderr, "%s\n", err.message);
+        json_decref(zip);
+        json_decref(legacy);
+        return;
+    }
+    CHECK_EQ_STR(json_string_value(json_object_get(zip, "format")),
+                 "pytorch_zip");
+    CHECK_EQ_STR(json_string_value(json_object_get(legacy, "format")),
+                 "pytorch_legacy");
+    /* w, v = w[1], t = w.t() share one storage of 6 floats */
+    CHECK_EQ_INT(total(zip, "tensors"), 5);
+    CHECK_EQ_INT(total(zip, "stored_bytes"), 24 + 4 + 2);
+    CHECK_EQ_INT(total(legacy, "tensors"), 4);
+    CHECK_EQ_INT(total(legacy, "stored_bytes"), 24 + 4);
+    shared = json_object_get(zip, "shared");
+    CHECK_EQ_INT(json_array_size(shared), 1);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_array_get(shared, 0), "relation")),
+                 "views");
+    CHECK_EQ_INT(
+        json_array_size(json_object_get(json_array_get(shared, 0), "tensors")),
+        3);
+    json_decref(zip);
+    json_decref(legacy);
+}
+
+static void
+test_gguf_file(void)
+{
+    ts_error err;
+    json_t *r = inspect_seed("gguf/small.gguf", &err);
+    const json_t *t;
+    CHECK(r != NULL);
+    if (r == NULL) {
+        fprintf(stderr, "%s\n", err.message);
+        return;
+    }
+    CHECK_EQ_INT(total(r, "tensors"), 2);
+    /* 2x4 float32 and one Q4_0 block (32 elements in 18 bytes) */
+    CHECK_EQ_INT(total(r, "elements"), 8 + 32);
+    CHECK_EQ_INT(total(r, "tensor_bytes"), 32 + 18);
+    t = json_array_get(json_object_get(r, "tensors"), 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(t, "dtype")), "Q4_0");
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(r, "metadata"), "gguf.version")),
+                 3);
+    json_decref(r);
+}
+
+static void
+test_ggml_types(void)
+{
+    const char *name;
+    int block, size;
+    CHECK(ck_ggml_type(12, &name, &block, &size));
+    CHECK_EQ_STR(name, "Q4_K");
+    CHECK_EQ_INT(block, 256);
+    CHECK_EQ_INT(size, 144);
+    CHECK(!ck_ggml_type(4, &name, &block, &size)); /* removed Q4_2 */
+    CHECK(!ck_ggml_type(1000, &name, &block, &size));
+}
+
+static void
+test_allowlist(void)
+{
+    const char *const *names;
+    size_t n = ck_allowed_globals(&names);
+    int sorted = 1;
+    for (size_t k = 1; k < n; k++) {
+        sorted &= strcmp(names[k - 1], names[k]) < 0;
+    }
+    CHECK(sorted);
+    CHECK_EQ_INT(
+        n, 144); /* len(torch._weights_only_unpickler._get_allowed_globals())
+                    in 2.13 */
+    CHECK(ck_global_allowed("torch._utils._rebuild_tensor_v2"));
+    CHECK(!ck_global_allowed("posix.system"));
+    CHECK(!ck_global_allowed("builtins.eval"));
+}
+
 int
 main(void)
 {
+    test_torch_files();
+    test_gguf_file();
+    test_ggml_types();
+    test_allowlist();
     test_safetensors_report();
     test_safetensors_errors();
     test_every_truncation();

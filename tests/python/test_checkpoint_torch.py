@@ -280,8 +280,10 @@ def test_zip64_and_prepended_bytes(tmp_path):
                 f.write(data)
     assert ours(inspect_checkpoint(z64)) == reference(path)
     prefixed = tmp_path / "prefixed.pt"
-    prefixed.write_bytes(b"PK\x03\x04" + b"\0" * 60 + path.read_bytes()[4:] if False else path.read_bytes())
-    assert ours(inspect_checkpoint(prefixed)) == reference(path)
+    prefixed.write_bytes(b"#!/bin/sh\n" + b"x" * 90 + path.read_bytes())  # as a self-extracting archive
+    report = inspect_checkpoint(prefixed)
+    assert report["format"] == "pytorch_zip" and ours(report) == reference(path)
+    assert report["tensors"][0]["offset"] == inspect_checkpoint(path)["tensors"][0]["offset"] + 100
 
 
 def test_central_directories_that_point_outside_or_loop(tmp_path):
