@@ -261,9 +261,12 @@ add_module(tsx_crawl *c,
         && attach_handler(c, index, t.handler) < 0) {
         return -1;
     }
-    if (t.handler == NULL && t.library && desc.kind == TS_MOD_UNKNOWN) {
-        /* a library block without a formula: its operators are matched
-         * (a caller's handler always wins) */
+    if (t.library && desc.kind == TS_MOD_UNKNOWN
+        && (t.handler == NULL || !children)) {
+        /* a library block without a formula: its operators are matched. A
+         * caller's handler always wins: on a leaf the signature answers
+         * only what the handler omits (as a formula would); a composite
+         * with a handler delegates the rest to its children */
         ts_session_set_module_matchable(c->session, index, true);
     }
     if (c->full && recurse) {
