@@ -36,11 +36,13 @@ typedef enum {
     OPC_MATMUL,      /* matrix products */
     OPC_SDPA,        /* fused scaled-dot-product attention kernels */
     OPC_LAYER,       /* norms, convolution, lookups */
+    OPC_CHILD,       /* not an operator: a child module's call */
 } op_class;
 
 /* Codes in the table's (sorted) order: code - 1 is the row. */
 enum {
     M_NONE = TS_MOP_OTHER,
+    M_ADAPTIVE_AVG_POOL2D_IMPL,
     M_GROUPED_MM,
     M_LOG_SOFTMAX,
     M_NATIVE_BATCH_NORM_LEGIT,
@@ -57,6 +59,7 @@ enum {
     M_UNSAFE_VIEW,
     M_WEIGHT_NORM_INTERFACE,
     M_ABS,
+    M_ADAPTIVE_AVG_POOL2D,
     M_ADD,
     M_ADDCDIV,
     M_ADDCMUL,
@@ -70,6 +73,7 @@ enum {
     M_ARGMAX,
     M_ARGMIN,
     M_AS_STRIDED,
+    M_AVG_POOL2D,
     M_BADDBMM,
     M_BITWISE_AND,
     M_BITWISE_NOT,
@@ -103,12 +107,14 @@ enum {
     M_EXPAND,
     M_EXPAND_AS,
     M_EXPM1,
+    M_FILL,
     M_FLIP,
     M_FLOOR,
     M_FLOOR_DIVIDE,
     M_FMOD,
     M_FULL,
     M_FULL_LIKE,
+    M_GATHER,
     M_GE,
     M_GELU,
     M_GLU,
@@ -119,6 +125,7 @@ enum {
     M_HARDTANH,
     M_HISTC,
     M_INDEX,
+    M_INDEX_PUT,
     M_INDEX_SELECT,
     M_LE,
     M_LEAKY_RELU,
@@ -133,8 +140,11 @@ enum {
     M_LOGICAL_OR,
     M_LT,
     M_MASKED_FILL,
+    M_MASKED_SCATTER,
     M_MATMUL,
     M_MAX,
+    M_MAX_POOL2D,
+    M_MAX_POOL2D_WITH_INDICES,
     M_MAXIMUM,
     M_MEAN,
     M_MIN,
@@ -171,6 +181,7 @@ enum {
     M_ROUND,
     M_RSQRT,
     M_SCALAR_TENSOR,
+    M_SCATTER,
     M_SELECT,
     M_SELU,
     M_SIGMOID,
@@ -219,6 +230,7 @@ typedef struct op_info {
 /* Sorted by strcmp (binary search); tests/c/test_module_match.c checks the
  * order and that every row's code is its position + 1. */
 static const op_info op_table[] = {
+    {"aten._adaptive_avg_pool2d", M_ADAPTIVE_AVG_POOL2D_IMPL, OPC_LAYER, 0},
     {"aten._grouped_mm", M_GROUPED_MM, OPC_MATMUL, 0},
     {"aten._log_softmax", M_LOG_SOFTMAX, OPC_ACT, TS_MOD_LOGSOFTMAX},
     {"aten._native_batch_norm_legit", M_NATIVE_BATCH_NORM_LEGIT, OPC_LAYER, 0},
@@ -250,6 +262,7 @@ static const op_info op_table[] = {
     {"aten._unsafe_view", M_UNSAFE_VIEW, OPC_VIEW, 0},
     {"aten._weight_norm_interface", M_WEIGHT_NORM_INTERFACE, OPC_LAYER, 0},
     {"aten.abs", M_ABS, OPC_ELEMENTWISE, 0},
+    {"aten.adaptive_avg_pool2d", M_ADAPTIVE_AVG_POOL2D, OPC_LAYER, 0},
     {"aten.add", M_ADD, OPC_ELEMENTWISE, 0},
     {"aten.addcdiv", M_ADDCDIV, OPC_ELEMENTWISE, 0},
     {"aten.addcmul", M_ADDCMUL, OPC_ELEMENTWISE, 0},
@@ -263,6 +276,7 @@ static const op_info op_table[] = {
     {"aten.argmax", M_ARGMAX, OPC_REDUCE, 0},
     {"aten.argmin", M_ARGMIN, OPC_REDUCE, 0},
     {"aten.as_strided", M_AS_STRIDED, OPC_VIEW, 0},
+    {"aten.avg_pool2d", M_AVG_POOL2D, OPC_LAYER, 0},
     {"aten.baddbmm", M_BADDBMM, OPC_MATMUL, 0},
     {"aten.bitwise_and", M_BITWISE_AND, OPC_ELEMENTWISE, 0},
     {"aten.bitwise_not", M_BITWISE_NOT, OPC_ELEMENTWISE, 0},
@@ -296,12 +310,14 @@ static const op_info op_table[] = {
     {"aten.expand", M_EXPAND, OPC_VIEW, 0},
     {"aten.expand_as", M_EXPAND_AS, OPC_VIEW, 0},
     {"aten.expm1", M_EXPM1, OPC_ELEMENTWISE, 0},
+    {"aten.fill", M_FILL, OPC_CREATE, 0},
     {"aten.flip", M_FLIP, OPC_COPY, 0},
     {"aten.floor", M_FLOOR, OPC_ELEMENTWISE, 0},
     {"aten.floor_divide", M_FLOOR_DIVIDE, OPC_ELEMENTWISE, 0},
     {"aten.fmod", M_FMOD, OPC_ELEMENTWISE, 0},
     {"aten.full", M_FULL, OPC_CREATE, 0},
     {"aten.full_like", M_FULL_LIKE, OPC_CREATE, 0},
+    {"aten.gather", M_GATHER, OPC_COPY, 0},
     {"aten.ge", M_GE, OPC_ELEMENTWISE, 0},
     {"aten.gelu", M_GELU, OPC_ACT, TS_MOD_GELU},
     {"aten.glu", M_GLU, OPC_ACT, TS_MOD_GLU},
@@ -312,6 +328,7 @@ static const op_info op_table[] = {
     {"aten.hardtanh", M_HARDTANH, OPC_ACT, TS_MOD_HARDTANH},
     {"aten.histc", M_HISTC, OPC_REDUCE, 0},
     {"aten.index", M_INDEX, OPC_LAYER, 0},
+    {"aten.index_put", M_INDEX_PUT, OPC_COPY, 0},
     {"aten.index_select", M_INDEX_SELECT, OPC_COPY, 0},
     {"aten.le", M_LE, OPC_ELEMENTWISE, 0},
     {"aten.leaky_relu", M_LEAKY_RELU, OPC_ACT, TS_MOD_LEAKYRELU},
@@ -329,8 +346,11 @@ static const op_info op_table[] = {
     {"aten.logical_or", M_LOGICAL_OR, OPC_ELEMENTWISE, 0},
     {"aten.lt", M_LT, OPC_ELEMENTWISE, 0},
     {"aten.masked_fill", M_MASKED_FILL, OPC_ELEMENTWISE, 0},
+    {"aten.masked_scatter", M_MASKED_SCATTER, OPC_COPY, 0},
     {"aten.matmul", M_MATMUL, OPC_MATMUL, 0},
     {"aten.max", M_MAX, OPC_REDUCE, 0},
+    {"aten.max_pool2d", M_MAX_POOL2D, OPC_LAYER, 0},
+    {"aten.max_pool2d_with_indices", M_MAX_POOL2D_WITH_INDICES, OPC_LAYER, 0},
     {"aten.maximum", M_MAXIMUM, OPC_ELEMENTWISE, 0},
     {"aten.mean", M_MEAN, OPC_REDUCE, 0},
     {"aten.min", M_MIN, OPC_REDUCE, 0},
@@ -367,6 +387,7 @@ static const op_info op_table[] = {
     {"aten.round", M_ROUND, OPC_ELEMENTWISE, 0},
     {"aten.rsqrt", M_RSQRT, OPC_ELEMENTWISE, 0},
     {"aten.scalar_tensor", M_SCALAR_TENSOR, OPC_CREATE, 0},
+    {"aten.scatter", M_SCATTER, OPC_COPY, 0},
     {"aten.select", M_SELECT, OPC_VIEW, 0},
     {"aten.selu", M_SELU, OPC_ACT, TS_MOD_SELU},
     {"aten.sigmoid", M_SIGMOID, OPC_ACT, TS_MOD_SIGMOID},
@@ -457,7 +478,7 @@ info_of(const ts_match_op *op)
 static op_class
 class_of(const ts_match_op *op)
 {
-    return info_of(op)->cls;
+    return op->code == TS_MOP_CHILD ? OPC_CHILD : info_of(op)->cls;
 }
 
 /* ---- checked arithmetic and operator helpers ---------------------------- */
@@ -666,6 +687,7 @@ typedef struct ops_view {
     const ts_match_op *sig[MAX_SIGNIFICANT];
     size_t n;
     size_t views, copies, creations, aliases;
+    size_t children; /* child calls among the operators (composites) */
     /* elements copies write (a copy reads and writes each: 2 DMAs) */
     int64_t copied;
     bool all_counted; /* torchscan_flops_v1 counts every operator */
@@ -692,6 +714,9 @@ sort_out(const ts_match_call *call, ops_view *v)
                 break;
             case OPC_CREATE:
                 v->creations++;
+                break;
+            case OPC_CHILD:
+                v->children++;
                 break;
             default:
                 if (v->n == MAX_SIGNIFICANT) {
@@ -818,7 +843,7 @@ sig_norm(ops_view *v, ts_match_result *r)
     const ts_match_op *op;
     const ts_shape *x, *w, *b;
     ts_module_desc d;
-    if (!v->call->leaf || v->n != 1) {
+    if (v->n != 1) {
         return false;
     }
     op = v->sig[0];
@@ -965,7 +990,7 @@ sig_linear(ops_view *v, ts_match_result *r)
     const ts_match_op *mm;
     const ts_shape *x, *w, *b = NULL;
     ts_module_desc d;
-    if (!v->call->leaf || v->n < 1 || v->n > 2) {
+    if (v->n < 1 || v->n > 2) {
         return false;
     }
     mm = v->sig[0];
@@ -1024,7 +1049,7 @@ sig_conv(ops_view *v, ts_match_result *r)
     const ts_op_arg *st, *pd, *dl;
     ts_module_desc d;
     int rank;
-    if (!v->call->leaf || v->n != 1 || v->sig[0]->code != M_CONVOLUTION) {
+    if (v->n != 1 || v->sig[0]->code != M_CONVOLUTION) {
         return false;
     }
     op = v->sig[0];
@@ -1085,6 +1110,114 @@ sig_conv(ops_view *v, ts_match_result *r)
     return true;
 }
 
+/* Pooling by a native operator: a global average as mean() over the
+ * trailing 1-3 axes (timm's FastAdaptiveAvgPool; AdaptiveAvgPool's formulas
+ * with an output of ones), max_pool2d (torchvision's LastLevelMaxPool),
+ * avg_pool2d, adaptive_avg_pool2d. */
+static bool
+sig_pool(ops_view *v, ts_match_result *r)
+{
+    const ts_match_op *op;
+    const ts_shape *x;
+    ts_shape out;
+    ts_module_desc d;
+    if (v->n != 1) {
+        return false;
+    }
+    op = v->sig[0];
+    x = tensor(op, 0);
+    if (x == NULL || out0(op) == NULL) {
+        return false;
+    }
+    memset(&d, 0, sizeof d);
+    out = *out0(op);
+    switch (op->code) {
+        case M_MEAN: {
+            /* the spatial axes, trailing (NCHW) or not (timm's NHWC
+             * pooling): the formula sees them moved last, in order */
+            const ts_op_arg *dims = arg(op, 1);
+            bool pooled[TS_MAX_DIMS] = {false};
+            ts_shape in = *x;
+            int rank = dims->kind == TS_ARG_INTS ? dims->nints : 0, k = 0;
+            if (rank < 1 || rank > 3 || x->ndim < rank + 1) {
+                return false;
+            }
+            for (int i = 0; i < rank; i++) {
+                int64_t dim = dims->ints[i] < 0 ? dims->ints[i] + x->ndim
+                                                : dims->ints[i];
+                if (dim < 1 || dim >= x->ndim || pooled[dim]) {
+                    return false; /* the batch axis, or a repeated one */
+                }
+                pooled[dim] = true;
+            }
+            for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < x->ndim; i++) {
+                    if (pooled[i] == (pass == 1)) {
+                        in.dims[k] = x->dims[i];
+                        out.dims[k] = pass == 1 ? 1 : x->dims[i];
+                        k++;
+                    }
+                }
+            }
+            out.ndim = x->ndim;
+            d.kind = TS_MOD_ADAPTIVE_AVGPOOL;
+            d.rank = rank;
+            if (!family(&d, &in, &out, &r->estimates)) {
+                return false;
+            }
+            add_extra(&r->estimates.dmas, c_mul(&v->c, 2, v->copied));
+            return true;
+        }
+        case M_MAX_POOL2D:
+        case M_MAX_POOL2D_WITH_INDICES:
+        case M_AVG_POOL2D: {
+            const ts_op_arg *k = arg(op, 1), *st = arg(op, 2),
+                            *pd = arg(op, 3);
+            bool max = op->code != M_AVG_POOL2D;
+            const ts_op_arg *dl = max ? arg(op, 4) : NULL;
+            if (k->kind != TS_ARG_INTS || k->nints < 1 || k->nints > 2) {
+                return false;
+            }
+            d.kind = max ? TS_MOD_MAXPOOL : TS_MOD_AVGPOOL;
+            d.rank = 2;
+            d.kernel_is_int = k->nints == 1;
+            for (int i = 0; i < 2; i++) {
+                d.kernel[i] = k->ints[k->nints == 2 ? i : 0];
+                /* stride defaults to the kernel (an empty list) */
+                d.stride[i] = st->kind == TS_ARG_INTS && st->nints > 0
+                                  ? st->ints[st->nints == 2 ? i : 0]
+                                  : d.kernel[i];
+                d.padding[i] = pd->kind == TS_ARG_INTS && pd->nints > 0
+                                   ? pd->ints[pd->nints == 2 ? i : 0]
+                                   : 0;
+                d.dilation[i] =
+                    dl != NULL && dl->kind == TS_ARG_INTS && dl->nints > 0
+                        ? dl->ints[dl->nints == 2 ? i : 0]
+                        : 1;
+            }
+            d.has_dilation = max;
+            d.ceil_mode = flag_arg(op, max ? 5 : 4, false);
+            d.count_include_pad = !max && flag_arg(op, 5, true);
+            if (!max && arg(op, 6)->kind == TS_ARG_INT) {
+                return false; /* a divisor_override: not AvgPool's division */
+            }
+            break;
+        }
+        case M_ADAPTIVE_AVG_POOL2D:
+        case M_ADAPTIVE_AVG_POOL2D_IMPL:
+            d.kind = TS_MOD_ADAPTIVE_AVGPOOL;
+            d.rank = 2;
+            break;
+        default:
+            return false;
+    }
+    if (!family(&d, x, &out, &r->estimates)) {
+        return false;
+    }
+    add_extra(&r->estimates.dmas, c_mul(&v->c, 2, v->copied));
+    return true;
+}
+
 /* A row lookup (embedding, or weight[indices]), optionally times a scalar
  * (scaled word embeddings): Embedding's formulas; the scale adds one FLOP
  * and two DMAs per output element. */
@@ -1095,7 +1228,7 @@ sig_embedding(ops_view *v, ts_match_result *r)
     const ts_shape *w, *idx;
     ts_module_desc d;
     int64_t o;
-    if (!v->call->leaf || v->n < 1 || v->n > 2) {
+    if (v->n < 1 || v->n > 2) {
         return false;
     }
     op = v->sig[0];
@@ -1192,6 +1325,8 @@ typedef struct core_shape {
     int masks;
     int64_t mask_elements;
     bool scaled;
+    bool child_softmax; /* a child module (nn.Softmax) normalizes: its own
+                           row counts the softmax */
 } core_shape;
 
 static void
@@ -1203,18 +1338,24 @@ add_core(calc *c, const core_shape *a, tally *t)
         f = c_mul(c, a->rows, a->d); /* the query scale */
     }
     if (a->s > 0) {
-        f = c_add(c, f, c_mul(c, scores, 2 * a->d - 1));  /* QK^T */
-        f = c_add(c, f, c_mul(c, scores, a->masks));      /* masks */
-        f = c_add(c, f, c_mul(c, a->rows, 5 * a->s - 2)); /* softmax */
+        f = c_add(c, f, c_mul(c, scores, 2 * a->d - 1)); /* QK^T */
+        f = c_add(c, f, c_mul(c, scores, a->masks));     /* masks */
+        if (!a->child_softmax) {
+            f = c_add(c, f, c_mul(c, a->rows, 5 * a->s - 2)); /* softmax */
+        }
         f = c_add(c, f, c_mul(c, c_mul(c, a->rows, a->dv), 2 * a->s - 1));
     }
     t->flops = c_add(c, t->flops, f);
     t->macs = c_add(c, t->macs, c_mul(c, scores, a->d + a->dv));
     /* q, k, v and the masks read, the output written; the scores written
-     * by QK^T, read and written by the softmax, read by weights x V */
+     * by QK^T, read and written by the softmax (unless a child's), read by
+     * weights x V */
     t->dmas = c_add(c, t->dmas, a->q + a->k + a->v + a->out);
-    t->dmas =
-        c_add(c, t->dmas, c_add(c, a->mask_elements, c_mul(c, 4, scores)));
+    t->dmas = c_add(
+        c,
+        t->dmas,
+        c_add(
+            c, a->mask_elements, c_mul(c, a->child_softmax ? 2 : 4, scores)));
     t->cores++;
 }
 
@@ -1273,9 +1414,11 @@ typedef enum {
     SCORE_SKIP = 0, /* a view, copy or creation: counted as such */
     SCORE_SCALE,    /* the scores times or divided by a scalar */
     SCORE_MASK,     /* the scores plus a mask, or masked by one */
-    SCORE_OTHER,    /* another elementwise step (soft-capping, mask
-                       arithmetic): counted as the operators count */
-    SCORE_REFUSE,   /* anything else: not an attention core */
+    SCORE_OTHER,    /* another elementwise step on the scores (soft-capping),
+                       or work on other tensors (a mask being built):
+                       counted as the operators count */
+    SCORE_REFUSE,   /* a product, a reduction, or a non-elementwise step on
+                       the scores: not an attention core */
 } score_step;
 
 static score_step
@@ -1283,14 +1426,17 @@ score_step_of(const ts_match_op *op, int64_t scores, double *factor)
 {
     double f;
     op_class cls = class_of(op);
-    if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE) {
-        return SCORE_SKIP;
+    bool on_scores = numel_or(out0(op), -1) == scores;
+    if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE
+        || op->code == M_INDEX || op->code == M_EMBEDDING) {
+        return SCORE_SKIP; /* a lookup: a bias or mask being gathered */
     }
-    if (cls != OPC_ELEMENTWISE && cls != OPC_ACT) {
+    if (cls == OPC_MATMUL || cls == OPC_SDPA || cls == OPC_REDUCE
+        || (on_scores && cls != OPC_ELEMENTWISE && cls != OPC_ACT)) {
         return SCORE_REFUSE;
     }
-    if (numel_or(out0(op), -1) != scores) {
-        return SCORE_OTHER;
+    if (!on_scores) {
+        return SCORE_OTHER; /* work on something else (a mask being built) */
     }
     if ((op->code == M_MUL || op->code == M_DIV)
         && (number(op, 1, &f) || (op->code == M_MUL && number(op, 0, &f)))) {
@@ -1351,6 +1497,17 @@ eager_core(calc *c,
     for (i = first + 1; i < call->nops; i++) {
         const ts_match_op *op = &call->ops[i];
         double f = 1.0;
+        if (!softmax && op->code == TS_MOP_CHILD) {
+            /* a child module's call: an nn.Softmax over the scores
+             * normalizes them (its row counts it); any other child does its
+             * own work */
+            if (op->args[0].i == TS_MOD_SOFTMAX
+                && numel_or(out0(op), -1) == scores) {
+                softmax = true;
+                a->child_softmax = true;
+            }
+            continue;
+        }
         if (!softmax) {
             score_step step;
             if ((op->code == M_SOFTMAX || op->code == M_SAFE_SOFTMAX)
@@ -1381,8 +1538,9 @@ eager_core(calc *c,
         }
         if (op->code != M_BMM) {
             op_class cls = class_of(op);
-            if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE) {
-                continue;
+            if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE
+                || cls == OPC_CHILD) {
+                continue; /* a child's dropout does its own work */
             }
             return false; /* dropout or anything else between */
         }
@@ -1484,6 +1642,7 @@ tally_call(ops_view *v, bool cores, tally *t)
         }
         switch (class_of(op)) {
             case OPC_VIEW:
+            case OPC_CHILD:
                 break;
             case OPC_COPY:
                 t->dmas = c_add(c, t->dmas, c_mul(c, 2, c_numel(c, out0(op))));
@@ -1674,19 +1833,22 @@ typedef struct signature {
     }
 
 /* In matching order: the native signatures first (exact operator lists),
- * then the structures. Composite modules try only the structures that a
- * block owns (attention cores, expert banks): the glue of other composites
- * (residual additions, gating products) is not counted in the module view,
- * as for every composite module. */
+ * then the structures. A module with children tries only what a block
+ * computes with its own weights while its children do the rest: one native
+ * layer (timm's BatchNormAct2d normalizes, its child activates), attention
+ * cores, expert banks. The other glue of composites (residual additions,
+ * gating products) is not counted in the module view, as for every
+ * composite module. */
 static const signature signatures[] = {
     SIG("identity", sig_identity, false),
     SIG("layout", sig_layout, false),
     SIG("activation", sig_activation, false),
-    SIG("norm", sig_norm, false),
+    SIG("norm", sig_norm, true),
     SIG("rmsnorm", sig_rmsnorm, false),
-    SIG("linear", sig_linear, false),
-    SIG("conv", sig_conv, false),
-    SIG("embedding", sig_embedding, false),
+    SIG("linear", sig_linear, true),
+    SIG("conv", sig_conv, true),
+    SIG("pool", sig_pool, true),
+    SIG("embedding", sig_embedding, true),
     SIG("weight_norm", sig_weight_norm, false),
     SIG("rotary_embedding", sig_rotary, false),
     SIG("pointwise", sig_pointwise, false),
