@@ -62,6 +62,9 @@ CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable[[], tuple[Any, ..
     ),
     "r2plus1d_18": (lambda: M.video.r2plus1d_18(), lambda: clip(4, 32)),
     "swin3d_t": (lambda: M.video.swin3d_t(), lambda: clip(4, 64)),
+    # quantizable variants, not quantized: their QuantStub/DeQuantStub return the input (Identity)
+    "quantizable_resnet18": (lambda: M.quantization.resnet18(quantize=False), lambda: img(64)),
+    "quantizable_mobilenet_v3_large": (lambda: M.quantization.mobilenet_v3_large(quantize=False), lambda: img(64)),
     "timm_resnet18": (timm_model("resnet18"), lambda: img(64)),
     "timm_efficientnet_b0": (timm_model("efficientnet_b0"), lambda: img(64)),
     "timm_vit_tiny": (timm_model("vit_tiny_patch16_224", img_size=32, depth=2), lambda: img(32)),
@@ -161,6 +164,9 @@ def test_timm_blocks_by_hand() -> None:
     rows_, s, d = 64 * 3 * 49, 49, 32
     assert value(softmax) == rows_ * (5 * s - 2)
     assert value(attn) == rows_ * d + rows_ * s * (2 * d - 1) + rows_ * s + rows_ * d * (2 * s - 1)
+    # an unconverted QuantStub returns its input
+    stub = rows_of("quantizable_resnet18", "QuantStub")[0]
+    assert signature(stub) == "identity" and value(stub, "dmas") == 3 * 64 * 64
     # LayerScale2d multiplies by gamma: a pointwise chain, one product per element
     scale = rows_of("timm_fastvit_t8", "LayerScale2d")[0]
     assert signature(scale) == "pointwise" and value(scale) == 48 * 16 * 16
