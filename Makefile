@@ -5,15 +5,15 @@ PIP     := $(VENV)/bin/pip
 MESON   := $(VENV)/bin/meson
 STAMP   := $(VENV)/.deps-stamp
 BUILT   := $(VENV)/.built-stamp
-CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options
+CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options docs/torchscan.1
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: readme-screenshot run test build deps ctest asan valgrind coverage pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
+.PHONY: readme-screenshot run test build deps ctest asan asan-ext valgrind coverage pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
 
-test: format-check ext-layers ctest asan pytest browser-test vision-test
+test: format-check ext-layers ctest asan asan-ext pytest browser-test vision-test
 
 deps: $(STAMP)
 $(STAMP): requirements-dev.txt tools/install-system-deps.sh
@@ -62,6 +62,18 @@ asan: $(STAMP)
 	test -d build-asan || $(MESON) setup build-asan -Dpython=false -Dtests=true -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 	$(MESON) compile -C build-asan
 	@set -e; for t in build-asan/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+# The extension itself under AddressSanitizer + UndefinedBehaviorSanitizer: built into build-asan-ext/site (the
+# .venv's build is left alone), loaded with the sanitizer runtimes preloaded, and run on the thread, interrupt and
+# crawl-contract tests (leak detection is off: the interpreter keeps what it allocated at exit).
+ASAN_RUNTIME = $$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)
+asan-ext: $(STAMP)
+	$(PIP) install -q --no-build-isolation --no-deps . -Cbuild-dir=build-asan-ext -Csetup-args=-Dwerror=true \
+	    -Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false -Csetup-args=-Dbuildtype=debug \
+	    --upgrade --target build-asan-ext/site
+	PYTHONPATH=build-asan-ext/site LD_PRELOAD="$(ASAN_RUNTIME)" ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 \
+	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(PY) -m pytest -q -p no:cacheprovider \
+	    tests/python/test_threads.py tests/python/test_interrupts.py tests/python/test_crawl_contract.py
 
 # The C tests under valgrind memcheck (no error, nothing definitely lost), then pytest's leak loops with
 # Python's debug allocator and development mode (PYTHONMALLOC=debug, -X dev).

@@ -57,6 +57,7 @@ LAYERS = [
     "crawl",  # the crawl (type Crawl) and its report
     "reports",  # module functions on reports
     "tables",  # module functions: the summary table, 0.2.0's table-text helpers
+    "checkpoints",  # module functions: checkpoint inspection and matching
     "formulas",  # module function: one call's module formulas (torchscan.modules)
     "progress",  # the progress line of long measurements on a terminal
     "timing",  # measure_latency's loop

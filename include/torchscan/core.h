@@ -30,6 +30,7 @@ enum {
     TS_EOVERFLOW = -4,    /* arithmetic overflow in a count */
     TS_EFORMAT = -5,      /* malformed report or file */
     TS_EMEASURE = -6,     /* a measurement gave an unusable figure */
+    TS_EIO = -7,          /* a file could not be opened or read */
 };
 
 #define TS_ERROR_MESSAGE_SIZE 512

@@ -10,6 +10,7 @@ from . import _engine  # noqa: F401  (the C engine)
 from . import crawler, modules, process, utils
 from .benchmark import BenchmarkReport, measure_latency
 from .benchmark_compare import BenchmarkComparison, compare_benchmarks
+from .checkpoint import format_checkpoint, inspect_checkpoint, match_checkpoint
 from .compare import ReportDiff, compare_reports
 from .crawler import crawl_module, summary
 from .extensions import ModuleCall, ModuleEstimates, ModuleHandler
@@ -49,8 +50,11 @@ __all__ = [
     "compare_reports",
     "crawl_module",
     "crawler",
+    "format_checkpoint",
+    "inspect_checkpoint",
     "measure_flops",
     "measure_latency",
+    "match_checkpoint",
     "measure_workload",
     "metric_result",
     "modules",

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -331,14 +332,30 @@ cli_display_name(const char *path)
     return cli_is_stdin(path) ? "<stdin>" : path;
 }
 
+/* jansson reads through this in large chunks (json_loadf and
+ * json_load_file read a character at a time). */
+static size_t
+read_chunk(void *buffer, size_t size, void *data)
+{
+    size_t n = fread(buffer, 1, size, (FILE *)data);
+    return n == 0 && ferror((FILE *)data) ? (size_t)-1 : n;
+}
+
 json_t *
 cli_load(const char *path)
 {
     json_error_t error;
-    json_t *report =
-        cli_is_stdin(path)
-            ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &error)
-            : json_load_file(path, JSON_REJECT_DUPLICATES, &error);
+    json_t *report;
+    FILE *in = cli_is_stdin(path) ? stdin : fopen(path, "rb");
+    if (in == NULL) {
+        cli_error("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    report =
+        json_load_callback(read_chunk, in, JSON_REJECT_DUPLICATES, &error);
+    if (in != stdin) {
+        fclose(in);
+    }
     if (report == NULL) {
         /* an integer past 2^63 is refused by jansson: "too big integer" */
         cli_error("%s:%d:%d: %s%s",

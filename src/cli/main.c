@@ -11,6 +11,8 @@
  *                                [--metric M] [--title T] [--name NAME]
  *                                [-o FILE]
  *   torchscan rss [--timeout S] [-o FILE] [--] COMMAND [ARG...]
+ *   torchscan inspect FILE... [--json] [--against MODEL_REPORT.json]
+ *                             [--max-depth N] [-o FILE]
  *   torchscan --help | --version;  torchscan COMMAND --help
  *
  * This file is thin on purpose: argv -> engine -> exit status. Each command
@@ -38,6 +40,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "torchscan/checkpoint.h"
 #include "torchscan/diff.h"
 #include "torchscan/export.h"
 #include "torchscan/json_text.h"
@@ -59,6 +62,11 @@ static int cmd_compare(const cli_command *cmd, const cli_args *args);
 static int cmd_export(const cli_command *cmd, const cli_args *args);
 static int cmd_render(const cli_command *cmd, const cli_args *args);
 static int cmd_rss(const cli_command *cmd, const cli_args *args);
+static int cmd_inspect(const cli_command *cmd, const cli_args *args);
+
+#define EXIT_NO_MATCH                                     \
+    3 /* inspect --against: the checkpoint does not match \
+       */
 
 #define OUTPUT_OPTION                                                  \
     {                                                                  \
@@ -99,6 +107,12 @@ enum {
 enum {
     RSS_TIMEOUT,
     RSS_OUTPUT
+};
+enum {
+    INSPECT_JSON,
+    INSPECT_AGAINST,
+    INSPECT_MAX_DEPTH,
+    INSPECT_OUTPUT
 };
 
 static const cli_command commands[] = {
@@ -280,6 +294,52 @@ static const cli_command commands[] = {
      true,
      RSS_FAILED,
      cmd_rss},
+    {"inspect",
+     "FILE...",
+     "show what a checkpoint file holds, without executing anything",
+     "Reads the headers of checkpoint files and prints what they hold: the "
+     "files, the tensors per module prefix as a tree, the dtypes (elements "
+     "and bytes), shared storages (tied weights, views), pickle globals "
+     "outside the allowlist, the totals and diagnostics. Formats, "
+     "recognised by content: safetensors, a sharded safetensors index "
+     "(model.safetensors.index.json; its shards are read from the same "
+     "folder), torch.save files (zip and legacy) and GGUF (v2, v3). Nothing "
+     "a file names is ever imported or called: a pickle is read by a "
+     "symbolic machine, and a global outside the list torch.load(weights_"
+     "only=True) allows is reported by name. Only headers are read, never "
+     "the tensors' data. Several files print one table each, under \"== "
+     "FILE ==\".\n"
+     "\n"
+     "--json writes the report (report_type \"checkpoint\") as JSON "
+     "instead, or {\"FILE\": report, ...} for several files. --against "
+     "MODEL_REPORT.json checks the tensors against a model instead: a "
+     "checkpoint report of the model's own checkpoint (or a state_dict "
+     "description) name by name, or an AnalysisReport module by module "
+     "(elements of each layer path's parameters and buffers), and prints "
+     "the missing, unexpected and mismatched entries (the match result as "
+     "JSON with --json).",
+     "0 done (with --against: the checkpoint matches); 1 a file that cannot "
+     "be read, is malformed or of an unknown format (the message says "
+     "where), or an output that could not be written; 2 bad usage; 3 with "
+     "--against: the checkpoint does not match.",
+     {
+         {"--json", NULL, NULL, "write the report as JSON"},
+         {"--against",
+          NULL,
+          "FILE",
+          "check the tensors against a model report (AnalysisReport, "
+          "checkpoint report or state_dict description)"},
+         {"--max-depth",
+          NULL,
+          "N",
+          "print module prefixes up to depth N (0: the whole checkpoint)"},
+         OUTPUT_OPTION,
+     },
+     1,
+     -1,
+     false,
+     EXIT_USAGE,
+     cmd_inspect},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -836,6 +896,132 @@ cmd_rss(const cli_command *cmd, const cli_args *args)
     rc = cli_write_text(&out, text, RSS_FAILED);
     free(text);
     return rc != 0 ? rc : ts_rss_exit_status(&result);
+}
+
+/* ---- inspect ---- */
+
+/* The text of one file's report, table or match; NULL after a message.
+ * *no_match is set when --against found a difference. */
+static char *
+inspect_one(const char *path,
+            const json_t *against,
+            bool as_json,
+            int max_depth,
+            json_t **report_out,
+            bool *no_match)
+{
+    ts_error err;
+    json_t *report, *match = NULL;
+    char *text = NULL;
+    ts_error_clear(&err);
+    report = ts_checkpoint_inspect(path, &err);
+    if (report == NULL) {
+        cli_error("%s", err.message);
+        return NULL;
+    }
+    if (against != NULL) {
+        match = ts_checkpoint_match(report, against, &err);
+        json_decref(report);
+        if (match == NULL) {
+            cli_error("--against: %s", err.message);
+            return NULL;
+        }
+        *no_match =
+            *no_match || !json_is_true(json_object_get(match, "matches"));
+        report = match;
+    }
+    if (as_json) {
+        *report_out = report;
+        return NULL;
+    }
+    text = match != NULL ? ts_checkpoint_match_text(report, &err)
+                         : ts_checkpoint_table(report, max_depth, &err);
+    json_decref(report);
+    if (text == NULL) {
+        cli_error("%s: %s", path, err.message);
+    }
+    return text;
+}
+
+static int
+cmd_inspect(const cli_command *cmd, const cli_args *args)
+{
+    bool as_json = args->values[INSPECT_JSON] != NULL, no_match = false;
+    const char *against_path = args->values[INSPECT_AGAINST];
+    json_t *against = NULL, *all = NULL;
+    int max_depth = -1, rc = 0;
+    cli_output out;
+    if (args->values[INSPECT_MAX_DEPTH] != NULL
+        && parse_depth(args->values[INSPECT_MAX_DEPTH], &max_depth) != 0) {
+        return cli_usage_error(cmd, "--max-depth is a non-negative integer");
+    }
+    for (int i = 0; i < args->noperands; i++) {
+        if (cli_is_stdin(args->operands[i])) {
+            return cli_usage_error(
+                cmd, "a checkpoint is read from a file, not standard input");
+        }
+    }
+    if (against_path != NULL && (against = cli_load(against_path)) == NULL) {
+        return EXIT_BAD;
+    }
+    if (as_json && args->noperands > 1 && (all = json_object()) == NULL) {
+        cli_error("out of memory");
+        json_decref(against);
+        return EXIT_BAD;
+    }
+    if (!cli_output_open(&out, args->values[INSPECT_OUTPUT])) {
+        json_decref(against);
+        json_decref(all);
+        return EXIT_BAD;
+    }
+    errno = 0;
+    for (int i = 0; i < args->noperands && rc == 0; i++) {
+        const char *path = args->operands[i];
+        json_t *report = NULL;
+        char *text =
+            inspect_one(path, against, as_json, max_depth, &report, &no_match);
+        if (as_json && report != NULL) {
+            if (all == NULL) {
+                all = report;
+            }
+            else if (json_object_set_new(all, path, report) != 0) {
+                cli_error("out of memory");
+                rc = EXIT_BAD;
+            }
+            continue;
+        }
+        if (text == NULL) {
+            rc = EXIT_BAD;
+            break;
+        }
+        if (args->noperands > 1) {
+            fprintf(out.fp, "%s== %s ==\n", i > 0 ? "\n" : "", path);
+        }
+        fputs(text, out.fp);
+        free(text);
+    }
+    if (rc == 0 && as_json) {
+        char *text = all != NULL ? ts_json_text(all, 2) : NULL;
+        if (text == NULL) {
+            cli_error("out of memory");
+            rc = EXIT_BAD;
+        }
+        else {
+            fputs(text, out.fp);
+            fputc('\n', out.fp);
+            free(text);
+        }
+    }
+    json_decref(against);
+    json_decref(all);
+    if (rc != 0) {
+        if (out.fp != stdout) {
+            cli_output_discard(&out); /* all the files or none */
+        }
+        return rc;
+    }
+    rc = cli_output_commit(&out, 0, EXIT_BAD);
+    return rc == 0 && no_match ? EXIT_NO_MATCH : rc;
 }
 
 /* ---- main ---- */

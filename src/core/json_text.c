@@ -1,7 +1,7 @@
 /* JSON text as Python's json module writes it (see torchscan/json_text.h). */
 #include "torchscan/json_text.h"
 
-#include "text_buf.h"
+#include "json_put.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -86,82 +86,162 @@ ts_format_json_real(double value, char out[TS_JSON_REAL_SIZE])
     }
 }
 
-/* A JSON string literal of valid UTF-8 `s` (`len` bytes), escaped as
- * Python's json module escapes it. */
+/* What put_string does with each byte: copy it, escape it always, escape it
+ * in ASCII mode (non-ASCII), escape it in a script island (& < >), or look
+ * further (0xE2 starts U+2028 and U+2029, which end a line in JavaScript). */
+enum {
+    COPY,
+    ESCAPE,
+    HIGH,
+    HTML,
+    E2
+};
+
+#define C COPY
+#define X ESCAPE
+#define H HIGH
+#define T HTML
+#define E E2
+/* clang-format off */
+static const unsigned char byte_class[256] = {
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,  /* 0x00 */
+    X, X, X, X, X, X, X, X, X, X, X, X, X, X, X, X,  /* 0x10 */
+    C, C, X, C, C, C, T, C, C, C, C, C, C, C, C, C,  /* 0x20 */
+    C, C, C, C, C, C, C, C, C, C, C, C, T, C, T, C,  /* 0x30 */
+    C, C, C, C, C, C, C, C, C, C, C, C, C, C, C, C,  /* 0x40 */
+    C, C, C, C, C, C, C, C, C, C, C, C, X, C, C, C,  /* 0x50 */
+    C, C, C, C, C, C, C, C, C, C, C, C, C, C, C, C,  /* 0x60 */
+    C, C, C, C, C, C, C, C, C, C, C, C, C, C, C, H,  /* 0x70 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0x80 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0x90 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xA0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xB0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xC0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xD0 */
+    H, H, E, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xE0 */
+    H, H, H, H, H, H, H, H, H, H, H, H, H, H, H, H,  /* 0xF0 */
+};
+/* clang-format on */
+#undef C
+#undef X
+#undef H
+#undef T
+#undef E
+
+/* Writes the escape of the character at `p` (`width` bytes of it are
+ * returned through `width`). */
 static void
-put_string(out_buf *b, const char *s, size_t len, bool ascii)
+put_escape(out_buf *b,
+           const unsigned char *p,
+           const unsigned char *end,
+           size_t *width)
+{
+    char esc[16];
+    unsigned char ch = *p;
+    uint32_t cp;
+    *width = 1;
+    switch (ch) {
+        case '"':
+            put(b, "\\\"");
+            return;
+        case '\\':
+            put(b, "\\\\");
+            return;
+        case '\n':
+            put(b, "\\n");
+            return;
+        case '\r':
+            put(b, "\\r");
+            return;
+        case '\t':
+            put(b, "\\t");
+            return;
+        case '\b':
+            put(b, "\\b");
+            return;
+        case '\f':
+            put(b, "\\f");
+            return;
+        default:
+            break;
+    }
+    if (ch < 0x80) {
+        snprintf(esc, sizeof esc, "\\u%04x", ch);
+        put(b, esc);
+        return;
+    }
+    *width = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
+    cp = ch & (*width == 4 ? 0x07u : *width == 3 ? 0x0Fu : 0x1Fu);
+    for (size_t i = 1; i < *width && p + i < end; i++) {
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+    }
+    if (cp >= 0x10000) {
+        cp -= 0x10000;
+        snprintf(esc,
+                 sizeof esc,
+                 "\\u%04x\\u%04x",
+                 (unsigned)(0xD800 + (cp >> 10)),
+                 (unsigned)(0xDC00 + (cp & 0x3FF)));
+    }
+    else {
+        snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+    }
+    put(b, esc);
+}
+
+/* A JSON string literal of valid UTF-8 `s` (`len` bytes), escaped as
+ * Python's json module escapes it; `ascii` escapes every non-ASCII
+ * character, `script` also & < > U+2028 U+2029 (the same JSON value, safe
+ * inside an HTML script element). */
+static void
+put_string(out_buf *b, const char *s, size_t len, bool ascii, bool script)
 {
     const unsigned char *p = (const unsigned char *)s;
     const unsigned char *end = p + len;
     const unsigned char *run = p;
-    char esc[16];
-    put(b, "\"");
+    put_n(b, "\"", 1);
     while (p < end) {
-        unsigned char ch = *p;
-        const char *short_esc = NULL;
-        size_t width = 1;
-        uint32_t cp;
-        switch (ch) {
-            case '"':
-                short_esc = "\\\"";
+        size_t width;
+        while (p < end && byte_class[*p] == COPY) {
+            p++;
+        }
+        if (p == end) {
+            break;
+        }
+        switch (byte_class[*p]) {
+            case COPY:
+                p++;
+                continue;
+            case HIGH:
+                if (!ascii) {
+                    p++;
+                    continue;
+                }
                 break;
-            case '\\':
-                short_esc = "\\\\";
+            case HTML:
+                if (!script) {
+                    p++;
+                    continue;
+                }
                 break;
-            case '\n':
-                short_esc = "\\n";
-                break;
-            case '\r':
-                short_esc = "\\r";
-                break;
-            case '\t':
-                short_esc = "\\t";
-                break;
-            case '\b':
-                short_esc = "\\b";
-                break;
-            case '\f':
-                short_esc = "\\f";
+            case E2:
+                if (!ascii
+                    && !(script && end - p >= 3 && p[1] == 0x80
+                         && (p[2] == 0xA8 || p[2] == 0xA9))) {
+                    p++;
+                    continue;
+                }
                 break;
             default:
                 break;
         }
-        if (short_esc == NULL && ch >= 0x20 && (ch < 0x7F || !ascii)) {
-            p++;
-            continue;
-        }
         put_n(b, (const char *)run, (size_t)(p - run));
-        if (short_esc != NULL) {
-            put(b, short_esc);
-        }
-        else if (ch < 0x80) {
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-            put(b, esc);
-        }
-        else {
-            width = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
-            cp = ch & (width == 4 ? 0x07u : width == 3 ? 0x0Fu : 0x1Fu);
-            for (size_t i = 1; i < width && p + i < end; i++) {
-                cp = (cp << 6) | (p[i] & 0x3Fu);
-            }
-            if (cp >= 0x10000) {
-                cp -= 0x10000;
-                snprintf(esc,
-                         sizeof esc,
-                         "\\u%04x\\u%04x",
-                         (unsigned)(0xD800 + (cp >> 10)),
-                         (unsigned)(0xDC00 + (cp & 0x3FF)));
-            }
-            else {
-                snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
-            }
-            put(b, esc);
-        }
+        put_escape(b, p, end, &width);
         p += width;
         run = p;
     }
     put_n(b, (const char *)run, (size_t)(p - run));
-    put(b, "\"");
+    put_n(b, "\"", 1);
 }
 
 static void
@@ -174,7 +254,7 @@ put_newline(out_buf *b, int indent, int level)
 }
 
 static void
-put_value(out_buf *b, const json_t *value, int indent, int level)
+put_value(out_buf *b, const json_t *value, int indent, int level, bool script)
 {
     char text[TS_JSON_REAL_SIZE];
     bool pretty = indent >= 0;
@@ -196,9 +276,9 @@ put_value(out_buf *b, const json_t *value, int indent, int level)
                 if (pretty) {
                     put_newline(b, indent, level + 1);
                 }
-                put_string(b, key, key_len, pretty);
+                put_string(b, key, key_len, pretty, script);
                 put(b, pretty ? ": " : ":");
-                put_value(b, item, indent, level + 1);
+                put_value(b, item, indent, level + 1, script);
             }
             if (pretty) {
                 put_newline(b, indent, level);
@@ -217,7 +297,8 @@ put_value(out_buf *b, const json_t *value, int indent, int level)
                 if (pretty) {
                     put_newline(b, indent, level + 1);
                 }
-                put_value(b, json_array_get(value, i), indent, level + 1);
+                put_value(
+                    b, json_array_get(value, i), indent, level + 1, script);
             }
             if (pretty) {
                 put_newline(b, indent, level);
@@ -228,7 +309,8 @@ put_value(out_buf *b, const json_t *value, int indent, int level)
             put_string(b,
                        json_string_value(value),
                        json_string_length(value),
-                       pretty);
+                       pretty,
+                       script);
             return;
         case JSON_INTEGER:
             ts_text_put_int(b, json_integer_value(value));
@@ -250,16 +332,22 @@ put_value(out_buf *b, const json_t *value, int indent, int level)
     }
 }
 
+void
+ts_json_put(ts_text_buf *b, const json_t *value, int indent, bool script)
+{
+    if (value == NULL) {
+        put(b, "null");
+    }
+    else {
+        put_value(b, value, indent, 0, script);
+    }
+}
+
 char *
 ts_json_text(const json_t *value, int indent)
 {
     out_buf b = {NULL, 0, 0, false};
-    if (value == NULL) {
-        put(&b, "null");
-    }
-    else {
-        put_value(&b, value, indent, 0);
-    }
+    ts_json_put(&b, value, indent, false);
     if (b.failed) {
         free(b.data);
         return NULL;

@@ -379,7 +379,10 @@ ts_opf_mean(const ts_op_call *call, ts_op_result *out, ts_error *err)
     return finish(&c, c_add(&c, max0(c_sub(&c, n, o)), o), out, err);
 }
 
-/* cumsum: width-1 adds per row, i.e. N - N/width. */
+/* cumsum: width-1 adds per row, i.e. N - N/width, in the output dtype:
+ * cumsum(x, dtype=) converts x first and adds in that dtype, so the output
+ * decides, as for sum and mean (the reference counts any floating
+ * operand). */
 int
 ts_opf_cumsum(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
@@ -387,7 +390,7 @@ ts_opf_cumsum(const ts_op_call *call, ts_op_result *out, ts_error *err)
     const ts_shape *x = tensor_at(call, 0);
     int64_t width = 0, n;
     bool count;
-    int rc = supp_begin(call, DT_LEAVES_OR_OUTPUT, out, &count, err);
+    int rc = supp_begin(call, DT_OUTPUT, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
     }
@@ -495,29 +498,46 @@ ts_opf_dot(const ts_op_call *call, ts_op_result *out, ts_error *err)
     return finish(&c, c_mul(&c, 2, c_numel(&c, x)), out, err);
 }
 
-/* _grouped_mm(self, mat2, offs, ...): packed token rows (2-D) against
- * equal-width expert matrices (3-D): each row meets one expert, so
- * 2 * rows * k * n whatever the offsets. */
+/* _grouped_mm(a, b, offs): one product per group of experts, 2 per
+ * multiply-add as for mm. The four layouts PyTorch accepts, with K the
+ * shared (reduced) dimension:
+ *  - a (M, K) packed rows, b (G, K, N) experts (the forward, and the input
+ *    gradient of the backward): 2*M*K*N = 2*prod(a)*N;
+ *  - a (M, K), b (K, N), K ragged by offs (the experts' weight gradient):
+ *    sum over groups of 2*M*K_g*N = 2*prod(a)*N;
+ *  - a (G, M, K), b (G, K, N), no offsets: 2*G*M*K*N = 2*prod(a)*N;
+ *  - a (G, M, K), b (K, N), N ragged by offs: sum of 2*M*K*N_g =
+ *    2*M*K*N.
+ * Rows past the last offset (expert-parallel sentinels) are counted: which
+ * rows the offsets cover is data. */
 int
 ts_opf_grouped_mm(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
     calc c = {false};
-    const ts_shape *x = tensor_at(call, 0);
-    const ts_shape *w = tensor_at(call, 1);
+    const ts_shape *a = tensor_at(call, 0);
+    const ts_shape *b = tensor_at(call, 1);
+    int64_t flops;
     bool count;
     int rc = supp_begin(call, DT_LEAVES, out, &count, err);
     if (rc != TS_OK || !count) {
         return rc;
     }
-    if (x == NULL || w == NULL || x->ndim != 2 || w->ndim != 3
-        || x->dims[1] != w->dims[1]) {
+    if (a == NULL || b == NULL || (a->ndim != 2 && a->ndim != 3)
+        || (b->ndim != 2 && b->ndim != 3)
+        || a->dims[a->ndim - 1] != b->dims[b->ndim - 2]
+        || (a->ndim == 3 && b->ndim == 3 && a->dims[0] != b->dims[0])) {
         return ts_error_set(err,
                             TS_EUNSUPPORTED,
-                            "Grouped matmul counts cover packed rows and "
-                            "equal-width expert matrices only.");
+                            "Grouped matmul counts need 2-D or 3-D operands "
+                            "whose shared dimension (and group count, for "
+                            "two 3-D operands) match.");
     }
-    return finish(
-        &c, c_mul(&c, c_mul(&c, 2, c_numel(&c, x)), w->dims[2]), out, err);
+    if (a->ndim == 3 && b->ndim == 2) {
+        flops = c_mul(&c, c_mul(&c, 2, a->dims[1]), a->dims[2]);
+        return finish(&c, c_mul(&c, flops, b->dims[1]), out, err);
+    }
+    flops = c_mul(&c, c_mul(&c, 2, c_numel(&c, a)), b->dims[b->ndim - 1]);
+    return finish(&c, flops, out, err);
 }
 
 /* Stable softmax over rows of `width`: max (width-1), subtract, exp, sum

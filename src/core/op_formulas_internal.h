@@ -803,6 +803,12 @@ int ts_opf_cpu_attention_backward(const ts_op_call *call,
 int ts_opf_group_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
+int ts_opf_weight_norm(const ts_op_call *call,
+                       ts_op_result *out,
+                       ts_error *err);
+int ts_opf_weight_norm_backward(const ts_op_call *call,
+                                ts_op_result *out,
+                                ts_error *err);
 
 /* op_formulas_pooling.c */
 int ts_opf_max_pool2d(const ts_op_call *call,
@@ -949,6 +955,10 @@ int ts_opf_fused_adamw(const ts_op_call *call,
 /* op_formulas_vision.c */
 int ts_opf_round(const ts_op_call *call, ts_op_result *out, ts_error *err);
 int ts_opf_remainder(const ts_op_call *call, ts_op_result *out, ts_error *err);
+int ts_opf_floor_divide(const ts_op_call *call,
+                        ts_op_result *out,
+                        ts_error *err);
+int ts_opf_histc(const ts_op_call *call, ts_op_result *out, ts_error *err);
 int ts_opf_sort(const ts_op_call *call, ts_op_result *out, ts_error *err);
 int ts_opf_topk(const ts_op_call *call, ts_op_result *out, ts_error *err);
 int ts_opf_unique(const ts_op_call *call, ts_op_result *out, ts_error *err);

@@ -902,3 +902,102 @@ ts_opf_group_norm_backward(const ts_op_call *call,
     }
     return finish(&c, flops, out, err);
 }
+
+/* ---- weight normalisation ----------------------------------------------
+ * _weight_norm_interface(v, g, dim) -> (w, norms), w = g * v / ||v||, the
+ * norm taken over every dimension of v but `dim` (dim = -1: over the whole
+ * tensor, one norm), R norms of N/R elements each. As torch's decomposition
+ * (v * (g / norm)) and the CPU kernel compute it: the 2-norms as aten.norm
+ * counts them (N squares, N - R adds, R square roots: 2N), g / norm (R),
+ * the product with v (N): 3N + R. */
+static int
+weight_norm_rows(const ts_op_call *call,
+                 const ts_shape *v,
+                 int dim_index,
+                 int64_t *rows,
+                 ts_error *err)
+{
+    const ts_op_arg *d = arg_at(call, dim_index);
+    int64_t dim = 0;
+    if (given(d)) {
+        if (d->kind != TS_ARG_INT) {
+            return ts_error_set(
+                err, TS_EUNSUPPORTED, "The dim argument must be an int.");
+        }
+        dim = d->i;
+    }
+    if (dim == -1 || v->ndim == 0) {
+        *rows = 1;
+        return TS_OK;
+    }
+    if (dim < 0 || dim >= v->ndim) {
+        return ts_error_set(err,
+                            TS_EUNSUPPORTED,
+                            "dim %lld is out of range for a %d-D weight "
+                            "(weight norm takes 0..%d, or -1 for the whole "
+                            "tensor).",
+                            (long long)dim,
+                            v->ndim,
+                            v->ndim - 1);
+    }
+    *rows = v->dims[dim];
+    return TS_OK;
+}
+
+int
+ts_opf_weight_norm(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *v = tensor_at(call, 0);
+    int64_t rows = 0, n;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(v, "v", err);
+    if (rc == TS_OK) {
+        rc = weight_norm_rows(call, v, 2, &rows, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    n = c_numel(&c, v);
+    if (n == 0) {
+        return finish(&c, 0, out, err);
+    }
+    return finish(&c, c_add(&c, c_mul(&c, 3, n), rows), out, err);
+}
+
+/* _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms,
+ * dim) -> (grad_v, grad_g), as the CPU kernel computes them per norm row:
+ * s = sum(grad_w * v) (2N - R), grad_g = s / norm (R), a = g / norm (R),
+ * b = a * grad_g / norm (2R), grad_v = a * grad_w - b * v (3N):
+ * 5N + 3R. */
+int
+ts_opf_weight_norm_backward(const ts_op_call *call,
+                            ts_op_result *out,
+                            ts_error *err)
+{
+    calc c = {false};
+    const ts_shape *v = tensor_at(call, 1);
+    int64_t rows = 0, n;
+    bool count;
+    int rc = supp_begin(call, DT_LEAVES, out, &count, err);
+    if (rc != TS_OK || !count) {
+        return rc;
+    }
+    rc = need_tensor(v, "saved_v", err);
+    if (rc == TS_OK) {
+        rc = weight_norm_rows(call, v, 4, &rows, err);
+    }
+    if (rc != TS_OK) {
+        return rc;
+    }
+    n = c_numel(&c, v);
+    if (n == 0) {
+        return finish(&c, 0, out, err);
+    }
+    return finish(
+        &c, c_add(&c, c_mul(&c, 5, n), c_mul(&c, 3, rows)), out, err);
+}

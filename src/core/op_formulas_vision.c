@@ -141,6 +141,29 @@ ts_opf_remainder(const ts_op_call *call, ts_op_result *out, ts_error *err)
     return per_output(call, DT_LEAVES, 4, out, err);
 }
 
+/* floor_divide: floor(a / b), a divide and a rounding per output element.
+ * Integer operands (index arithmetic, such as a Mixture-of-Experts router's
+ * token index // top_k) count 0. */
+int
+ts_opf_floor_divide(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    return per_output(call, DT_LEAVES, 2, out, err);
+}
+
+/* histc(input, bins, min, max): each element's bin, (x - min) * bins /
+ * (max - min), is an index that addresses a counter, and each count is an
+ * integer increment: index work, which the convention excludes as it
+ * excludes a lookup's index (upsample_nearest, embedding). It counts 0 for
+ * floating and integer inputs alike, so that a Mixture-of-Experts router,
+ * which histograms float expert ids on CPU and integer ids on CUDA (and
+ * meta), counts the same on every device. Listed in by_operator with 0. */
+int
+ts_opf_histc(const ts_op_call *call, ts_op_result *out, ts_error *err)
+{
+    result_clear(out);
+    return check_tensors(call, err);
+}
+
 /* ---- comparison-based selections --------------------------------------- */
 
 /* sort: N*ceil(log2 n) comparisons, n = the size along dim (N/n rows of n

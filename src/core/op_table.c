@@ -52,6 +52,12 @@
 #define CHECKS "Checks a linear-algebra result for errors: no arithmetic."
 
 #define T_MM "2*m*n*k (FlopCounterMode)"
+/* TorchScan's reading of the contract's dtype rule for cumsum */
+#define T_CUMSUM                                                           \
+    "The adds run in the output dtype (dtype= when given, as for sum and " \
+    "mean): cumsum(x, dtype=torch.int32) counts 0 whatever x is (the "     \
+    "reference counts a floating x). A Mixture-of-Experts router's "       \
+    "offsets count the same on CPU (float counts) and CUDA/meta."
 #define T_BMM "2*b*m*n*k (FlopCounterMode)"
 #define T_CONV                                                              \
     "2*batch*w[0]*w[1]*prod(kernel)*prod(output spatial; input spatial if " \
@@ -345,8 +351,14 @@ const ts_op_entry ts_opf_table[] = {
         "fused, foreach and for-loop steps count the same."),
     SUPP("aten._grouped_mm",
          ts_opf_grouped_mm,
-         "2*prod(input)*n (2-D packed rows, 3-D equal-width experts)",
-         NULL),
+         "2*prod(a)*n for a (M, K) or (G, M, K) and b (G, K, n) or (K, n); "
+         "2*M*K*n for a (G, M, K), b (K, n)",
+         "The contract covers 2-D packed rows with 3-D experts; TorchScan "
+         "adds the other layouts PyTorch accepts, which the backward of "
+         "Mixture-of-Experts layers runs: a ragged K (the experts' weight "
+         "gradient, 2-D x 2-D), a ragged n (3-D x 2-D) and batched experts "
+         "(3-D x 3-D). Rows past the last offset are counted: which rows the "
+         "offsets cover is data."),
     EXT("aten._index_put_impl_",
         ts_opf_index_put,
         "values elements with accumulate=True; 0 otherwise",
@@ -490,6 +502,20 @@ const ts_op_entry ts_opf_table[] = {
         ts_opf_upsample_nearest_backward,
         "grad_output - grad_input elements",
         "Gradients sharing a source element are summed."),
+    EXT("aten._weight_norm_interface",
+        ts_opf_weight_norm,
+        "3N + R; R = v.size(dim) norms (1 when dim = -1)",
+        "w = g * v / ||v|| (torch.nn.utils.weight_norm, wav2vec2's "
+        "positional convolution), the norm over every dimension but dim: the "
+        "2-norms as aten.norm counts them (2N), g / norm (R), the product "
+        "with v (N). The same count as torch's decomposition v * (g / "
+        "norm_except_dim(v)), which runs where the fused kernel does not."),
+    EXT("aten._weight_norm_interface_backward",
+        ts_opf_weight_norm_backward,
+        "5N + 3R; R norms as in the forward",
+        "Per norm row, as the CPU kernel: s = sum(grad_w * v) (2N - R), "
+        "grad_g = s / norm (R), a = g / norm (R), b = a * grad_g / norm (2R), "
+        "grad_v = a * grad_w - b * v (3N)."),
     SUPP("aten.abs", ts_opf_unit, T_UNIT, NULL),
     SUPP("aten.abs_", ts_opf_unit, T_UNIT, NULL),
     SUPP("aten.adaptive_max_pool2d", ts_opf_adaptive_max_pool2d, T_AMAX, NULL),
@@ -670,8 +696,8 @@ const ts_op_entry ts_opf_table[] = {
            T_CONV "; argument 6 (benchmark) is read as transposed, as "
                   "FlopCounterMode does",
            NULL),
-    SUPP("aten.cumsum", ts_opf_cumsum, "N - N/width along dim", NULL),
-    SUPP("aten.cumsum_", ts_opf_cumsum, "N - N/width along dim", NULL),
+    SUPP("aten.cumsum", ts_opf_cumsum, "N - N/width along dim", T_CUMSUM),
+    SUPP("aten.cumsum_", ts_opf_cumsum, "N - N/width along dim", T_CUMSUM),
     IGNORED("aten.detach", VIEW),
     IGNORED_EXT("aten.detach_", VIEW),
     IGNORED_EXT("aten.diagonal", VIEW),
@@ -758,6 +784,18 @@ const ts_op_entry ts_opf_table[] = {
         T_UNIT,
         "One rounding per output element (convention for elementwise "
         "rounding); integer inputs count 0."),
+    EXT("aten.floor_divide",
+        ts_opf_floor_divide,
+        "2*out",
+        "floor(a / b): a divide and a rounding per output element. Integer "
+        "operands (index arithmetic, such as a Mixture-of-Experts router's "
+        "token index // top_k) count 0."),
+    EXT("aten.floor_divide_",
+        ts_opf_floor_divide,
+        "2*out",
+        "floor(a / b): a divide and a rounding per output element. Integer "
+        "operands (index arithmetic, such as a Mixture-of-Experts router's "
+        "token index // top_k) count 0."),
     IGNORED("aten.full", CREATE),
     IGNORED("aten.full_like", CREATE),
     EXT("aten.gather",
@@ -843,6 +881,15 @@ const ts_op_entry ts_opf_table[] = {
         "2*out",
         "grad inside (min, max): the two bound tests of hardtanh (2) with the "
         "selection folded in."),
+    EXT("aten.histc",
+        ts_opf_histc,
+        "0 (counting)",
+        "Each element's bin, (x - min)*bins/(max - min), is an index that "
+        "addresses a counter and each count an integer increment: index "
+        "work, excluded as a lookup's index is, for floating and integer "
+        "inputs alike (Mixture-of-Experts routers histogram float expert ids "
+        "on CPU and integer ids on CUDA and meta; they count the same). "
+        "Listed in by_operator with 0."),
     EXT("aten.huber_loss",
         ts_opf_smooth_l1_loss,
         "8N + reduction",

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_put.h"
 #include "render_text.h"
 #include "torchscan/json_text.h"
 
@@ -34,22 +35,21 @@ rt_fixed2(ts_text_buf *b, double value)
 static void
 grouped_int(ts_text_buf *b, int64_t value)
 {
-    char digits[32], out[48];
-    size_t len, o = 0;
+    char out[48]; /* 20 digits, 6 commas, a sign */
+    size_t i = sizeof out, digits = 0;
     uint64_t mag = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
-    snprintf(digits, sizeof digits, "%llu", (unsigned long long)mag);
-    len = strlen(digits);
-    if (value < 0) {
-        out[o++] = '-';
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (i > 0 && (len - i) % 3 == 0) {
-            out[o++] = ',';
+    do {
+        if (digits > 0 && digits % 3 == 0) {
+            out[--i] = ',';
         }
-        out[o++] = digits[i];
+        out[--i] = (char)('0' + mag % 10);
+        mag /= 10;
+        digits++;
+    } while (mag > 0);
+    if (value < 0) {
+        out[--i] = '-';
     }
-    out[o] = '\0';
-    ts_text_put(b, out);
+    ts_text_put_n(b, out + i, sizeof out - i);
 }
 
 void
@@ -188,40 +188,7 @@ rt_delta_text(ts_text_buf *b, const json_t *diff)
 void
 rt_json_island(ts_text_buf *b, const json_t *value)
 {
-    char *text = ts_json_text(value, -1);
-    const char *start;
-    if (text == NULL) {
-        b->failed = true;
-        return;
-    }
-    start = text;
-    for (const char *c = text; *c; c++) {
-        const char *ref = NULL;
-        size_t skip = 1;
-        if (*c == '&') {
-            ref = "\\u0026";
-        }
-        else if (*c == '<') {
-            ref = "\\u003c";
-        }
-        else if (*c == '>') {
-            ref = "\\u003e";
-        }
-        else if ((unsigned char)c[0] == 0xE2 && (unsigned char)c[1] == 0x80
-                 && ((unsigned char)c[2] == 0xA8
-                     || (unsigned char)c[2] == 0xA9)) {
-            ref = (unsigned char)c[2] == 0xA8 ? "\\u2028" : "\\u2029";
-            skip = 3;
-        }
-        if (ref != NULL) {
-            ts_text_put_n(b, start, (size_t)(c - start));
-            ts_text_put(b, ref);
-            c += skip - 1;
-            start = c + 1;
-        }
-    }
-    ts_text_put(b, start);
-    free(text);
+    ts_json_put(b, value, -1, true);
 }
 
 void

@@ -184,6 +184,9 @@ text_problem(const char *s, size_t len, bool display)
     const unsigned char *p = (const unsigned char *)s;
     for (size_t k = 0; k < len; k++) {
         unsigned char ch = p[k];
+        if (ch >= 0x20 && ch < 0x7f) {
+            continue; /* printable ASCII, nearly all of a report */
+        }
         if (ch == 0) {
             return "a NUL character";
         }
@@ -209,50 +212,85 @@ text_problem(const char *s, size_t len, bool display)
     return NULL;
 }
 
-static int
-data_check(checker *c, const json_t *value, int depth)
+/* The walk of data_check keeps the steps to the value it looks at (a key or
+ * an index per level) and writes the path only for a message. */
+typedef struct data_walk {
+    struct {
+        const char *key; /* NULL: the step is `index` */
+        size_t index;
+    } steps[MAX_DEPTH + 1];
+    bool display;
+    int depth;           /* of the value with the problem */
+    const char *problem; /* NULL: nested too deeply */
+    bool in_key;
+} data_walk;
+
+static bool
+walk_value(data_walk *w, const json_t *value, int depth)
 {
     if (depth > MAX_DEPTH) {
-        return fail(c, "nested too deeply (more than %d levels)", MAX_DEPTH);
+        w->depth = depth;
+        w->problem = NULL;
+        return false;
     }
     if (json_is_string(value)) {
-        const char *problem = text_problem(json_string_value(value),
-                                           json_string_length(value),
-                                           c->display_text);
-        return problem == NULL ? TS_OK : fail(c, "text holds %s", problem);
+        w->problem = text_problem(
+            json_string_value(value), json_string_length(value), w->display);
+        w->depth = depth;
+        w->in_key = false;
+        return w->problem == NULL;
     }
     if (json_is_array(value)) {
         for (size_t k = 0; k < json_array_size(value); k++) {
-            size_t saved = push_index(c, k);
-            int rc = data_check(c, json_array_get(value, k), depth + 1);
-            if (rc != TS_OK) {
-                return rc;
+            w->steps[depth].key = NULL;
+            w->steps[depth].index = k;
+            if (!walk_value(w, json_array_get(value, k), depth + 1)) {
+                return false;
             }
-            pop(c, saved);
         }
-        return TS_OK;
+        return true;
     }
     if (json_is_object(value)) {
         /* json_object_iter takes a non-const pointer but only reads. */
         for (void *it = json_object_iter((json_t *)value); it != NULL;
              it = json_object_iter_next((json_t *)value, it)) {
             const char *key = json_object_iter_key(it);
-            const char *problem = text_problem(
-                key, json_object_iter_key_len(it), c->display_text);
-            size_t saved;
-            int rc;
-            if (problem != NULL) {
-                return fail(c, "a key holds %s", problem);
+            w->problem =
+                text_problem(key, json_object_iter_key_len(it), w->display);
+            if (w->problem != NULL) {
+                w->depth = depth;
+                w->in_key = true;
+                return false;
             }
-            saved = push_key(c, key);
-            rc = data_check(c, json_object_iter_value(it), depth + 1);
-            if (rc != TS_OK) {
-                return rc;
+            w->steps[depth].key = key;
+            if (!walk_value(w, json_object_iter_value(it), depth + 1)) {
+                return false;
             }
-            pop(c, saved);
         }
     }
-    return TS_OK;
+    return true;
+}
+
+static int
+data_check(checker *c, const json_t *value)
+{
+    data_walk w;
+    w.display = c->display_text;
+    if (walk_value(&w, value, 0)) {
+        return TS_OK;
+    }
+    for (int k = 0; k < w.depth && k <= MAX_DEPTH; k++) {
+        if (w.steps[k].key != NULL) {
+            push_key(c, w.steps[k].key);
+        }
+        else {
+            push_index(c, w.steps[k].index);
+        }
+    }
+    if (w.problem == NULL) {
+        return fail(c, "nested too deeply (more than %d levels)", MAX_DEPTH);
+    }
+    return fail(c, w.in_key ? "a key holds %s" : "text holds %s", w.problem);
 }
 
 int
@@ -261,7 +299,7 @@ ts_json_data_check(const json_t *value, const char *where, ts_error *err)
     checker c;
     checker_init(&c, where, err);
     c.display_text = true;
-    return data_check(&c, value, 0);
+    return data_check(&c, value);
 }
 
 /* ---- typed fields ------------------------------------------------------- */
@@ -1042,7 +1080,7 @@ report_check(const json_t *report,
     if (!json_is_object(report)) {
         return fail(&c, "an AnalysisReport is a JSON object");
     }
-    if ((rc = data_check(&c, report, 0)) != TS_OK
+    if ((rc = data_check(&c, report)) != TS_OK
         || (rc = check_schema_version(&c, report)) != TS_OK) {
         return rc;
     }

@@ -27,7 +27,7 @@ ts_text_reserve(ts_text_buf *b, size_t extra)
 }
 
 void
-ts_text_put_n(ts_text_buf *b, const char *text, size_t len)
+ts_text_put_grow(ts_text_buf *b, const char *text, size_t len)
 {
     if (b->failed) {
         return;
@@ -53,12 +53,6 @@ ts_text_put_n(ts_text_buf *b, const char *text, size_t len)
     memcpy(b->data + b->len, text, len);
     b->len += len;
     b->data[b->len] = '\0';
-}
-
-void
-ts_text_put(ts_text_buf *b, const char *text)
-{
-    ts_text_put_n(b, text, strlen(text));
 }
 
 void

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct ts_text_buf {
     char *data; /* malloc'd, NUL-terminated once anything was appended */
@@ -19,11 +20,30 @@ typedef struct ts_text_buf {
  * large for memory fails at once, before anything is written). */
 void ts_text_reserve(ts_text_buf *b, size_t extra);
 
-/* Appends `len` bytes of `text`. */
-void ts_text_put_n(ts_text_buf *b, const char *text, size_t len);
+/* Appends `len` bytes of `text` when the buffer must grow first (the slow
+ * path of ts_text_put_n). */
+void ts_text_put_grow(ts_text_buf *b, const char *text, size_t len);
+
+/* Appends `len` bytes of `text`. Inline: the page and JSON writers append
+ * millions of short pieces, most of which fit the buffer as it is. */
+static inline void
+ts_text_put_n(ts_text_buf *b, const char *text, size_t len)
+{
+    if (!b->failed && len < b->cap - b->len) { /* cap > len always holds */
+        memcpy(b->data + b->len, text, len);
+        b->len += len;
+        b->data[b->len] = '\0';
+        return;
+    }
+    ts_text_put_grow(b, text, len);
+}
 
 /* Appends a NUL-terminated string. */
-void ts_text_put(ts_text_buf *b, const char *text);
+static inline void
+ts_text_put(ts_text_buf *b, const char *text)
+{
+    ts_text_put_n(b, text, strlen(text));
+}
 
 /* Appends `text` (NULL appends nothing) with & < > " ' replaced by HTML
  * character references: safe in HTML and SVG text and attribute values. */

@@ -367,9 +367,20 @@ typedef struct conv_frame {
     Py_ssize_t index;
 } conv_frame;
 
+/* Reports repeat leaves (statuses, operator and class names, small counts):
+ * a conversion shares one JSON value per short text (a table by content)
+ * and per small integer.
+ * JSON leaves are never changed in place by the engine, so a shared leaf
+ * reads as its copies would, and the tree costs fewer allocations. */
+#define LEAF_MEMO_SIZE 512 /* a power of two */
+#define LEAF_TEXT_MAX 64   /* longer texts are not shared */
+#define SMALL_INT_MAX 1024 /* 0 ... SMALL_INT_MAX - 1 are shared */
+
 typedef struct conv_ctx {
     const char *what;
     conv_frame frames[CONV_MAX_DEPTH + 1];
+    json_t *texts[LEAF_MEMO_SIZE]; /* strong, NULL until met */
+    json_t *ints[SMALL_INT_MAX];   /* strong, NULL until met */
 } conv_ctx;
 
 /* The path of the first `depth` levels ("" at the top), as subscripts
@@ -424,6 +435,13 @@ int_to_json(PyObject *obj, conv_ctx *c, int depth)
                          PyExc_ValueError,
                          "an integer outside the 64-bit range (past 2^63)");
     }
+    if (v >= 0 && v < SMALL_INT_MAX) {
+        json_t **slot = &c->ints[v];
+        if (*slot == NULL && (*slot = json_integer(v)) == NULL) {
+            return (json_t *)PyErr_NoMemory();
+        }
+        return json_incref(*slot);
+    }
     return json_integer(v);
 }
 
@@ -432,6 +450,7 @@ text_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
     Py_ssize_t size;
     json_t *result;
+    size_t slot = 0;
     const char *s = PyUnicode_AsUTF8AndSize(obj, &size);
     if (s == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeError)) {
@@ -446,9 +465,29 @@ text_to_json(PyObject *obj, conv_ctx *c, int depth)
         return conv_fail(
             c, depth, PyExc_ValueError, "text with a NUL character");
     }
+    if (size <= LEAF_TEXT_MAX) {
+        uint32_t hash = 2166136261u; /* FNV-1a */
+        const json_t *seen;
+        for (Py_ssize_t k = 0; k < size; k++) {
+            hash = (hash ^ (unsigned char)s[k]) * 16777619u;
+        }
+        slot = hash & (LEAF_MEMO_SIZE - 1);
+        seen = c->texts[slot];
+        if (seen != NULL && json_string_length(seen) == (size_t)size
+            && memcmp(json_string_value(seen), s, (size_t)size) == 0) {
+            return json_incref((json_t *)seen);
+        }
+    }
     /* Python's UTF-8 of a str without surrogates is valid UTF-8 */
     result = json_stringn_nocheck(s, (size_t)size);
-    return result != NULL ? result : (json_t *)PyErr_NoMemory();
+    if (result == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    if (size <= LEAF_TEXT_MAX) {
+        json_decref(c->texts[slot]);
+        c->texts[slot] = json_incref(result);
+    }
+    return result;
 }
 
 static json_t *
@@ -587,9 +626,21 @@ to_json(PyObject *obj, conv_ctx *c, int depth)
 json_t *
 tsx_to_json(PyObject *obj, const char *what)
 {
-    conv_ctx c;
-    c.what = what;
-    return to_json(obj, &c, 0);
+    conv_ctx *c = PyMem_Calloc(1, sizeof *c);
+    json_t *result;
+    if (c == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    c->what = what;
+    result = to_json(obj, c, 0);
+    for (size_t k = 0; k < LEAF_MEMO_SIZE; k++) {
+        json_decref(c->texts[k]);
+    }
+    for (size_t k = 0; k < SMALL_INT_MAX; k++) {
+        json_decref(c->ints[k]);
+    }
+    PyMem_Free(c);
+    return result;
 }
 
 PyObject *
@@ -612,6 +663,9 @@ tsx_raise_status(int status, const char *message)
             break;
         case TS_EUNSUPPORTED:
             type = PyExc_NotImplementedError;
+            break;
+        case TS_EIO:
+            type = PyExc_OSError;
             break;
         default:
             break;

@@ -27,6 +27,7 @@ void tsx_convert_free(tsx_state *st);
  *   TS_EINVAL, TS_EFORMAT      ValueError
  *   TS_EOVERFLOW               OverflowError
  *   TS_EUNSUPPORTED            NotImplementedError
+ *   TS_EIO                     OSError
  *   TS_EMEASURE, other         RuntimeError
  * They return NULL. tsx_raise uses the engine's message; tsx_raise_status
  * uses `message` (NULL: a generic one) for engine functions that return a

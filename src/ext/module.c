@@ -3,6 +3,7 @@
  * of src/ext: the functions it lists live in reports.c, tables.c,
  * formulas.c, progress.c, timing.c and measure.c, the types in crawl.c,
  * hooks.c and counter.c (state.h lists the layers). */
+#include "checkpoints.h"
 #include "crawl.h"
 #include "formulas.h"
 #include "measure.h"
@@ -35,6 +36,19 @@ static PyMethodDef engine_methods[] = {
      "format_report(report, wrap_mode='mid', receptive_field=False, "
      "effective_rf_stats=False, max_depth=-1) -> str, the report checked "
      "first (as `torchscan table` checks it)"},
+    {"inspect_checkpoint",
+     tsx_engine_inspect_checkpoint,
+     METH_O,
+     "inspect_checkpoint(path) -> the checkpoint report (read in C, "
+     "nothing executed)"},
+    {"format_checkpoint",
+     tsx_engine_format_checkpoint,
+     METH_VARARGS,
+     "format_checkpoint(report, max_depth) -> the table text"},
+    {"match_checkpoint",
+     tsx_engine_match_checkpoint,
+     METH_VARARGS,
+     "match_checkpoint(report, against) -> the match result"},
     {"format_name",
      tsx_engine_format_name,
      METH_VARARGS,

@@ -20,7 +20,7 @@
  *   observe      what a module call records (begin/end of a layer call)
  *   hooks        observer objects (Hook), install/uninstall, flags
  *   crawl        the crawl (Python type Crawl) and its report
- *   reports, tables, formulas   module functions
+ *   reports, tables, checkpoints, formulas   module functions
  *   progress     the progress line of long measurements (a terminal)
  *   timing, measure   module functions
  *   module       the module definition and method table (the top)

@@ -326,10 +326,12 @@ test_table(void)
      * packets, sort, topk, _unique2, nonzero, grid_sampler_2d,
      * upsample_bicubic2d, and torchvision's nms, roi_align, roi_pool,
      * ps_roi_align, ps_roi_pool, deform_conv2d). */
-    CHECK_EQ_INT(supplemental, 305);
-    CHECK_EQ_INT(extension, 195 + 72);
+    /* then 5 for Mixture-of-Experts routers and wav2vec2: histc,
+     * floor_divide(_), _weight_norm_interface(_backward). */
+    CHECK_EQ_INT(supplemental, 310);
+    CHECK_EQ_INT(extension, 195 + 72 + 5);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 436);
+    CHECK_EQ_INT(n, 441);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -1376,6 +1378,13 @@ test_reductions(void)
     CHECK_EXACT("aten.cumsum", c, 9);
     c.outs[0].dtype = I;
     CHECK_EXACT("aten.cumsum", c, 0);
+    /* cumsum(float, dtype=torch.int32), a Mixture-of-Experts router's
+     * offsets on CPU: the adds are integer, 0 (the meta/CUDA call, with
+     * integer input and output, counts 0 too). */
+    c = reduce_call("4", "4");
+    a_int(&c, 0);
+    c.outs[0].dtype = I;
+    CHECK_EXACT("aten.cumsum", c, 0);
 }
 
 static void
@@ -1488,10 +1497,26 @@ test_products(void)
     o_tensor(&c, F, "6,5");
     CHECK_EXACT("aten._grouped_mm", c, 240);
     c.args[1].tensor = shape(F, "2,5,5");
-    CHECK_UNSUPPORTED("aten._grouped_mm", c, "equal-width expert");
+    CHECK_UNSUPPORTED("aten._grouped_mm", c, "shared dimension");
+    /* batched experts (2,6,4) x (2,4,5): 2*48*5 = 480; group counts must
+     * match */
     c.args[0].tensor = shape(F, "2,6,4");
     c.args[1].tensor = shape(F, "2,4,5");
-    CHECK_UNSUPPORTED("aten._grouped_mm", c, "equal-width expert");
+    CHECK_EXACT("aten._grouped_mm", c, 480);
+    c.args[1].tensor = shape(F, "3,4,5");
+    CHECK_UNSUPPORTED("aten._grouped_mm", c, "group count");
+    /* the experts' weight gradient X^T (4, 6) @ dY (6, 5), the 6 rows
+     * ragged by offs: every row in one group: 2*4*6*5 = 240 */
+    c.args[0].tensor = shape(F, "4,6");
+    c.args[1].tensor = shape(F, "6,5");
+    CHECK_EXACT("aten._grouped_mm", c, 240);
+    /* 3-D x 2-D, N ragged: (2,6,4) x (4,10): each group (6,4)@(4,N_g),
+     * sum N_g = 10: 2*6*4*10 = 480 */
+    c.args[0].tensor = shape(F, "2,6,4");
+    c.args[1].tensor = shape(F, "4,10");
+    CHECK_EXACT("aten._grouped_mm", c, 480);
+    c.args[1].tensor = shape(F, "4");
+    CHECK_UNSUPPORTED("aten._grouped_mm", c, "2-D or 3-D");
 }
 
 /* ==== supplemental: softmax and norms ==================================== */
@@ -3424,11 +3449,104 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "436 operator packets") != NULL);
+        CHECK(strstr(generated, "441 operator packets") != NULL);
         CHECK(strstr(generated, "| `torchvision.nms` |") != NULL);
     }
     free(generated);
     free(checked_in);
+}
+
+/* Operators of Mixture-of-Experts routers (transformers' grouped-mm
+ * experts: sort, perm // top_k, histc, cumsum) and of wav2vec2's
+ * weight-normalised positional convolution. Hand arithmetic. */
+static void
+test_moe_and_weight_norm(void)
+{
+    ts_op_call c;
+
+    /* floor_divide: divide and floor, 2 per output: (4,5) -> 40 */
+    c = call_new();
+    a_tensor(&c, F, "4,5");
+    a_tensor(&c, F, "4,5");
+    o_tensor(&c, F, "4,5");
+    CHECK_EXACT("aten.floor_divide", c, 40);
+    CHECK_EXACT("aten.floor_divide_", c, 40);
+    /* perm // num_top_k on int64 indices: index arithmetic, 0; an integer
+     * tensor // 2.5 is floating: 2*6 = 12 */
+    c = call_new();
+    a_tensor(&c, I, "16");
+    a_int(&c, 2);
+    o_tensor(&c, I, "16");
+    CHECK_EXACT("aten.floor_divide", c, 0);
+    c = call_new();
+    a_tensor(&c, I, "2,3");
+    a_real(&c, 2.5);
+    o_tensor(&c, F, "2,3");
+    CHECK_EXACT("aten.floor_divide", c, 12);
+
+    /* histc(expert ids (16,), bins=4, min=0, max=3): index work, 0 for
+     * float ids (CPU) and integer ids (CUDA, meta) alike; a sparse input is
+     * refused like any other formula's. */
+    c = call_new();
+    a_tensor(&c, F, "16");
+    a_int(&c, 4);
+    a_int(&c, 0);
+    a_int(&c, 3);
+    o_tensor(&c, F, "4");
+    CHECK_EXACT("aten.histc", c, 0);
+    c.args[0].tensor.dtype = I;
+    c.outs[0].dtype = I;
+    CHECK_EXACT("aten.histc", c, 0);
+    c.args[0].tensor.dense = false;
+    CHECK_UNSUPPORTED("aten.histc", c, "dense strided");
+
+    /* _weight_norm_interface(v (32,8,16), g (1,1,16), dim=2), wav2vec2's
+     * positional convolution: N = 4096, R = 16 norms of 256 elements.
+     * Norms 2N = 8192 (4096 squares, 4096 - 16 adds, 16 roots), g / norm
+     * 16, v * (g / norm) 4096: 12304 = 3N + R. */
+    c = call_new();
+    a_tensor(&c, F, "32,8,16");
+    a_tensor(&c, F, "1,1,16");
+    a_int(&c, 2);
+    o_tensor(&c, F, "32,8,16");
+    o_tensor(&c, F, "1,1,16");
+    CHECK_EXACT("aten._weight_norm_interface", c, 12304);
+    /* dim 0: 32 norms, 12288 + 32; dim -1: one norm of the whole tensor,
+     * 12288 + 1; dim absent is 0 (schema default) */
+    c.args[2].i = 0;
+    CHECK_EXACT("aten._weight_norm_interface", c, 12320);
+    c.args[2].i = -1;
+    CHECK_EXACT("aten._weight_norm_interface", c, 12289);
+    c.nargs = 2;
+    CHECK_EXACT("aten._weight_norm_interface", c, 12320);
+    c.nargs = 3;
+    c.args[2].i = 3;
+    CHECK_UNSUPPORTED("aten._weight_norm_interface", c, "out of range");
+    c.args[2].kind = TS_ARG_REAL;
+    CHECK_UNSUPPORTED("aten._weight_norm_interface", c, "must be an int");
+    /* an empty weight: 0 (no norm to take) */
+    c = call_new();
+    a_tensor(&c, F, "0,8");
+    a_tensor(&c, F, "0,1");
+    a_int(&c, 0);
+    CHECK_EXACT("aten._weight_norm_interface", c, 0);
+
+    /* _weight_norm_interface_backward(grad_w, saved_v, saved_g,
+     * saved_norms, dim=2) on the same shapes: s = sum(grad_w*v) per row
+     * 2*4096 - 16 = 8176, grad_g = s/norm 16, a = g/norm 16,
+     * b = a*grad_g/norm 32, grad_v = a*grad_w - b*v 3*4096 = 12288:
+     * 20528 = 5N + 3R. */
+    c = call_new();
+    a_tensor(&c, F, "32,8,16");
+    a_tensor(&c, F, "32,8,16");
+    a_tensor(&c, F, "1,1,16");
+    a_tensor(&c, F, "1,1,16");
+    a_int(&c, 2);
+    o_tensor(&c, F, "32,8,16");
+    o_tensor(&c, F, "1,1,16");
+    CHECK_EXACT("aten._weight_norm_interface_backward", c, 20528);
+    c.args[4].i = -1;
+    CHECK_EXACT("aten._weight_norm_interface_backward", c, 20483);
 }
 
 int
@@ -3479,6 +3597,7 @@ main(void)
     test_selections();
     test_roi_ops();
     test_deform_grid_bicubic();
+    test_moe_and_weight_norm();
     test_docs();
     return ts_test_report();
 }

@@ -153,6 +153,14 @@ test_numbers(void)
         got = text(write_grouped, &s);
         CHECK_EQ_STR(got, "-9,223,372,036,854,775,808");
         free(got);
+        s.i = 0;
+        got = text(write_grouped, &s);
+        CHECK_EQ_STR(got, "0");
+        free(got);
+        s.i = -100000;
+        got = text(write_grouped, &s);
+        CHECK_EQ_STR(got, "-100,000");
+        free(got);
         s.i = 999;
         got = text(write_status, &s);
         CHECK_EQ_STR(got, "complete · 999 FLOPs");

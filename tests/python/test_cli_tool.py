@@ -23,7 +23,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchscan import ModuleCall, ModuleHandler, crawl_module
+from torchscan import ModuleCall, ModuleHandler, crawl_module, inspect_checkpoint
 from torchscan.process import measure_peak_rss
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +109,13 @@ def reports(tmp_path_factory) -> dict[str, Path]:
         paths[name].write_text(json.dumps(report))
     paths["pair"] = directory / "pair.json"
     paths["pair"].write_text(json.dumps({"a": built["complete"], "b": built["partial"]}))
+    # a checkpoint and its own report, for inspect (and --against)
+    from safetensors.torch import save_file
+
+    paths["checkpoint"] = directory / "model.safetensors"
+    save_file({"0.weight": torch.ones(8, 3, 3, 3), "0.bias": torch.zeros(8)}, str(paths["checkpoint"]))
+    paths["checkpoint_report"] = directory / "model.json"
+    paths["checkpoint_report"].write_text(json.dumps(inspect_checkpoint(paths["checkpoint"])))
     return paths
 
 
@@ -403,7 +410,7 @@ def test_help_of_the_tool_and_of_every_command():
     main = tool("--help")
     assert main.returncode == 0 and main.stderr == "" and main.stdout.startswith("usage: torchscan COMMAND")
     assert tool("-h").stdout == main.stdout
-    assert _commands() == ["table", "compare", "export", "render", "rss"]
+    assert _commands() == ["table", "compare", "export", "render", "rss", "inspect"]
     for command in _commands():
         for flag in ("--help", "-h"):
             result = tool(command, flag)
@@ -416,13 +423,14 @@ def test_help_of_the_tool_and_of_every_command():
 
 # a valid value for each option a --help lists (an option added without one here fails the test below)
 VALID = {"--max-depth": "1", "--wrap": "end", "--metric": "macs", "--name": None, "--format": "csv",
-         "--output": "-", "-o": "-", "--timeout": "30", "--title": "A <title>", "--before": "complete"}
+         "--output": "-", "-o": "-", "--timeout": "30", "--title": "A <title>", "--before": "complete",
+         "--against": "checkpoint_report"}
 # where one command's option takes other values than VALID's
 VALID_FOR = {("render", "--format"): "svg"}
 # options that only go with another one
 REQUIRES = {("table", "--effective-rf-stats"): ["--receptive-field"]}
 OPERANDS = {"table": ["complete"], "compare": ["complete", "partial"], "export": ["complete", "--format", "csv"],
-            "render": ["complete"], "rss": ["true"]}
+            "render": ["complete"], "rss": ["true"], "inspect": ["checkpoint"]}
 
 
 def test_every_option_a_help_lists_is_accepted(reports):
@@ -445,7 +453,7 @@ def test_every_option_a_help_lists_is_accepted(reports):
             assert result.returncode == 0, (command, option, result.stderr)
             if metavar is not None and option.startswith("--"):
                 assert tool(command, f"{option}={value}", *operands).returncode == 0, (command, option)
-        unknown = tool(command, "--no-such-option", *OPERANDS[command])
+        unknown = tool(command, "--no-such-option", *OPERANDS[command])  # never read: refused first
         assert unknown.returncode == (125 if command == "rss" else 2)
         assert "unknown option --no-such-option" in unknown.stderr and f"torchscan {command} --help" in unknown.stderr
 
