@@ -58,6 +58,7 @@ EQUAL_TO_OPERATORS = {
     "rmsnorm_offset_weight",
     "rotary_embedding",
     "scaled_embedding",
+    "weight_norm",  # 3N + C, as aten._weight_norm_interface counts it
 }
 
 
