@@ -67,6 +67,7 @@ CASES: dict[str, tuple[Callable[[], torch.nn.Module], Callable[[], tuple[Any, ..
     "quantizable_mobilenet_v3_large": (lambda: M.quantization.mobilenet_v3_large(quantize=False), lambda: img(64)),
     "timm_resnet18": (timm_model("resnet18"), lambda: img(64)),
     "timm_efficientnet_b0": (timm_model("efficientnet_b0"), lambda: img(64)),
+    "timm_tf_efficientnet_b0": (timm_model("tf_efficientnet_b0"), lambda: img(64)),  # Conv2dSame
     "timm_vit_tiny": (timm_model("vit_tiny_patch16_224", img_size=32, depth=2), lambda: img(32)),
     "timm_deit_tiny": (timm_model("deit_tiny_distilled_patch16_224", img_size=32, depth=2), lambda: img(32)),
     "timm_eva02_tiny": (timm_model("eva02_tiny_patch14_224", img_size=28, depth=2), lambda: img(28)),
@@ -164,6 +165,12 @@ def test_timm_blocks_by_hand() -> None:
     rows_, s, d = 64 * 3 * 49, 49, 32
     assert value(softmax) == rows_ * (5 * s - 2)
     assert value(attn) == rows_ * d + rows_ * s * (2 * d - 1) + rows_ * s + rows_ * d * (2 * s - 1)
+    # Conv2dSame pads (0, 1, 0, 1) itself, then a stride-2 3x3 convolution without bias on (1, 3, 65, 65):
+    # Conv's O (2 Cin K - 1), 2K - 1 per output against the operator view's 2K
+    stem = rows_of("timm_tf_efficientnet_b0", "Conv2dSame")[0]
+    o = 32 * 32 * 32
+    assert signature(stem) == "conv" and value(stem) == o * (2 * 27 - 1)
+    assert value(stem, "operator_flops") - value(stem) == o
     # an unconverted QuantStub returns its input
     stub = rows_of("quantizable_resnet18", "QuantStub")[0]
     assert signature(stub) == "identity" and value(stub, "dmas") == 3 * 64 * 64
