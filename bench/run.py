@@ -15,6 +15,11 @@ For each workload it times, with the same inputs and one thread:
              operators (how the reference observes calls; ours wraps forwards)
   fcm        FlopCounterMode alone
   fcm+rec    FlopCounterMode plus a second recording mode (how the reference counts)
+and, on a Hugging Face Llama built from a small config (when transformers is installed):
+  no-match   crawl_module(mode="full") with the matching of library blocks by their
+             operators turned off (the engine's Crawl(match=False)): no operator is recorded
+             and no signature runs, so full - no-match is what the built-in block
+             estimates cost
 and prints ratios to the plain forward and overhead ratios (time minus plain) to the
 floors. Each case runs in short batches (about 10 ms each), interleaved with the other
 cases over many rounds; each figure is the case's fastest batch, divided by its calls.
@@ -25,6 +30,7 @@ asserted.
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import time
@@ -139,11 +145,45 @@ def with_hooks(model: nn.Module, fn: Callable[[], object]) -> Callable[[], objec
     return run
 
 
+def llama() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    model = LlamaForCausalLM._from_config(config, attn_implementation="sdpa")
+    return model, (torch.randint(0, 256, (1, 32)),)
+
+
+def without_matching(fn: Callable[[], object]) -> Callable[[], object]:
+    """fn with the crawl's matching of library blocks off (Crawl(match=False)), as when no model
+    library is imported."""
+    from torchscan import crawler  # noqa: PLC0415
+
+    engine_crawl = crawler._engine.Crawl
+
+    def run() -> object:
+        crawler._engine.Crawl = functools.partial(engine_crawl, match=False)
+        try:
+            return fn()
+        finally:
+            crawler._engine.Crawl = engine_crawl
+
+    return run
+
+
 def bench(
     name: str,
     build: Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]],
     rounds: int,
     target: float,
+    match: bool = False,
 ) -> dict[str, float]:
     torch.manual_seed(0)
     model, inputs = build()
@@ -186,6 +226,8 @@ def bench(
         "fcm": under(lambda: FlopCounterMode(display=False)),
         "fcm+rec": fcm_rec,
     }
+    if match:
+        cases["no-match"] = without_matching(cases["full"])
     for fn in cases.values():  # warm-up: caches, allocator, lazy imports
         for _ in range(3):
             fn()
@@ -209,6 +251,12 @@ def bench(
     print(f"  full crawl overhead / (hooks+empty) overhead  = {over['full'] / over['hooks+empty']:.2f}  (hook-based floor)")
     print(f"  FlopCounterMode overhead / empty mode overhead = {over['fcm'] / over['empty']:.2f}")
     print(f"  FlopCounterMode+recorder overhead / empty      = {over['fcm+rec'] / over['empty']:.2f}")
+    if match:
+        print(f"  full crawl overhead without matching / empty   = {over['no-match'] / over['empty']:.2f}")
+        print(
+            f"  block matching: full / no-match = {t['full'] / t['no-match']:.3f} "
+            f"({(t['full'] - t['no-match']) * 1e3:.3f} ms per crawl)"
+        )
     return t
 
 
@@ -223,6 +271,12 @@ def main() -> int:
     bench("(a) 48 x [Linear(64,64) + LayerNorm + ReLU], batch 1", mlp_blocks, rounds, target)
     bench("(b) 8-layer TransformerEncoder, d=64, seq 16", encoder, rounds, target)
     bench("(c) ResNet-style CNN, 64x64", resnet, rounds, target)
+    try:
+        import transformers  # noqa: F401, PLC0415 - only for case (d)
+    except ImportError:
+        print("\n(d) skipped: transformers is not installed")
+    else:
+        bench("(d) Llama, 4 layers, d=64, GQA, seq 32 (transformers imported)", llama, rounds, target, match=True)
     return 0
 
 

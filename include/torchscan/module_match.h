@@ -22,9 +22,15 @@
 extern "C" {
 #endif
 
-/* Operator codes the signatures name; 0 (TS_MOP_OTHER) for the others. */
+/* Operator codes the signatures name; 0 (TS_MOP_OTHER) for the others.
+ * TS_MOP_CHILD is not an operator: a child module's call, which the session
+ * records where it happened among its parent's operators (its output in
+ * outs[0], its torch.nn family, or TS_MOD_UNKNOWN, in args[0].i). Its work
+ * is its own row's; an attention core may take its softmax from it
+ * (timm's WindowAttention calls an nn.Softmax child). */
 enum {
-    TS_MOP_OTHER = 0
+    TS_MOP_OTHER = 0,
+    TS_MOP_CHILD = -1
 };
 
 /* The matcher's code of an operator packet ("aten.add"; an in-place packet

@@ -528,6 +528,27 @@ estimate_layer(ts_session *session,
     return TS_OK;
 }
 
+/* Records a child's call among the operators of its parent (now the
+ * innermost call, matchable): where it happened, its family and output. */
+static int
+record_child(ts_session *session,
+             const module_record *child,
+             const ts_module_call *call)
+{
+    ts_match_op op;
+    memset(&op, 0, sizeof op);
+    op.code = TS_MOP_CHILD;
+    op.counted = true;
+    op.nargs = 1;
+    op.args[0].kind = TS_ARG_INT;
+    op.args[0].i = child->desc.kind;
+    if (call != NULL && call->has_output) {
+        op.nouts = 1;
+        op.outs[0] = call->output;
+    }
+    return ts_session_record_op(session, &op);
+}
+
 /* Matches a matchable module's call against the signatures with the
  * operators it ran itself: 1 matched (*match filled), 0 not, or a negative
  * status. */
@@ -736,6 +757,10 @@ ts_session_end_call(ts_session *session,
             return rc;
         }
         matched = rc == 1;
+    }
+    if (!failed && ts_session_wants_ops(session)
+        && record_child(session, m, call) != TS_OK) {
+        return TS_ENOMEM;
     }
     if (session->full
         && (m->metric_leaf || m->handler || matched || match.uncovered)) {

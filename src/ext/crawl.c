@@ -90,9 +90,10 @@ static const char *const libraries[] = {
     "transformers",
     "torchvision",
     "timm",
-    /* torch's own parametrizations (weight_norm) have no torch.nn
-     * family */
+    /* torch's own parametrizations (weight_norm) and quantization stubs
+     * (identities until a model is converted) have no torch.nn family */
     "torch.nn.utils.parametrizations",
+    "torch.ao.quantization",
 };
 #define N_LIBRARIES (sizeof libraries / sizeof libraries[0])
 
@@ -261,9 +262,12 @@ add_module(tsx_crawl *c,
         && attach_handler(c, index, t.handler) < 0) {
         return -1;
     }
-    if (t.handler == NULL && t.library && desc.kind == TS_MOD_UNKNOWN) {
-        /* a library block without a formula: its operators are matched
-         * (a caller's handler always wins) */
+    if (t.library && desc.kind == TS_MOD_UNKNOWN
+        && (t.handler == NULL || !children)) {
+        /* a library block without a formula: its operators are matched. A
+         * caller's handler always wins: on a leaf the signature answers
+         * only what the handler omits (as a formula would); a composite
+         * with a handler delegates the rest to its children */
         ts_session_set_module_matchable(c->session, index, true);
     }
     if (c->full && recurse) {
@@ -353,7 +357,8 @@ crawl_init(tsx_crawl *c,
            PyObject *root,
            int full,
            PyObject *handlers,
-           PyObject *module_call)
+           PyObject *module_call,
+           int match)
 {
     crawl_build b;
     PyObject *empty;
@@ -367,7 +372,7 @@ crawl_init(tsx_crawl *c,
     c->reader.is_patched_forward = tsx_is_patched_forward;
     b.reader = c->reader;
     b.reader.memo = &b.descs;
-    b.libraries = full ? imported_libraries() : 0;
+    b.libraries = full && match ? imported_libraries() : 0;
     if (handlers != Py_None) {
         if (!PyDict_Check(handlers) || module_call == Py_None) {
             tsx_fail(PyExc_TypeError,
@@ -397,20 +402,21 @@ static PyObject *
 crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {
-        "module", "full", "handlers", "module_call", NULL};
+        "module", "full", "handlers", "module_call", "match", NULL};
     PyObject *root, *handlers = Py_None, *module_call = Py_None;
-    int full = 1, gc_was_enabled, rc;
+    int full = 1, match = 1, gc_was_enabled, rc;
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type, crawl_new);
     if (st == NULL
         || !PyArg_ParseTupleAndKeywords(args,
                                         kwds,
-                                        "O|pOO:Crawl",
+                                        "O|pOO$p:Crawl",
                                         kwlist,
                                         &root,
                                         &full,
                                         &handlers,
-                                        &module_call)) {
+                                        &module_call,
+                                        &match)) {
         return NULL;
     }
     c = (tsx_crawl *)type->tp_alloc(type, 0);
@@ -420,7 +426,7 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     /* The walk allocates a few objects per module, none in a cycle: a
      * collection of the (large) torch heap in the middle helps nobody. */
     gc_was_enabled = PyGC_Disable();
-    rc = crawl_init(c, st, root, full, handlers, module_call);
+    rc = crawl_init(c, st, root, full, handlers, module_call, match);
     if (gc_was_enabled) {
         PyGC_Enable();
     }
@@ -716,7 +722,10 @@ static PyType_Slot crawl_slots[] = {
     {Py_tp_traverse, crawl_traverse},
     {Py_tp_clear, crawl_clear},
     {Py_tp_methods, crawl_methods},
-    {Py_tp_doc, "Crawl(module, full=True): one analysis of a module."},
+    {Py_tp_doc,
+     "Crawl(module, full=True, handlers=None, module_call=None, *, "
+     "match=True): one analysis of a module; match=False turns off the "
+     "matching of library blocks by their operators (for benchmarks)."},
     {0, NULL},
 };
 

@@ -506,6 +506,74 @@ test_norms(void)
     CHECK_COUNTS(m, 3 * 72 + 3, 72, 2 * 72 + 3);
 }
 
+/* timm's FastAdaptiveAvgPool on NHWC (1, 7, 7, 8): mean over (1, 2);
+ * torchvision's LastLevelMaxPool: max_pool2d(x, 1, 2). */
+static void
+test_pool(void)
+{
+    static const int64_t hw[] = {1, 2}, one[] = {1}, two[] = {2}, zero[] = {0};
+    ts_match_op o[1];
+    matched m;
+    o[0] = op("aten.mean", S2(1, 8), 392);
+    t_arg(&o[0], S4(1, 7, 7, 8));
+    ints_arg(&o[0], 2, hw);
+    m = run(o, 1, true, S4(1, 7, 7, 8), S2(1, 8));
+    CHECK(method_is(&m, "pool"));
+    /* AdaptiveAvgPool2d(1): each element visited once (N FLOPs, the
+     * mean's own count); MACs visits + O (rank - 1); DMAs visits + O */
+    CHECK_COUNTS(m, 392, 392 + 8, 392 + 8);
+    CHECK_EQ_INT(o[0].flops, m.r.estimates.flops.value.i);
+
+    o[0].args[1].ints[0] = 0; /* over the batch axis: not a pooling */
+    m = run(o, 1, true, S4(1, 7, 7, 8), S2(1, 8));
+    CHECK_EQ_INT(m.rc, 0);
+
+    o[0] = op("aten.max_pool2d_with_indices", S4(1, 4, 4, 4), 0);
+    t_arg(&o[0], S4(1, 4, 8, 8));
+    ints_arg(&o[0], 1, one);
+    ints_arg(&o[0], 1, two);
+    ints_arg(&o[0], 1, zero);
+    ints_arg(&o[0], 1, one);
+    b_arg(&o[0], false);
+    m = run(o, 1, false, S4(1, 4, 8, 8), S4(1, 4, 4, 4));
+    CHECK(method_is(&m, "pool"));
+    /* MaxPool2d(1, 2): K - 1 = 0 comparisons; O (K + 1) DMAs; rf (1, 2,
+     * 0) */
+    CHECK_COUNTS(m, 0, 0, 64 * 2);
+    CHECK_EQ_INT(m.r.estimates.stride.value.i, 2);
+}
+
+/* timm's BatchNormAct2d: a BatchNorm2d subclass whose forward normalizes
+ * and calls its act child: the module's own work is the norm. */
+static void
+test_composite_layer(void)
+{
+    ts_match_op o[2];
+    matched m;
+    o[0] =
+        op("aten._native_batch_norm_legit_no_training", S4(2, 4, 3, 3), 296);
+    t_arg(&o[0], S4(2, 4, 3, 3));
+    t_arg(&o[0], S1(4));
+    t_arg(&o[0], S1(4));
+    t_arg(&o[0], S1(4));
+    t_arg(&o[0], S1(4));
+    r_arg(&o[0], 0.1);
+    r_arg(&o[0], 1e-5);
+    o[1] = op("x", S4(2, 4, 3, 3), 0); /* the act child's call */
+    o[1].code = TS_MOP_CHILD;
+    i_arg(&o[1], TS_MOD_RELU);
+    m = run(o, 2, false, S4(2, 4, 3, 3), S4(2, 4, 3, 3));
+    CHECK(method_is(&m, "norm"));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, 296);
+
+    /* a composite's activation is glue, not its layer */
+    o[0] = op("aten.relu", S4(2, 4, 3, 3), 72);
+    t_arg(&o[0], S4(2, 4, 3, 3));
+    m = run(o, 2, false, S4(2, 4, 3, 3), S4(2, 4, 3, 3));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(!m.r.uncovered);
+}
+
 /* ---- structural signatures ------------------------------------------------
  */
 
@@ -697,6 +765,48 @@ test_attention_eager(void)
     CHECK(m.r.uncovered);
 }
 
+/* timm's WindowAttention normalizes with an nn.Softmax child (its own row
+ * counts the softmax), and gathers its relative position bias: when the
+ * windows are one, the bias has the scores' size, and is still no step on
+ * the scores. */
+static void
+test_attention_child_softmax(void)
+{
+    ts_match_op o[6];
+    matched m;
+    ts_shape s = S4(1, 4, 8, 8);
+    o[0] = op("aten.bmm", S3(4, 8, 8), 2048);
+    t_arg(&o[0], S3(4, 8, 4));
+    t_arg(&o[0], S3(4, 4, 8));
+    o[1] = op("aten.index", S1(256), 0);
+    t_arg(&o[1], S2(49, 4));
+    tensors_arg(&o[1], ints_shape(S1(64)), 1);
+    o[2] = op("aten.add", s, 256);
+    t_arg(&o[2], s);
+    t_arg(&o[2], S4(1, 4, 8, 8));
+    o[3] = op("x", s, 0);
+    o[3].code = TS_MOP_CHILD;
+    i_arg(&o[3], TS_MOD_SOFTMAX);
+    o[4] = op("x", s, 0); /* attn_drop, an nn.Dropout child */
+    o[4].code = TS_MOP_CHILD;
+    i_arg(&o[4], TS_MOD_DROPOUT);
+    o[5] = op("aten.bmm", S3(4, 8, 4), 2048);
+    t_arg(&o[5], S3(4, 8, 8));
+    t_arg(&o[5], S3(4, 8, 4));
+    m = run(o, 6, false, S3(1, 8, 16), S3(1, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    /* R = 32, S = 8, D = 4, unscaled, one mask, no softmax term */
+    CHECK_COUNTS(m,
+                 256 * 7 + 256 + 128 * 15,
+                 256 * 8,
+                 128 + 128 + 128 + 128 + 256 + 2 * 256 + (196 + 64 + 256));
+
+    o[3].args[0].i = TS_MOD_RELU; /* no normalization: no core */
+    m = run(o, 6, false, S3(1, 8, 16), S3(1, 8, 16));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(m.r.uncovered);
+}
+
 /* MixtralTopKRouter on 16 tokens, 4 experts, top 2. */
 static void
 test_router(void)
@@ -860,10 +970,13 @@ main(void)
     test_layout_identity();
     test_conv();
     test_norms();
+    test_pool();
+    test_composite_layer();
     test_pointwise();
     test_rotary();
     test_attention_fused();
     test_attention_eager();
+    test_attention_child_softmax();
     test_router();
     test_experts();
     test_session();

@@ -1,0 +1,506 @@
+/* The structural signatures of the block matcher
+ * (module_match_internal.h): attention cores, rotary tables, pointwise
+ * chains, Mixture-of-Experts routers and expert banks, counted by one rule
+ * (products by the module convention, attention cores by
+ * MultiheadAttention's terms, every other operator as torchscan_flops_v1
+ * counts it). */
+#include "module_match_internal.h"
+
+/* ---- structural signatures: one counting rule --------------------------- */
+
+/* The counts of a structural signature. */
+typedef struct tally {
+    int64_t flops, macs, dmas;
+    size_t cores;    /* attention cores counted */
+    size_t products; /* matrix products outside cores */
+} tally;
+
+/* One attention core by MultiheadAttention's terms (docs/module-formulas.md):
+ * R = rows (batch * heads * target length), S source length, D the q/k
+ * width, Dv the v width; `scaled` when a scale other than 1 applies;
+ * `masks` applied to the scores, reading `mask_elements`. */
+typedef struct core_shape {
+    int64_t rows, s, d, dv;
+    int64_t q, k, v, out; /* elements */
+    int masks;
+    int64_t mask_elements;
+    bool scaled;
+    bool child_softmax; /* a child module (nn.Softmax) normalizes: its own
+                           row counts the softmax */
+} core_shape;
+
+static void
+add_core(calc *c, const core_shape *a, tally *t)
+{
+    int64_t scores = c_mul(c, a->rows, a->s);
+    int64_t f = 0;
+    if (a->scaled) {
+        f = c_mul(c, a->rows, a->d); /* the query scale */
+    }
+    if (a->s > 0) {
+        f = c_add(c, f, c_mul(c, scores, 2 * a->d - 1)); /* QK^T */
+        f = c_add(c, f, c_mul(c, scores, a->masks));     /* masks */
+        if (!a->child_softmax) {
+            f = c_add(c, f, c_mul(c, a->rows, 5 * a->s - 2)); /* softmax */
+        }
+        f = c_add(c, f, c_mul(c, c_mul(c, a->rows, a->dv), 2 * a->s - 1));
+    }
+    t->flops = c_add(c, t->flops, f);
+    t->macs = c_add(c, t->macs, c_mul(c, scores, a->d + a->dv));
+    /* q, k, v and the masks read, the output written; the scores written
+     * by QK^T, read and written by the softmax (unless a child's), read by
+     * weights x V */
+    t->dmas = c_add(c, t->dmas, a->q + a->k + a->v + a->out);
+    t->dmas = c_add(
+        c,
+        t->dmas,
+        c_add(
+            c, a->mask_elements, c_mul(c, a->child_softmax ? 2 : 4, scores)));
+    t->cores++;
+}
+
+/* A fused scaled-dot-product attention kernel: q (B, Hq, T, D), k (B, Hkv,
+ * S, D), v (B, Hkv, S, Dv). Argument positions differ per kernel. */
+static bool
+fused_core(calc *c, const ts_match_op *op, core_shape *a)
+{
+    int mask_at = -1, dropout_at, causal_at, scale_at;
+    const ts_shape *q = tensor(op, 0), *k = tensor(op, 1), *v = tensor(op, 2);
+    const ts_shape *mask;
+    double p = 0.0, scale = 0.0;
+    switch (op->code) {
+        case M_SCALED_DOT_PRODUCT_FLASH_ATTENTION_FOR_CPU:
+            dropout_at = 3, causal_at = 4, mask_at = 5, scale_at = 6;
+            break;
+        case M_SCALED_DOT_PRODUCT_FLASH_ATTENTION:
+            dropout_at = 3, causal_at = 4, scale_at = 6;
+            break;
+        case M_SCALED_DOT_PRODUCT_EFFICIENT_ATTENTION:
+            mask_at = 3, dropout_at = 5, causal_at = 6, scale_at = 7;
+            break;
+        case M_SCALED_DOT_PRODUCT_CUDNN_ATTENTION:
+            mask_at = 3, dropout_at = 5, causal_at = 6, scale_at = 8;
+            break;
+        default:
+            return false;
+    }
+    if (q == NULL || k == NULL || v == NULL || q->ndim != 4 || k->ndim != 4
+        || v->ndim != 4 || out0(op) == NULL
+        || (number(op, dropout_at, &p) && p != 0.0)) {
+        return false; /* dropout: training attention is not modelled */
+    }
+    memset(a, 0, sizeof *a);
+    a->rows = c_mul(c, c_mul(c, q->dims[0], q->dims[1]), q->dims[2]);
+    a->s = k->dims[2];
+    a->d = q->dims[3];
+    a->dv = v->dims[3];
+    a->q = c_numel(c, q);
+    a->k = c_numel(c, k);
+    a->v = c_numel(c, v);
+    a->out = c_numel(c, out0(op));
+    mask = mask_at >= 0 ? tensor(op, mask_at) : NULL;
+    if (mask != NULL) {
+        a->masks++;
+        a->mask_elements = c_numel(c, mask);
+    }
+    a->masks += flag_arg(op, causal_at, false);
+    /* the default scale 1/sqrt(D), or a given one other than 1 */
+    a->scaled = !number(op, scale_at, &scale) || scale != 1.0;
+    return true;
+}
+
+/* An operator between QK^T and the softmax. */
+typedef enum {
+    SCORE_SKIP = 0, /* a view, copy or creation: counted as such */
+    SCORE_SCALE,    /* the scores times or divided by a scalar */
+    SCORE_MASK,     /* the scores plus a mask, or masked by one */
+    SCORE_OTHER,    /* another elementwise step on the scores (soft-capping),
+                       or work on other tensors (a mask being built):
+                       counted as the operators count */
+    SCORE_REFUSE,   /* a product, a reduction, or a non-elementwise step on
+                       the scores: not an attention core */
+} score_step;
+
+static score_step
+score_step_of(const ts_match_op *op, int64_t scores, double *factor)
+{
+    double f;
+    op_class cls = class_of(op);
+    bool on_scores = numel_or(out0(op), -1) == scores;
+    if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE
+        || op->code == M_INDEX || op->code == M_EMBEDDING) {
+        return SCORE_SKIP; /* a lookup: a bias or mask being gathered */
+    }
+    if (cls == OPC_MATMUL || cls == OPC_SDPA || cls == OPC_REDUCE
+        || (on_scores && cls != OPC_ELEMENTWISE && cls != OPC_ACT)) {
+        return SCORE_REFUSE;
+    }
+    if (!on_scores) {
+        return SCORE_OTHER; /* work on something else (a mask being built) */
+    }
+    if ((op->code == M_MUL || op->code == M_DIV)
+        && (number(op, 1, &f) || (op->code == M_MUL && number(op, 0, &f)))) {
+        *factor = op->code == M_DIV ? 1.0 / f : f;
+        return SCORE_SCALE;
+    }
+    if ((op->code == M_MUL || op->code == M_DIV) && scalar_operand(op, 1)) {
+        *factor = NAN; /* a scale held in a tensor: its value is unknown */
+        return SCORE_SCALE;
+    }
+    if (op->code == M_ADD || op->code == M_SUB || op->code == M_MASKED_FILL
+        || op->code == M_WHERE) {
+        return SCORE_MASK;
+    }
+    return SCORE_OTHER;
+}
+
+/* The mask operand of a SCORE_MASK step. */
+static const ts_shape *
+mask_operand(const ts_match_op *op, int64_t scores)
+{
+    switch (op->code) {
+        case M_MASKED_FILL:
+            return tensor(op, 1);
+        case M_WHERE:
+            return tensor(op, 0);
+        default:
+            return numel_or(tensor(op, 0), -1) == scores ? tensor(op, 1)
+                                                         : tensor(op, 0);
+    }
+}
+
+/* The unfused attention core that eager attention runs: QK^T (a bmm to
+ * (BH, T, S)), steps on the scores, a softmax over S, then weights x V (a
+ * bmm from (BH, T, S)). Marks the core's operators in `member` and fills
+ * *a; false when ops[first] does not start one. Other elementwise steps on
+ * the scores (soft-capping) stay unmarked: they are counted as operators. */
+static bool
+eager_core(calc *c,
+           const ts_match_call *call,
+           size_t first,
+           bool *member,
+           core_shape *a)
+{
+    const ts_match_op *qk = &call->ops[first], *wv;
+    const ts_shape *q = tensor(qk, 0), *k = tensor(qk, 1), *s = out0(qk);
+    const ts_shape *v;
+    int64_t scores;
+    double scale = 1.0;
+    bool softmax = false, unknown_scale = false;
+    size_t i;
+    if (qk->code != M_BMM || q == NULL || k == NULL || s == NULL
+        || s->ndim != 3) {
+        return false;
+    }
+    scores = numel_or(s, -1);
+    memset(a, 0, sizeof *a);
+    for (i = first + 1; i < call->nops; i++) {
+        const ts_match_op *op = &call->ops[i];
+        double f = 1.0;
+        if (!softmax && op->code == TS_MOP_CHILD) {
+            /* a child module's call: an nn.Softmax over the scores
+             * normalizes them (its row counts it); any other child does its
+             * own work */
+            if (op->args[0].i == TS_MOD_SOFTMAX
+                && numel_or(out0(op), -1) == scores) {
+                softmax = true;
+                a->child_softmax = true;
+            }
+            continue;
+        }
+        if (!softmax) {
+            score_step step;
+            if ((op->code == M_SOFTMAX || op->code == M_SAFE_SOFTMAX)
+                && numel_or(tensor(op, 0), -1) == scores
+                && arg(op, 1)->kind == TS_ARG_INT
+                && (arg(op, 1)->i == -1
+                    || arg(op, 1)->i == tensor(op, 0)->ndim - 1)) {
+                softmax = true;
+                member[i] = true;
+                continue;
+            }
+            step = score_step_of(op, scores, &f);
+            if (step == SCORE_REFUSE) {
+                return false;
+            }
+            if (step == SCORE_SCALE) {
+                unknown_scale |= isnan(f);
+                scale *= isnan(f) ? 1.0 : f;
+                member[i] = true;
+            }
+            else if (step == SCORE_MASK) {
+                const ts_shape *m = mask_operand(op, scores);
+                a->masks++;
+                a->mask_elements = c_add(c, a->mask_elements, numel_or(m, 0));
+                member[i] = true;
+            }
+            continue;
+        }
+        if (op->code != M_BMM) {
+            op_class cls = class_of(op);
+            if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE
+                || cls == OPC_CHILD) {
+                continue; /* a child's dropout does its own work */
+            }
+            return false; /* dropout or anything else between */
+        }
+        break;
+    }
+    if (!softmax || i == call->nops) {
+        return false;
+    }
+    wv = &call->ops[i];
+    v = tensor(wv, 1);
+    if (numel_or(tensor(wv, 0), -1) != scores || v == NULL || v->ndim != 3
+        || out0(wv) == NULL || v->dims[1] != s->dims[2]) {
+        return false;
+    }
+    member[first] = member[i] = true;
+    a->rows = c_mul(c, s->dims[0], s->dims[1]);
+    a->s = s->dims[2];
+    a->d = q->dims[2];
+    a->dv = v->dims[2];
+    a->q = c_numel(c, q);
+    a->k = c_numel(c, k);
+    a->v = c_numel(c, v);
+    a->out = c_numel(c, out0(wv));
+    a->scaled = unknown_scale || scale != 1.0;
+    return true;
+}
+
+/* A matrix product outside an attention core, by the module convention:
+ * K products and K - 1 additions per output (2K - 1), plus the bias add
+ * of addmm/baddbmm; K MACs per output. */
+static bool
+add_product(calc *c, const ts_match_op *op, tally *t)
+{
+    const ts_shape *a;
+    int64_t k, o = numel_or(out0(op), -1);
+    bool bias = false;
+    switch (op->code) {
+        case M_MM:
+        case M_BMM:
+        case M_MATMUL:
+        case M_GROUPED_MM:
+            a = tensor(op, 0);
+            break;
+        case M_ADDMM:
+        case M_BADDBMM:
+            a = tensor(op, 1);
+            bias = true;
+            break;
+        default:
+            return false;
+    }
+    if (a == NULL || a->ndim < 1 || o < 0) {
+        return false;
+    }
+    k = a->dims[a->ndim - 1];
+    if (o > 0 && k > 0) {
+        t->flops = c_add(c, t->flops, c_mul(c, o, 2 * k - 1 + (bias ? 1 : 0)));
+        t->macs = c_add(c, t->macs, c_mul(c, o, k));
+    }
+    t->dmas = c_add(c, t->dmas, traffic(c, op));
+    t->products++;
+    return true;
+}
+
+/* A where() between two constants builds a mask: a selection, no
+ * arithmetic (the model builds its other masks outside any block). */
+static bool
+mask_preparation(const ts_match_op *op)
+{
+    return op->code == M_WHERE && scalar_operand(op, 1)
+           && scalar_operand(op, 2);
+}
+
+/* Counts every operator of the call by the structural rule. `cores`:
+ * attention cores are recognized (else a fused kernel refuses the match).
+ * false when an operator has no count. */
+static bool
+tally_call(ops_view *v, bool cores, tally *t)
+{
+    const ts_match_call *call = v->call;
+    calc *c = &v->c;
+    bool member[1024];
+    memset(t, 0, sizeof *t);
+    if (call->nops > sizeof member || !v->all_counted) {
+        return false;
+    }
+    memset(member, 0, call->nops * sizeof member[0]);
+    for (size_t i = 0; cores && i < call->nops; i++) {
+        core_shape a;
+        if (!member[i] && eager_core(c, call, i, member, &a)) {
+            add_core(c, &a, t);
+        }
+    }
+    for (size_t i = 0; i < call->nops; i++) {
+        const ts_match_op *op = &call->ops[i];
+        core_shape a;
+        if (member[i]) {
+            continue;
+        }
+        switch (class_of(op)) {
+            case OPC_VIEW:
+            case OPC_CHILD:
+                break;
+            case OPC_COPY:
+                t->dmas = c_add(c, t->dmas, c_mul(c, 2, c_numel(c, out0(op))));
+                break;
+            case OPC_CREATE:
+                t->dmas = c_add(c, t->dmas, c_numel(c, out0(op)));
+                break;
+            case OPC_SDPA:
+                if (!cores || !fused_core(c, op, &a)) {
+                    return false;
+                }
+                add_core(c, &a, t);
+                break;
+            case OPC_MATMUL:
+                if (!add_product(c, op, t)) {
+                    return false;
+                }
+                break;
+            default:
+                if (mask_preparation(op)) {
+                    t->dmas = c_add(c, t->dmas, traffic(c, op));
+                    break;
+                }
+                t->flops = c_add(c, t->flops, op->flops);
+                t->dmas = c_add(c, t->dmas, traffic(c, op));
+        }
+    }
+    return true;
+}
+
+static void
+set_tally(ops_view *v, const tally *t, ts_match_result *r, bool pointwise)
+{
+    set_count(&r->estimates.flops, &v->c, t->flops);
+    set_count(&r->estimates.macs, &v->c, t->macs);
+    set_count(&r->estimates.dmas, &v->c, t->dmas);
+    set_trio(
+        &r->estimates, pointwise ? TS_EST_COMPLETE : TS_EST_NOT_APPLICABLE, 1);
+}
+
+
+/* Rotary embedding tables: positions times inverse frequencies (a mul, or a
+ * product with K = 1), cos and sin, optional scalings, concatenations. The
+ * operators as torchscan_flops_v1 counts them, the outer product at one
+ * FLOP per product whichever kernel forms it; no MACs (nothing
+ * accumulates). */
+bool
+ts_mm_sig_rotary(ops_view *v, ts_match_result *r)
+{
+    tally t;
+    calc *c = &v->c;
+    size_t products = 0;
+    if (!v->call->leaf || !has_code(v, M_COS) || !has_code(v, M_SIN)
+        || !v->all_counted) {
+        return false;
+    }
+    memset(&t, 0, sizeof t);
+    for (size_t i = 0; i < v->n; i++) {
+        const ts_match_op *op = v->sig[i];
+        op_class cls = class_of(op);
+        if (cls == OPC_MATMUL) {
+            const ts_shape *a = tensor(op, op->code == M_ADDMM ? 1 : 0);
+            if (a == NULL || a->ndim < 1 || a->dims[a->ndim - 1] != 1
+                || op->code == M_ADDMM || op->code == M_BADDBMM) {
+                return false;
+            }
+            t.flops = c_add(c, t.flops, numel_or(out0(op), 0));
+            products++;
+        }
+        else if (cls == OPC_ELEMENTWISE) {
+            t.flops = c_add(c, t.flops, op->flops);
+        }
+        else {
+            return false;
+        }
+        t.dmas = c_add(c, t.dmas, traffic(c, op));
+    }
+    if (products > 1) {
+        return false;
+    }
+    t.dmas = c_add(c, t.dmas, c_mul(c, 2, v->copied));
+    set_tally(v, &t, r, false);
+    return true;
+}
+
+/* A chain of elementwise operators over the input (NewGELUActivation,
+ * GELUTanh, QuickGELU, hand-written Swish): the operators as
+ * torchscan_flops_v1 counts them, no MACs, DMAs N + O as for the native
+ * activations, a pointwise receptive field. */
+bool
+ts_mm_sig_pointwise(ops_view *v, ts_match_result *r)
+{
+    const ts_match_call *call = v->call;
+    tally t;
+    int64_t n, o;
+    if (!call->leaf || v->n == 0 || !v->all_counted || !call->has_input
+        || !call->has_output) {
+        return false;
+    }
+    n = numel_or(&call->input, -1);
+    o = numel_or(&call->output, -2);
+    if (n != o || n < 0) {
+        return false;
+    }
+    memset(&t, 0, sizeof t);
+    for (size_t i = 0; i < v->n; i++) {
+        const ts_match_op *op = v->sig[i];
+        op_class cls = class_of(op);
+        if ((cls != OPC_ELEMENTWISE && cls != OPC_ACT) || op->code == M_SOFTMAX
+            || op->code == M_SAFE_SOFTMAX || op->code == M_LOG_SOFTMAX
+            || op->code == M_GLU || numel_or(out0(op), -1) > n) {
+            return false;
+        }
+        t.flops = c_add(&v->c, t.flops, op->flops);
+    }
+    t.dmas = c_add(&v->c, n, o);
+    set_tally(v, &t, r, true);
+    return true;
+}
+
+/* A Mixture-of-Experts router: a product of the tokens with the router
+ * weights, a softmax (or sigmoid), the top-k experts per token and their
+ * normalisation. */
+bool
+ts_mm_sig_router(ops_view *v, ts_match_result *r)
+{
+    tally t;
+    if (!has_code(v, M_TOPK) || !tally_call(v, false, &t) || t.products == 0) {
+        return false;
+    }
+    set_tally(v, &t, r, false);
+    return true;
+}
+
+/* A block that owns attention cores: the cores by MultiheadAttention's
+ * terms, everything else it computes itself (rotary application, position
+ * biases, the query scale, cache concatenations) as the operators count. */
+bool
+ts_mm_sig_attention(ops_view *v, ts_match_result *r)
+{
+    tally t;
+    if (!tally_call(v, true, &t) || t.cores == 0) {
+        return false;
+    }
+    set_tally(v, &t, r, false);
+    return true;
+}
+
+/* A Mixture-of-Experts expert bank that multiplies tokens by stacked
+ * expert weights itself (grouped matrix products), with the routing
+ * bookkeeping (sorts, histograms, gathers and scatters) around them. */
+bool
+ts_mm_sig_experts(ops_view *v, ts_match_result *r)
+{
+    tally t;
+    if (!has_code(v, M_GROUPED_MM) || !tally_call(v, false, &t)) {
+        return false;
+    }
+    set_tally(v, &t, r, false);
+    return true;
+}
