@@ -348,7 +348,12 @@ def test_transformer_encoder_layer_fast_path_counts_as_its_other_path(batch, act
 # Small transformers models: complete, CPU == meta, products equal to FlopCounterMode's
 # ---------------------------------------------------------------------------------------------------------------
 
-transformers = pytest.importorskip("transformers")
+try:
+    import transformers
+except ImportError:  # the second test environment (torch 2.14, torchvision) has no transformers
+    transformers = None
+
+needs_transformers = pytest.mark.skipif(transformers is None, reason="transformers is not installed")
 
 
 def _config(cls: Any, **extra: Any) -> Any:
@@ -430,6 +435,7 @@ def _model_run(name: str, device: str) -> tuple[nn.Module, Callable[[], Any]]:
     return model, run
 
 
+@needs_transformers
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_transformers_models_count_the_same_on_cpu_and_meta(name):
     _, cpu_run = _model_run(name, "cpu")

@@ -272,7 +272,8 @@ def test_meta_device_inference_gives_the_cpu_counts(name):
 
 
 def test_meta_device_default_kernels_on_cpu_differ_only_by_kernel_choice():
-    """Without pinning, CPU runs the fused kernels and the meta run the composite ones; both are complete."""
+    """Without pinning, CPU runs the fused kernels and the meta run the composite ones; both are complete.
+    The fused encoder layer counts what its other path counts: the same total."""
     fused = {"vit": "aten._transformer_encoder_layer_fwd"}
     if torch.backends.mkldnn.is_available():  # oneDNN builds run nn.LSTM as mkldnn_rnn_layer on CPU
         fused["lstm"] = "aten.mkldnn_rnn_layer"
@@ -282,6 +283,21 @@ def test_meta_device_default_kernels_on_cpu_differ_only_by_kernel_choice():
         assert_complete(cpu)
         assert_complete(meta)
         assert kernel in cpu["by_operator"] and kernel not in meta["by_operator"]
+        if name == "vit":
+            assert cpu["total"] == meta["total"]
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in zoo.WORKLOADS if n not in RNN_FOLDED_BIAS])
+def test_meta_device_inference_gives_the_cpu_total_without_pinning_kernels(name):
+    """Whichever kernels the CPU picks (the SDPA flash kernel, the encoder fast path), the same total as on
+    meta; SDPA calls are listed the same (aten.scaled_dot_product_attention) on both devices."""
+    cpu = measure_flops(zoo.inference(zoo.fresh(name, masks=False)))
+    meta = measure_flops(zoo.inference(zoo.meta_case(name)))
+    assert_complete(cpu)
+    assert_complete(meta)
+    assert cpu["total"] == meta["total"]
+    if name != "vit":  # the encoder's fused kernel is one operator on CPU
+        assert cpu["by_operator"] == meta["by_operator"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
