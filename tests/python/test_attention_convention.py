@@ -438,12 +438,15 @@ def _model_run(name: str, device: str) -> tuple[nn.Module, Callable[[], Any]]:
 @needs_transformers
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_transformers_models_count_the_same_on_cpu_and_meta(name):
-    _, cpu_run = _model_run(name, "cpu")
-    _, meta_run = _model_run(name, "meta")
-    cpu = measure_flops(cpu_run)
-    meta = measure_flops(meta_run)
+    cpu_model, cpu_run = _model_run(name, "cpu")
+    meta_model, meta_run = _model_run(name, "meta")
+    cpu = measure_flops(cpu_run, modules=cpu_model)
+    meta = measure_flops(meta_run, modules=meta_model)
     assert complete(cpu) == complete(meta)
     assert cpu["by_operator"] == meta["by_operator"]
+    # and per module: the attention modules own their SDPA call on both devices
+    assert cpu["by_module"] == meta["by_module"]
+    assert sum(cpu["by_module"].values()) == complete(cpu)
     # every attention layer is one call of the composite operator on both devices
     assert cpu["by_operator"][SDPA] > 0
     # products: FlopCounterMode's counts on the CPU run (it counts nothing for the CPU flash kernel)
