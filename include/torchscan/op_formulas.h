@@ -2,8 +2,10 @@
  * packet name ("aten.mm"). In-place and out= overloads share their packet's
  * entry. The table is sorted static data (op_table.c).
  *
- * Counting convention: torchscan_flops_v1 (contract 2.2); matmul,
- * convolution and attention formulas equal PyTorch's FlopCounterMode.
+ * Counting convention: torchscan_flops_v1 (contract 2.2); matmul and
+ * convolution formulas equal PyTorch's FlopCounterMode, and so do the
+ * matrix products of fused attention (ts_op_result.matrix_flops), to which
+ * the attention convention adds scaling, softmax, masking and dropout.
  */
 #ifndef TORCHSCAN_OP_FORMULAS_H
 #define TORCHSCAN_OP_FORMULAS_H
@@ -58,11 +60,19 @@ typedef struct ts_op_call {
 
 typedef struct ts_op_result {
     int64_t flops;
-    /* counted, but the count leaves work out (complex arithmetic, fused
-     * attention): diagnostic incomplete_operator_formula */
+    /* The part of the call's work that is matrix products, counted as
+     * FlopCounterMode counts them (2 per multiply-add): `flops` itself for
+     * its matrix, convolution and attention packets (TS_OPF_MATRIX), the
+     * products alone for formulas that add more work to them (fused
+     * attention, the fused transformer kernels), 0 for every other formula.
+     * FlopReport.matrix_product_flops sums it per packet, so that parity
+     * with FlopCounterMode stays checkable. */
+    int64_t matrix_flops;
+    /* counted, but the count leaves work out (complex arithmetic):
+     * diagnostic incomplete_operator_formula */
     bool incomplete;
-    /* When incomplete: the diagnostic's message (static string; complex
-     * arithmetic wins over fused attention). NULL otherwise. */
+    /* When incomplete: the diagnostic's message (static string). NULL
+     * otherwise. */
     const char *incomplete_message;
 } ts_op_result;
 
@@ -74,12 +84,22 @@ typedef int (*ts_op_formula)(const ts_op_call *call,
                              ts_error *err);
 
 enum {
-    TS_OPF_NATIVE = 1u << 0,    /* FlopCounterMode has this formula */
-    TS_OPF_ATTENTION = 1u << 1, /* fused attention: matrix core only */
+    TS_OPF_NATIVE = 1u << 0, /* FlopCounterMode has this formula */
+    /* Fused attention counted by the attention convention: the matrix
+     * products (FlopCounterMode's count) plus scaling, softmax, masking and
+     * dropout (docs/operator-flops.md, "Attention"). */
+    TS_OPF_ATTENTION = 1u << 1,
     /* A convention TorchScan adds to torchscan_flops_v1 for an operator
      * that contract 2.2 (or its ignore list) does not name: gradients,
      * losses, optimizers, lookups. Documented per entry (notes). */
     TS_OPF_EXTENSION = 1u << 2,
+    /* The call's matrix products are listed in matrix_product_flops (set on
+     * every packet whose formula counts matrix products). */
+    TS_OPF_MATRIX = 1u << 3,
+    /* A forward scaled-dot-product attention kernel: by_operator lists it as
+     * the attention call it computes, aten.scaled_dot_product_attention
+     * (matrix_product_flops keeps the kernel's own name). */
+    TS_OPF_SDPA_FORWARD = 1u << 4,
 };
 
 typedef struct ts_op_entry {

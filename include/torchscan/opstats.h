@@ -54,13 +54,23 @@ int ts_opstats_record(ts_opstats *stats,
                       const char *message,
                       const char *ignore_reason);
 
+/* Adds `matrix_flops`, the matrix products of one call of operator `id`
+ * counted as FlopCounterMode counts them, to the operator's
+ * matrix_product_flops entry (listed, possibly with 0, once this was
+ * called). Independent of the call's record: the operator counter adds the
+ * products of calls it counts under another name (the kernels and the math
+ * path of an attention, listed as aten.scaled_dot_product_attention) to the
+ * operator that ran them. TS_OK, TS_EINVAL for an unknown id or a negative
+ * count; a sum past INT64_MAX stays at INT64_MAX. */
+int ts_opstats_add_matrix(ts_opstats *stats, int id, int64_t matrix_flops);
+
 /* Sum of counted flops (the known value of the total). */
 int64_t ts_opstats_total(const ts_opstats *stats);
 
 /* Builds the FlopReport {schema_version, context, total, by_module,
- * by_operator, ignored_operators, diagnostics}. `by_module` (stolen, also on
- * failure; NULL for {}) is inserted as given. New reference, or NULL when an
- * allocation failed. */
+ * by_operator, matrix_product_flops, ignored_operators, diagnostics}.
+ * `by_module` (stolen, also on failure; NULL for {}) is inserted as given. New
+ * reference, or NULL when an allocation failed. */
 json_t *ts_opstats_report(const ts_opstats *stats,
                           const char *torch_version,
                           const char *method,

@@ -24,6 +24,7 @@ class FlopReport(TypedDict):
     total: MetricResult
     by_module: dict[str, int]
     by_operator: dict[str, int]
+    matrix_product_flops: dict[str, int]
     ignored_operators: dict[str, dict[str, Any]]
     diagnostics: list[Diagnostic]
 

@@ -107,8 +107,12 @@ static const char *
 convention_of(const ts_op_entry *e)
 {
     if ((e->flags & TS_OPF_ATTENTION) != 0) {
-        return "FlopCounterMode (matrix products only: "
-               "incomplete_operator_formula)";
+        if ((e->flags & TS_OPF_NATIVE) != 0) {
+            return "attention convention; its products FlopCounterMode's";
+        }
+        return (e->flags & TS_OPF_EXTENSION) != 0
+                   ? "attention convention, TorchScan extension"
+                   : "attention convention (contract 2.2)";
     }
     if ((e->flags & TS_OPF_NATIVE) != 0) {
         return "FlopCounterMode";
@@ -203,9 +207,15 @@ ts_op_docs_markdown(void)
         "counts 1, sigmoid 4, tanh 6, and a multiply-add of a matrix "
         "product 2. Views, copies, fills, allocation, random number "
         "generation, integer and boolean arithmetic count nothing. On "
-        "matrix products, convolutions and fused attention the counts "
-        "are PyTorch's `FlopCounterMode`'s. Why these counts differ from "
-        "module FLOPs: [methodology.md](methodology.md).\n"
+        "matrix products and convolutions the counts are PyTorch's "
+        "`FlopCounterMode`'s, and so are the matrix products of fused "
+        "attention, to which the attention convention below adds the rest "
+        "of the kernel's work. A report's `matrix_product_flops` lists, "
+        "per operator, the matrix products of the operators marked "
+        "FlopCounterMode or attention convention below, counted as "
+        "`FlopCounterMode` counts them, so that parity with it stays "
+        "checkable. Why these counts differ from module FLOPs: "
+        "[methodology.md](methodology.md).\n"
         "\n"
         "Symbols: `N` input elements, `out` output elements, `rows` "
         "rows of a row-wise operator (N / width), `C` channels, `K` "
@@ -213,6 +223,41 @@ ts_op_docs_markdown(void)
         "otherwise. Training-step operators (gradients, losses, "
         "optimizers) count the arithmetic of their gradient or update "
         "formula per element; see the notes.\n"
+        "\n"
+        "## Attention\n"
+        "\n"
+        "Every scaled-dot-product attention kernel, the fused transformer "
+        "kernels and the composite `aten.scaled_dot_product_attention` "
+        "count one attention by one formula, the one contract 2.2 gives "
+        "the CPU kernel, so that a call counts the same whichever kernel "
+        "PyTorch picked (CPU flash, CUDA flash, memory-efficient, cuDNN, "
+        "or the math decomposition that runs on meta tensors, which the "
+        "operator counter recognises as one call: "
+        "[methodology.md](methodology.md)). For B batches, `h_q` query "
+        "heads over `h_kv` key/value heads, `s_q` queries, `s_k` keys, "
+        "query/key width `d_q` and value width `d_v`: `rows = "
+        "B*h_q*s_q` softmax rows and `scores = rows*s_k`.\n"
+        "\n"
+        "| part | forward | backward |\n"
+        "| --- | --- | --- |\n"
+        "| matrix products (`FlopCounterMode`'s, in "
+        "`matrix_product_flops`) | `2*scores*(d_q + d_v)` | "
+        "`2*scores*(3*d_q + 2*d_v)` |\n"
+        "| scaling | `scores` | `2*scores` (the recomputed scores, dS) "
+        "|\n"
+        "| softmax | `5*scores - 2*rows` (max, subtract, exp, sum, divide) "
+        "| `4*scores` (P recomputed from logsumexp: subtract, exp; "
+        "dS = P*(dP - D)) + `rows*(2*d_v - 1)` (D = rowsum(dO*O)) |\n"
+        "| masking | `scores` per mask: causal, attention mask or bias, "
+        "sliding window; ALiBi 2 | the same |\n"
+        "| dropout | `2*scores` when `dropout_p > 0` | `2*scores` |\n"
+        "| grouped-query heads | none (broadcast) | "
+        "`(h_q - h_kv)*B*s_k*(d_q + d_v)` (dK, dV summed per group) |\n"
+        "\n"
+        "Forward: `2*scores*(d_q + d_v) + scores*(6 + masks + "
+        "2*[dropout]) - 2*rows`. Backward: `2*scores*(3*d_q + 2*d_v) + "
+        "scores*(6 + masks + 2*[dropout]) + rows*(2*d_v - 1) + "
+        "(h_q - h_kv)*B*s_k*(d_q + d_v)`.\n"
         "\n");
     snprintf(line,
              sizeof line,

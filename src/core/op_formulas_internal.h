@@ -33,9 +33,6 @@ static const char MSG_NEEDS_OUTPUT[] =
 static const char MSG_INCOMPLETE_COMPLEX[] =
     "Native shape formula does not account for real operations inside "
     "complex arithmetic.";
-static const char MSG_INCOMPLETE_ATTENTION[] =
-    "Native fused attention formula counts matrix products only; scaling, "
-    "softmax, masks, and dropout work are not covered.";
 static const char MSG_VARLEN[] =
     "Variable-length attention (cu_seqlens / nested inputs) is counted by "
     "FlopCounterMode from the offsets' values, which shape formulas do not "
@@ -278,6 +275,7 @@ static inline void
 result_clear(ts_op_result *out)
 {
     out->flops = 0;
+    out->matrix_flops = 0;
     out->incomplete = false;
     out->incomplete_message = NULL;
 }
@@ -415,16 +413,15 @@ native_begin(const ts_op_call *call, ts_op_result *out, ts_error *err)
     return check_tensors(call, err);
 }
 
-/* FlopCounterMode counts complex products as if they were real ones, and
- * fused attention kernels as their two matrix products, so such counts are
- * lower bounds (incomplete_operator_formula). Complex operands are judged
- * from the arguments, plus the outputs, which stand for a complex dtype=
- * argument that the call struct does not carry. */
+/* FlopCounterMode counts complex products as if they were real ones, so
+ * such counts are lower bounds (incomplete_operator_formula). Complex
+ * operands are judged from the arguments, plus the outputs, which stand for
+ * a complex dtype= argument that the call struct does not carry. A native
+ * count is all matrix products. */
 static inline int
 native_finish(const ts_op_call *call,
               const calc *c,
               int64_t flops,
-              bool attention,
               ts_op_result *out,
               ts_error *err)
 {
@@ -432,14 +429,11 @@ native_finish(const ts_op_call *call,
     if (rc != TS_OK) {
         return rc;
     }
+    out->matrix_flops = out->flops;
     if (any_arg(call, arg_complex, false)
         || any_out_dtype(call, dtype_complex)) {
         out->incomplete = true;
         out->incomplete_message = MSG_INCOMPLETE_COMPLEX;
-    }
-    else if (attention) {
-        out->incomplete = true;
-        out->incomplete_message = MSG_INCOMPLETE_ATTENTION;
     }
     return TS_OK;
 }
@@ -755,15 +749,6 @@ int ts_opf_native_batch_norm_legit(const ts_op_call *call,
 int ts_opf_native_batch_norm_no_training(const ts_op_call *call,
                                          ts_op_result *out,
                                          ts_error *err);
-int ts_opf_cpu_attention(const ts_op_call *call,
-                         ts_op_result *out,
-                         ts_error *err);
-int ts_opf_native_mha(const ts_op_call *call,
-                      ts_op_result *out,
-                      ts_error *err);
-int ts_opf_encoder_layer(const ts_op_call *call,
-                         ts_op_result *out,
-                         ts_error *err);
 int ts_opf_softmax_backward(const ts_op_call *call,
                             ts_op_result *out,
                             ts_error *err);
@@ -797,9 +782,6 @@ int ts_opf_upsample_trilinear3d_backward(const ts_op_call *call,
 int ts_opf_upsample_nearest_backward(const ts_op_call *call,
                                      ts_op_result *out,
                                      ts_error *err);
-int ts_opf_cpu_attention_backward(const ts_op_call *call,
-                                  ts_op_result *out,
-                                  ts_error *err);
 int ts_opf_group_norm_backward(const ts_op_call *call,
                                ts_op_result *out,
                                ts_error *err);
@@ -914,19 +896,59 @@ int ts_opf_slow_conv2d_forward(const ts_op_call *call,
 int ts_opf_convolution_backward(const ts_op_call *call,
                                 ts_op_result *out,
                                 ts_error *err);
-int ts_opf_sdpa(const ts_op_call *call, ts_op_result *out, ts_error *err);
-int ts_opf_sdpa_backward(const ts_op_call *call,
+
+/* op_formulas_attention.c: the attention convention */
+int ts_opf_sdpa_composite(const ts_op_call *call,
+                          ts_op_result *out,
+                          ts_error *err);
+int ts_opf_cpu_attention(const ts_op_call *call,
                          ts_op_result *out,
                          ts_error *err);
+int ts_opf_cpu_attention_backward(const ts_op_call *call,
+                                  ts_op_result *out,
+                                  ts_error *err);
+int ts_opf_flash_sdpa(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_flash_sdpa_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_efficient_sdpa(const ts_op_call *call,
+                          ts_op_result *out,
+                          ts_error *err);
+int ts_opf_efficient_sdpa_backward(const ts_op_call *call,
+                                   ts_op_result *out,
+                                   ts_error *err);
+int ts_opf_cudnn_sdpa(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_cudnn_sdpa_backward(const ts_op_call *call,
+                               ts_op_result *out,
+                               ts_error *err);
+int ts_opf_overrideable_sdpa(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+int ts_opf_overrideable_sdpa_backward(const ts_op_call *call,
+                                      ts_op_result *out,
+                                      ts_error *err);
 int ts_opf_flash_attention_forward(const ts_op_call *call,
                                    ts_op_result *out,
                                    ts_error *err);
+int ts_opf_flash_attention_backward(const ts_op_call *call,
+                                    ts_op_result *out,
+                                    ts_error *err);
 int ts_opf_efficient_attention_forward(const ts_op_call *call,
                                        ts_op_result *out,
                                        ts_error *err);
-int ts_opf_attention_backward_varlen(const ts_op_call *call,
-                                     ts_op_result *out,
-                                     ts_error *err);
+int ts_opf_efficient_attention_backward(const ts_op_call *call,
+                                        ts_op_result *out,
+                                        ts_error *err);
+int ts_opf_native_mha(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_encoder_layer(const ts_op_call *call,
+                         ts_op_result *out,
+                         ts_error *err);
 
 /* op_formulas_optim.c */
 int ts_opf_foreach_add(const ts_op_call *call,

@@ -29,9 +29,25 @@
 /* FlopCounterMode parity, contract 2.2, TorchScan's extension of
  * torchscan_flops_v1, and ignored operators (contract list / extension). */
 #define NATIVE(name, fn, text, notes) \
-    {name, fn, NULL, TS_OPF_NATIVE, text, notes}
-#define ATTENTION(name, fn, text, notes) \
-    {name, fn, NULL, TS_OPF_NATIVE | TS_OPF_ATTENTION, text, notes}
+    {name, fn, NULL, TS_OPF_NATIVE | TS_OPF_MATRIX, text, notes}
+/* fused attention by the attention convention; NATIVE_ATTENTION where
+ * FlopCounterMode counts the packet (its matrix products) */
+#define ATTN_FLAGS (TS_OPF_ATTENTION | TS_OPF_MATRIX)
+#define NATIVE_ATTENTION(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_NATIVE | ATTN_FLAGS, text, notes}
+#define NATIVE_SDPA(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_NATIVE | ATTN_FLAGS | TS_OPF_SDPA_FORWARD, text, notes}
+#define SDPA(name, fn, text, notes) \
+    {name, fn, NULL, ATTN_FLAGS | TS_OPF_SDPA_FORWARD, text, notes}
+#define EXT_SDPA(name, fn, text, notes) \
+    {name,                                \
+     fn,                                  \
+     NULL,                                \
+     TS_OPF_EXTENSION | ATTN_FLAGS | TS_OPF_SDPA_FORWARD, \
+     text,                                \
+     notes}
+#define EXT_ATTENTION(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_EXTENSION | ATTN_FLAGS, text, notes}
 #define SUPP(name, fn, text, notes) {name, fn, NULL, 0u, text, notes}
 #define EXT(name, fn, text, notes) \
     {name, fn, NULL, TS_OPF_EXTENSION, text, notes}
@@ -62,18 +78,28 @@
 #define T_CONV                                                              \
     "2*batch*w[0]*w[1]*prod(kernel)*prod(output spatial; input spatial if " \
     "transposed); w[1] is c_in/groups (FlopCounterMode)"
-#define T_SDPA                                                   \
-    "2*b*h_q*s_q*s_k*(d_q + d_v): the two matrix products only " \
-    "(FlopCounterMode)"
-#define T_SDPA_BWD                                                \
-    "2*b*h_q*s_q*s_k*(3*d_q + 2*d_v): five matrix products only " \
-    "(FlopCounterMode)"
-#define T_RAW_FWD                                                         \
-    "as SDPA forward on the raw (batch, seq, heads, dim) shapes read as " \
-    "(b, h, s, d) (FlopCounterMode); variable-length calls unsupported"
-#define T_RAW_BWD                                                          \
-    "as SDPA backward on the raw (batch, seq, heads, dim) shapes read as " \
-    "(b, h, s, d) (FlopCounterMode); variable-length calls unsupported"
+#define T_ATTN_FWD                                                      \
+    "2*scores*(d_q + d_v) + scores*(6 + masks + 2*[dropout]) - 2*rows " \
+    "(the attention convention)"
+#define T_ATTN_BWD                                                      \
+    "2*scores*(3*d_q + 2*d_v) + scores*(6 + masks + 2*[dropout]) + "    \
+    "rows*(2*d_v - 1) + (h_q - h_kv)*b*s_k*(d_q + d_v) (the attention " \
+    "convention)"
+#define N_SDPA                                                                \
+    "A forward kernel of scaled_dot_product_attention: by_operator lists it " \
+    "as aten.scaled_dot_product_attention, the call it computes, so that "    \
+    "the same call counts the same whichever kernel ran; "                    \
+    "matrix_product_flops keeps the kernel's name. "
+#define N_FCM                                                              \
+    "The products, 2*scores*(d_q + d_v) forward and 2*scores*(3*d_q + "    \
+    "2*d_v) backward, are FlopCounterMode's count of this packet, listed " \
+    "in matrix_product_flops."
+#define N_MASKS(list) "masks: one per score for each of " list "."
+#define N_RAW                                                                \
+    "On (batch, seq, heads, dim) inputs; variable-length calls (sequence "   \
+    "offsets) are unsupported: their sizes are the offsets' values. "        \
+    "matrix_product_flops holds FlopCounterMode's count, which reads these " \
+    "dense inputs as (b, h, s, d); the total counts the true products. "
 #define T_ADD "out*(1 + [alpha != 1])"
 #define T_UNIT "out"
 #define T_IN(n) n "*N (N = input elements)"
@@ -110,14 +136,16 @@ const ts_op_entry ts_opf_table[] = {
         T_CONV,
         "Counts 2 per multiply-add of the full window (2K per output), where "
         "module FLOPs count 2K - 1 plus the bias (docs/methodology.md)."),
-    ATTENTION("aten._efficient_attention_backward",
-              ts_opf_attention_backward_varlen,
-              T_RAW_BWD,
-              NULL),
-    ATTENTION("aten._efficient_attention_forward",
-              ts_opf_efficient_attention_forward,
-              T_RAW_FWD,
-              NULL),
+    NATIVE_ATTENTION(
+        "aten._efficient_attention_backward",
+        ts_opf_efficient_attention_backward,
+        T_ATTN_BWD,
+        N_RAW N_MASKS("custom_mask_type != 0, bias, window_size")),
+    NATIVE_ATTENTION(
+        "aten._efficient_attention_forward",
+        ts_opf_efficient_attention_forward,
+        T_ATTN_FWD,
+        N_RAW N_MASKS("custom_mask_type != 0, bias, window_size")),
     IGNORED_EXT("aten._efficientzerotensor", CREATE),
     EXT("aten._embedding_bag",
         ts_opf_embedding_bag,
@@ -137,14 +165,15 @@ const ts_op_entry ts_opf_table[] = {
         "L looked-up rows of width D reduced into the bags (adds for "
         "sum/mean, comparisons for max), a division per output for mean, a "
         "multiply per element with per_sample_weights."),
-    ATTENTION("aten._flash_attention_backward",
-              ts_opf_attention_backward_varlen,
-              T_RAW_BWD,
-              NULL),
-    ATTENTION("aten._flash_attention_forward",
-              ts_opf_flash_attention_forward,
-              T_RAW_FWD,
-              NULL),
+    NATIVE_ATTENTION("aten._flash_attention_backward",
+                     ts_opf_flash_attention_backward,
+                     T_ATTN_BWD,
+                     N_RAW N_MASKS("is_causal, a window_size_left or _right")),
+    NATIVE_ATTENTION("aten._flash_attention_forward",
+                     ts_opf_flash_attention_forward,
+                     T_ATTN_FWD,
+                     N_RAW N_MASKS("is_causal, a window_size_left or _right; "
+                                   "alibi_slopes 2")),
     EXT("aten._foreach_abs",
         ts_opf_foreach_unit,
         "N",
@@ -380,11 +409,24 @@ const ts_op_entry ts_opf_table[] = {
          ts_opf_native_batch_norm_no_training,
          "2N + 2C + A*N (eval); empty input unsupported",
          NULL),
-    SUPP("aten._native_multi_head_attention",
-         ts_opf_native_mha,
-         "8BLE^2 + BLE + 4BL^2E + 5*scores - 2*rows + scores*([mask] + "
-         "[need_weights and average_attn_weights])",
-         NULL),
+    {"aten._native_multi_head_attention",
+     ts_opf_native_mha,
+     NULL,
+     TS_OPF_MATRIX,
+     "8BLE^2 + 3BLE*[B > 1 and L > 1] + 4BL^2E + 5*scores - 2*rows + "
+     "(need_weights ? BLE + scores*[average_attn_weights] : scores*(1 + "
+     "[mask]))",
+     "Counted as nn.MultiheadAttention's other path (the path of meta "
+     "tensors and training) counts the same call, so that a model counts "
+     "the same whichever runs: projections 8BLE^2 (biases not counted, as "
+     "addmm's), plus the input projection's bias adds where that path runs "
+     "them apart (F.linear on the transposed batch-first input is mm and add "
+     "unless B or L is 1); without returned weights the attention by the "
+     "attention convention (that path runs scaled_dot_product_attention); "
+     "with them, the arithmetic that path runs to return them: the query "
+     "scaled before the product, the mask added inside baddbmm (not "
+     "counted, as FlopCounterMode's baddbmm), the weights averaged over "
+     "heads. matrix_product_flops: 8BLE^2 + 4BL^2E."},
     SUPP("aten._prelu_kernel", ts_opf_in4, T_IN("4"), NULL),
     EXT("aten._prelu_kernel_backward",
         ts_opf_prelu_backward,
@@ -398,42 +440,57 @@ const ts_op_entry ts_opf_table[] = {
          "5*N - 2*rows + 2*out",
          NULL),
     IGNORED_EXT("aten._sample_dirichlet", RANDOM),
-    ATTENTION(
-        "aten._scaled_dot_product_cudnn_attention", ts_opf_sdpa, T_SDPA, NULL),
-    ATTENTION("aten._scaled_dot_product_cudnn_attention_backward",
-              ts_opf_sdpa_backward,
-              T_SDPA_BWD,
-              NULL),
-    ATTENTION("aten._scaled_dot_product_efficient_attention",
-              ts_opf_sdpa,
-              T_SDPA,
-              NULL),
-    ATTENTION("aten._scaled_dot_product_efficient_attention_backward",
-              ts_opf_sdpa_backward,
-              T_SDPA_BWD,
-              NULL),
-    ATTENTION(
-        "aten._scaled_dot_product_flash_attention", ts_opf_sdpa, T_SDPA, NULL),
-    ATTENTION("aten._scaled_dot_product_flash_attention_backward",
-              ts_opf_sdpa_backward,
-              T_SDPA_BWD,
-              NULL),
-    SUPP("aten._scaled_dot_product_flash_attention_for_cpu",
+    NATIVE_SDPA("aten._scaled_dot_product_cudnn_attention",
+                ts_opf_cudnn_sdpa,
+                T_ATTN_FWD,
+                N_SDPA N_FCM " " N_MASKS("is_causal, attn_bias")),
+    NATIVE_ATTENTION("aten._scaled_dot_product_cudnn_attention_backward",
+                     ts_opf_cudnn_sdpa_backward,
+                     T_ATTN_BWD,
+                     N_FCM " " N_MASKS("is_causal, attn_bias")),
+    NATIVE_SDPA("aten._scaled_dot_product_efficient_attention",
+                ts_opf_efficient_sdpa,
+                T_ATTN_FWD,
+                N_SDPA N_FCM " " N_MASKS("is_causal, attn_bias")),
+    NATIVE_ATTENTION("aten._scaled_dot_product_efficient_attention_backward",
+                     ts_opf_efficient_sdpa_backward,
+                     T_ATTN_BWD,
+                     N_FCM " " N_MASKS("is_causal, attn_bias")),
+    NATIVE_SDPA("aten._scaled_dot_product_flash_attention",
+                ts_opf_flash_sdpa,
+                T_ATTN_FWD,
+                N_SDPA N_FCM " " N_MASKS("is_causal")),
+    NATIVE_ATTENTION("aten._scaled_dot_product_flash_attention_backward",
+                     ts_opf_flash_sdpa_backward,
+                     T_ATTN_BWD,
+                     N_FCM " " N_MASKS("is_causal")),
+    SDPA("aten._scaled_dot_product_flash_attention_for_cpu",
          ts_opf_cpu_attention,
-         "2*scores*(d_q + d_v) + scores + 5*scores - 2*rows + "
-         "scores*([is_causal] + [attn_mask]); dropout unsupported",
-         "The CPU fused SDPA kernel: the matrix products as FlopCounterMode "
-         "counts them plus scaling, stable softmax and masking, so the count "
-         "is complete (FlopCounterMode has no formula for this kernel)."),
-    EXT("aten._scaled_dot_product_flash_attention_for_cpu_backward",
+         T_ATTN_FWD,
+         N_SDPA "Contract 2.2's formula for this kernel, which defines the "
+                "convention; TorchScan adds dropout (2 per score), which the "
+                "contract refuses. FlopCounterMode has no formula for this "
+                "kernel. " N_MASKS("is_causal, attn_mask")),
+    EXT_ATTENTION(
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward",
         ts_opf_cpu_attention_backward,
-        "2*scores*(3*d_q + 2*d_v) + scores*(6 + [is_causal] + [attn_mask]) + "
-        "rows*(2*d_v - 1) + (h_q - h_kv)*b*s_k*(d_q + d_v); dropout "
-        "unsupported",
-        "FlopCounterMode's five SDPA-backward products, probabilities "
-        "recomputed from logsumexp (scale, mask, subtract, exp), "
-        "rowsum(dO*O), dS = P*(dP - D) and its scaling, and the sums of dK/dV "
-        "over grouped query heads."),
+        T_ATTN_BWD,
+        "FlopCounterMode's five SDPA-backward products, "
+        "probabilities recomputed from logsumexp (scale, mask, "
+        "subtract, exp), rowsum(dO*O), dS = P*(dP - D) and its "
+        "scaling, and the sums of dK/dV over grouped query heads. " N_MASKS(
+            "is_causal, attn_mask")),
+    EXT_SDPA("aten._scaled_dot_product_fused_attention_overrideable",
+             ts_opf_overrideable_sdpa,
+             T_ATTN_FWD,
+             N_SDPA
+             "The kernel other backends (XPU, PrivateUse1) register. " N_MASKS(
+                 "is_causal, attn_bias")),
+    EXT_ATTENTION(
+        "aten._scaled_dot_product_fused_attention_overrideable_backward",
+        ts_opf_overrideable_sdpa_backward,
+        T_ATTN_BWD,
+        N_MASKS("is_causal, attn_bias")),
     NATIVE("aten._scaled_mm",
            ts_opf_mm,
            "2*m*n*k; scales and bias not counted (FlopCounterMode)",
@@ -451,11 +508,18 @@ const ts_op_entry ts_opf_table[] = {
         "y*(dy - rowsum(dy*y)): multiply, row sums, subtract, multiply."),
     IGNORED_EXT("aten._standard_gamma", RANDOM),
     IGNORED("aten._to_copy", MOVE),
-    SUPP("aten._transformer_encoder_layer_fwd",
-         ts_opf_encoder_layer,
-         "MHA (no weights) + 4*hidden*E + (5*hidden GELU or hidden ReLU) + "
-         "18N + 4*rows",
-         NULL),
+    {"aten._transformer_encoder_layer_fwd",
+     ts_opf_encoder_layer,
+     NULL,
+     TS_OPF_MATRIX,
+     "MHA (no weights) + 4*hidden*E + (5*hidden GELU or hidden ReLU) + "
+     "18N + 4*rows",
+     "The attention as _native_multi_head_attention counts it without "
+     "returned weights (the attention convention, and the input "
+     "projection's bias adds when B and L are both > 1), so that the layer "
+     "counts what nn.TransformerEncoderLayer's other path counts. "
+     "matrix_product_flops: the attention's and the feed-forward's "
+     "products."},
     EXT("aten._unique2",
         ts_opf_unique,
         "N*ceil(log2 N) + max(0, N - 1)",
@@ -1236,6 +1300,17 @@ const ts_op_entry ts_opf_table[] = {
          NULL),
     SUPP("aten.rsub", ts_opf_add, T_ADD, "other - alpha*self, as sub."),
     IGNORED("aten.scalar_tensor", CREATE),
+    EXT_ATTENTION("aten.scaled_dot_product_attention",
+                  ts_opf_sdpa_composite,
+                  "2*scores*(d_q + d_v) + scores*(6 + [is_causal] + "
+                  "[attn_mask] + 2*[dropout_p > 0]) - 2*rows (the attention "
+                  "convention); rows = query elements / d_q",
+                  "One attention call, whichever kernel ran: the composite "
+                  "operator itself where a dispatch mode sees it (under "
+                  "inference_mode), the forward kernel it picked, or its "
+                  "math decomposition (q and k scaled, bmm, _safe_softmax, "
+                  "bmm), which the operator counter recognises and counts "
+                  "as one call (docs/methodology.md)."),
     EXT("aten.scatter",
         ts_opf_scatter,
         "0; index elements with reduce='add' or 'multiply'",
@@ -1560,7 +1635,12 @@ const ts_op_entry ts_opf_table[] = {
 const size_t ts_opf_table_len = sizeof ts_opf_table / sizeof ts_opf_table[0];
 
 #undef NATIVE
-#undef ATTENTION
+#undef ATTN_FLAGS
+#undef NATIVE_ATTENTION
+#undef NATIVE_SDPA
+#undef SDPA
+#undef EXT_SDPA
+#undef EXT_ATTENTION
 #undef SUPP
 #undef EXT
 #undef IGNORED

@@ -14,6 +14,9 @@ typedef struct op_record {
     int64_t ignored_calls;
     int64_t uncounted_calls;
     const char *ignore_reason;
+    /* matrix products of its calls (ts_opstats_add_matrix) */
+    int64_t matrix_flops;
+    bool has_matrix;
     /* The first incomplete call's reason, when its formula gave one (owned);
      * NULL for the generic wording. */
     char *incomplete_note;
@@ -169,6 +172,21 @@ ts_opstats_record(ts_opstats *stats,
     }
 }
 
+int
+ts_opstats_add_matrix(ts_opstats *stats, int id, int64_t matrix_flops)
+{
+    op_record *rec;
+    if (id < 0 || (size_t)id >= stats->nops || matrix_flops < 0) {
+        return TS_EINVAL;
+    }
+    rec = &stats->ops[id];
+    if (!ts_add(rec->matrix_flops, matrix_flops, &rec->matrix_flops)) {
+        rec->matrix_flops = INT64_MAX;
+    }
+    rec->has_matrix = true;
+    return TS_OK;
+}
+
 int64_t
 ts_opstats_total(const ts_opstats *stats)
 {
@@ -203,12 +221,14 @@ sorted_by_name(const ts_opstats *stats)
     return sorted;
 }
 
-/* by_operator {name: flops} of the counted operators and ignored_operators
- * {name: {calls, reason}}, in name order. TS_OK or TS_ENOMEM. */
+/* by_operator {name: flops} of the counted operators, matrix_product_flops
+ * {name: flops} and ignored_operators {name: {calls, reason}}, in name
+ * order. TS_OK or TS_ENOMEM. */
 static int
 fill_operator_maps(const op_record *const *sorted,
                    size_t n,
                    json_t *by_op,
+                   json_t *matrix,
                    json_t *ignored)
 {
     for (size_t i = 0; i < n; i++) {
@@ -216,6 +236,11 @@ fill_operator_maps(const op_record *const *sorted,
         if (rec->counted_calls > 0
             && json_object_set_new(
                 by_op, rec->name, json_integer(rec->flops))) {
+            return TS_ENOMEM;
+        }
+        if (rec->has_matrix
+            && json_object_set_new(
+                matrix, rec->name, json_integer(rec->matrix_flops))) {
             return TS_ENOMEM;
         }
         if (rec->ignored_calls > 0
@@ -305,10 +330,8 @@ add_incomplete_diagnostics(const op_record *const *sorted,
                  "%s was counted with a formula that leaves work out (%s); "
                  "the count is a lower bound.",
                  rec->name,
-                 rec->incomplete_note != NULL
-                     ? rec->incomplete_note
-                     : "complex arithmetic or the softmax and scaling of "
-                       "fused attention");
+                 rec->incomplete_note != NULL ? rec->incomplete_note
+                                              : "complex arithmetic");
         if (ts_diagnostic_append(diags,
                                  "incomplete_operator_formula",
                                  "flops",
@@ -328,6 +351,7 @@ ts_opstats_report(const ts_opstats *stats,
                   json_t *by_module)
 {
     json_t *report = NULL, *by_op = NULL, *ignored = NULL, *diags = NULL;
+    json_t *matrix = NULL;
     json_t *total = NULL;
     const op_record **sorted = NULL;
 
@@ -335,9 +359,10 @@ ts_opstats_report(const ts_opstats *stats,
         by_module = json_object();
     }
     by_op = json_object();
+    matrix = json_object();
     ignored = json_object();
     diags = json_array();
-    if (by_module == NULL || by_op == NULL || ignored == NULL
+    if (by_module == NULL || by_op == NULL || matrix == NULL || ignored == NULL
         || diags == NULL) {
         goto error;
     }
@@ -345,7 +370,8 @@ ts_opstats_report(const ts_opstats *stats,
     /* Diagnostics: uncounted operators (sorted by name), refused formulas
      * (first-seen order), then incomplete formulas (sorted). */
     if (sorted == NULL
-        || fill_operator_maps(sorted, stats->nops, by_op, ignored) != TS_OK
+        || fill_operator_maps(sorted, stats->nops, by_op, matrix, ignored)
+               != TS_OK
         || add_uncounted_diagnostics(sorted, stats->nops, diags) != TS_OK
         || add_refused_diagnostics(stats, diags) != TS_OK
         || add_incomplete_diagnostics(sorted, stats->nops, diags) != TS_OK) {
@@ -359,32 +385,37 @@ ts_opstats_report(const ts_opstats *stats,
     if (total == NULL) {
         goto error;
     }
-    report = json_pack("{s:i, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:o, s:o}",
-                       "schema_version",
-                       1,
-                       "context",
-                       "torch_version",
-                       torch_version,
-                       "method",
-                       method,
-                       "counting_convention",
-                       "torchscan_flops_v1",
-                       "total",
-                       total,
-                       "by_module",
-                       by_module,
-                       "by_operator",
-                       by_op,
-                       "ignored_operators",
-                       ignored,
-                       "diagnostics",
-                       diags);
+    report = json_pack(
+        "{s:i, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:o, s:o, "
+        "s:o}",
+        "schema_version",
+        1,
+        "context",
+        "torch_version",
+        torch_version,
+        "method",
+        method,
+        "counting_convention",
+        "torchscan_flops_v1",
+        "total",
+        total,
+        "by_module",
+        by_module,
+        "by_operator",
+        by_op,
+        "matrix_product_flops",
+        matrix,
+        "ignored_operators",
+        ignored,
+        "diagnostics",
+        diags);
     free(sorted);
     return report; /* json_pack's "o" stole every reference, also on error */
 error:
     free(sorted);
     json_decref(by_module);
     json_decref(by_op);
+    json_decref(matrix);
     json_decref(ignored);
     json_decref(diags);
     json_decref(total);
@@ -399,7 +430,7 @@ ts_flop_report_not_requested(const char *torch_version)
     if (total == NULL) {
         return NULL;
     }
-    return json_pack("{s:i, s:{s:s, s:s}, s:o, s:{}, s:{}, s:{}, s:[]}",
+    return json_pack("{s:i, s:{s:s, s:s}, s:o, s:{}, s:{}, s:{}, s:{}, s:[]}",
                      "schema_version",
                      1,
                      "context",
@@ -411,6 +442,7 @@ ts_flop_report_not_requested(const char *torch_version)
                      total,
                      "by_module",
                      "by_operator",
+                     "matrix_product_flops",
                      "ignored_operators",
                      "diagnostics");
 }

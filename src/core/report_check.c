@@ -687,6 +687,7 @@ flop_report_check(checker *c, const json_t *flops)
     }
     pop(c, saved);
     OPTIONAL_MEMBER(c, flops, "by_operator", counts_check);
+    OPTIONAL_MEMBER(c, flops, "matrix_product_flops", counts_check);
     OPTIONAL_MEMBER(c, flops, "by_module", counts_check);
     OPTIONAL_MEMBER(c, flops, "ignored_operators", ignored_check);
     OPTIONAL_MEMBER(c, flops, "diagnostics", diagnostics_check);

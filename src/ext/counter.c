@@ -9,6 +9,8 @@
 #include "fail.h"
 #include "counter.h"
 
+#include "torchscan/attention_match.h"
+
 #include <math.h>
 #include <stddef.h>
 
@@ -23,6 +25,7 @@ typedef struct op_slot {
     char *name;         /* packet name, "aten.add" */
     const ts_op_entry *entry;
     int index;         /* dense index, stable across cache growth */
+    ts_attn_role role; /* its part in SDPA's math path, if any */
     bool skip;         /* size/stride queries: NotImplemented */
     bool silent;       /* metadata queries run unrecorded */
     bool decomposable; /* has a CompositeImplicitAutograd kernel */
@@ -46,6 +49,9 @@ typedef struct tsx_counter {
     PyObject *owner;     /* what owns `session` (a Crawl; strong) or NULL */
     ts_session *session; /* the layer calls operators are attributed to */
     int paused;          /* > 0: run operators without counting them */
+    /* SDPA's math path grouped into one attention (attention_match.h) */
+    ts_attn_matcher match;
+    int attention_id; /* opstats id of aten.scaled_dot_product_attention */
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -266,6 +272,7 @@ read_overload(tsx_state *st, PyObject *func, op_slot *s, PyObject **pname)
         return -1;
     }
     s->func = Py_NewRef(func);
+    s->role = ts_attn_role_of(full);
     s->skip = listed(full, skipped_overloads, N_OF(skipped_overloads));
     s->silent = listed(full, silent_overloads, N_OF(silent_overloads));
     Py_DECREF(fname);
@@ -668,6 +675,62 @@ record_op(tsx_counter *c,
     return 0;
 }
 
+/* Where this counter records: its statistics, its crawl's layers. */
+static ts_attn_sink
+sink_of(tsx_counter *c)
+{
+    ts_attn_sink sink = {c->stats, c->session, c->attention_id};
+    return sink;
+}
+
+/* Records the calls the attention matcher holds back. 0, or -1 with an
+ * exception. */
+static int
+flush_attention(tsx_counter *c)
+{
+    ts_attn_sink sink = sink_of(c);
+    int rc = ts_attn_flush(&c->match, &sink);
+    if (rc != TS_OK) {
+        tsx_raise_status(rc, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/* A complete count of a built-in formula: through the attention matcher,
+ * which may hold it back (SDPA's math path) or list a forward attention
+ * kernel as the attention it computes. */
+static int
+record_counted(tsx_counter *c,
+               const op_slot *s,
+               int id,
+               const ts_op_call *call,
+               const ts_op_result *res)
+{
+    ts_attn_sink sink = sink_of(c);
+    ts_counted_call cc;
+    int rc;
+    cc.id = id;
+    cc.layer = c->session ? ts_session_current_layer(c->session) : -1;
+    cc.flops = res->flops;
+    cc.matrix_flops =
+        (s->entry->flags & TS_OPF_MATRIX) != 0 ? res->matrix_flops : -1;
+    if ((s->entry->flags & TS_OPF_SDPA_FORWARD) != 0) {
+        rc = ts_attn_record_kernel(&c->match, &sink, &cc);
+    }
+    else if (s->role != TS_ATTN_ROLE_NONE || c->match.npending > 0) {
+        rc = ts_attn_feed(&c->match, &sink, s->role, call, &cc);
+    }
+    else {
+        rc = ts_attn_record(&sink, &cc);
+    }
+    if (rc != TS_OK) {
+        tsx_raise_status(rc, NULL);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 count(tsx_counter *c,
       const op_slot *s,
@@ -717,7 +780,6 @@ count(tsx_counter *c,
                 snprintf(
                     message, sizeof message, "%s", res.incomplete_message);
             }
-            res.incomplete |= (s->entry->flags & TS_OPF_ATTENTION) != 0;
         }
         else {
             kind = TS_OPCALL_UNSUPPORTED;
@@ -738,6 +800,18 @@ count(tsx_counter *c,
     if (id < 0) {
         return -1;
     }
+    if (kind == TS_OPCALL_COUNTED && custom == NULL && !res.incomplete) {
+        if (record && record_op(c, s, &call, kind, &res, false) < 0) {
+            return -1;
+        }
+        return record_counted(c, s, id, &call, &res);
+    }
+    /* Ignored calls (views, copies) run inside SDPA's math path too; any
+     * other call ends what the matcher holds back. */
+    if (kind != TS_OPCALL_IGNORED && c->match.npending > 0
+        && flush_attention(c) < 0) {
+        return -1;
+    }
     rc = ts_opstats_record(c->stats,
                            id,
                            kind,
@@ -756,6 +830,14 @@ count(tsx_counter *c,
         && ((!filled && fill_call(c->st, s, args, kwargs, out, &call) < 0)
             || record_op(c, s, &call, kind, &res, custom != NULL) < 0)) {
         return -1;
+    }
+    if (kind == TS_OPCALL_COUNTED && custom == NULL
+        && (s->entry->flags & TS_OPF_MATRIX) != 0) {
+        rc = ts_opstats_add_matrix(c->stats, id, res.matrix_flops);
+        if (rc != TS_OK) {
+            tsx_raise_status(rc, NULL);
+            return -1;
+        }
     }
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {
         ts_session_add_layer_op(c->session,
@@ -979,8 +1061,12 @@ counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     c->st = st;
+    ts_attn_matcher_init(&c->match);
     c->stats = ts_opstats_new();
-    if (c->stats == NULL) {
+    c->attention_id = c->stats != NULL ? ts_opstats_intern(
+                          c->stats, "aten.scaled_dot_product_attention")
+                                       : TS_ENOMEM;
+    if (c->attention_id < 0) {
         Py_DECREF(c);
         return tsx_raise_status(TS_ENOMEM, NULL);
     }
@@ -1016,9 +1102,14 @@ tsx_counter_attach(tsx_state *st,
         tsx_fail(PyExc_TypeError, "counter must be a Counter or None");
         return -1;
     }
+    /* What the matcher holds back belongs to the layers of the session it
+     * ran in. Recording complete counts allocates nothing, so this fails
+     * only when noting an overflowing sum runs out of memory; the counter
+     * is attached (or detached) all the same. */
+    int rc = flush_attention(c);
     Py_XSETREF(c->owner, session != NULL ? Py_XNewRef(owner) : NULL);
     c->session = session;
-    return 0;
+    return rc;
 }
 
 void
@@ -1034,6 +1125,9 @@ tsx_counter_flop_report(PyObject *counter, const char *torch_version)
 {
     tsx_counter *c = (tsx_counter *)counter;
     json_t *report;
+    if (flush_attention(c) < 0) {
+        return NULL;
+    }
     report =
         ts_opstats_report(c->stats, torch_version, TS_OPERATOR_METHOD, NULL);
     if (report == NULL) {
@@ -1050,6 +1144,9 @@ counter_report(tsx_counter *c, PyObject *args)
     json_t *jbm = NULL, *report;
     if (!PyArg_ParseTuple(
             args, "ss|O:_report", &torch_version, &method, &by_module)) {
+        return NULL;
+    }
+    if (flush_attention(c) < 0) {
         return NULL;
     }
     if (by_module != Py_None) {

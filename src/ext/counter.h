@@ -15,9 +15,12 @@ extern PyType_Spec tsx_counter_spec;
 void tsx_counter_pause(PyObject *counter, bool paused);
 /* Attributes the operators `counter` counts to the layer calls of
  * `session` (NULL: detaches), keeping `owner` (the object that owns the
- * session, a Crawl) alive meanwhile. 0, or -1 with TypeError when
- * `counter` is not a Counter. This is the crawl's C interface to the
- * counter: no Python method is called. */
+ * session, a Crawl) alive meanwhile; first records, in the session they
+ * ran in, the calls its attention matcher held back. 0, or -1 with
+ * TypeError when `counter` is not a Counter, or with MemoryError when
+ * recording them ran out of memory (the counter is attached or detached
+ * all the same). This is the crawl's C interface to the counter: no Python
+ * method is called. */
 int tsx_counter_attach(tsx_state *st,
                        PyObject *counter,
                        ts_session *session,

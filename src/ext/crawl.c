@@ -445,8 +445,12 @@ uninstall(tsx_crawl *c)
 {
     int rc = tsx_hooks_uninstall(c);
     if (c->counter != NULL) {
-        /* attached by install, so a Counter: detaching cannot fail */
-        (void)tsx_counter_attach(c->st, c->counter, NULL, NULL);
+        /* attached by install, so a Counter; detaching records what its
+         * attention matcher held back (fails only out of memory, and
+         * detaches all the same) */
+        if (tsx_counter_attach(c->st, c->counter, NULL, NULL) < 0 && rc == 0) {
+            rc = -1;
+        }
         Py_CLEAR(c->counter);
     }
     return rc;

@@ -196,6 +196,7 @@ run(const char *name, const ts_op_call *c)
     const ts_op_entry *e = ts_op_lookup(name);
     ts_error_clear(&error);
     result.flops = -12345;
+    result.matrix_flops = -54321;
     result.incomplete = true;
     result.incomplete_message = "poison";
     if (e == NULL || e->formula == NULL) {
@@ -232,7 +233,6 @@ run(const char *name, const ts_op_call *c)
 #define CHECK_UNSUPPORTED(name, call, fragment) \
     CHECK_FAILS((name), (call), TS_EUNSUPPORTED, (fragment))
 
-static const char ATTENTION_MSG[] = "Native fused attention formula";
 static const char COMPLEX_MSG[] = "inside complex arithmetic";
 static const char REAL_ONLY[] = "real arithmetic only";
 static const char LAYOUT[] = "dense strided tensors";
@@ -285,10 +285,13 @@ test_table(void)
         }
         if ((t[i].flags & TS_OPF_ATTENTION) != 0) {
             attention++;
-            CHECK((t[i].flags & TS_OPF_NATIVE) != 0);
-            /* The reference's rule: native operators whose name contains
-             * "attention". */
+            /* every attention formula lists its products apart */
+            CHECK((t[i].flags & TS_OPF_MATRIX) != 0);
             CHECK(strstr(t[i].name, "attention") != NULL);
+        }
+        /* FlopCounterMode's packets list their matrix products */
+        if ((t[i].flags & TS_OPF_NATIVE) != 0) {
+            CHECK((t[i].flags & TS_OPF_MATRIX) != 0);
         }
         if ((t[i].flags & TS_OPF_NATIVE) != 0) {
             native++;
@@ -319,7 +322,10 @@ test_table(void)
     /* FlopCounterMode's 21 aten packets (its other two keys are the
      * flex_attention higher-order operators). */
     CHECK_EQ_INT(native, 21);
-    CHECK_EQ_INT(attention, 10);
+    /* attention convention: the 10 FlopCounterMode packets, the CPU
+     * kernel and its backward, the overrideable kernel and its backward,
+     * and the composite scaled_dot_product_attention */
+    CHECK_EQ_INT(attention, 15);
     /* 110 contract 2.2 packets and 195 extensions with formulas (with
      * cudnn_ and miopen_batch_norm(_backward)): 171, then 24 for vision
      * models (floor, ceil, trunc, round, log2, remainder and their in-place
@@ -328,10 +334,12 @@ test_table(void)
      * ps_roi_align, ps_roi_pool, deform_conv2d). */
     /* then 5 for Mixture-of-Experts routers and wav2vec2: histc,
      * floor_divide(_), _weight_norm_interface(_backward). */
-    CHECK_EQ_INT(supplemental, 310);
-    CHECK_EQ_INT(extension, 195 + 72 + 5);
+    /* then 3 for attention: the overrideable kernel and its backward, the
+     * composite aten.scaled_dot_product_attention. */
+    CHECK_EQ_INT(supplemental, 313);
+    CHECK_EQ_INT(extension, 195 + 72 + 5 + 3);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 441);
+    CHECK_EQ_INT(n, 444);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -341,7 +349,7 @@ test_table(void)
     CHECK(ts_op_lookup("zzz") == NULL);
     CHECK(
         ts_op_lookup("aten._scaled_dot_product_flash_attention_for_cpu")->flags
-        == 0);
+        == (TS_OPF_ATTENTION | TS_OPF_MATRIX | TS_OPF_SDPA_FORWARD));
 }
 
 static void
@@ -708,95 +716,267 @@ test_convolution_backward(void)
     CHECK_UNSUPPORTED("aten.convolution_backward", c, "output_mask");
 }
 
-/* ==== native: attention ================================================== */
+/* ==== attention: one convention for every kernel ========================
+ * The attention convention (op_formulas_attention.c): rows = B*Hq*T,
+ * scores = rows*S, forward 2*scores*(Dq + Dv) + scores*(6 + masks +
+ * 2*[dropout]) - 2*rows, backward 2*scores*(3*Dq + 2*Dv) + scores*(6 +
+ * masks + 2*[dropout]) + rows*(2*Dv - 1) + (Hq - Hk)*B*S*(Dq + Dv). The
+ * matrix products (matrix_flops) are FlopCounterMode's count, quoted from
+ *   flop_registry[aten._scaled_dot_product_efficient_attention](q, k, v,
+ *       None, out_val=None)
+ * and the same for the flash and cuDNN packets (q=m(2,8,5,16),
+ * k=m(2,2,7,16), v=m(2,2,7,12): 31360 for each), and their backward
+ * (go=m(2,8,5,12): 80640). test_attention_match.c feeds the same calls'
+ * math path (mul, bmm, _safe_softmax, bmm) to the operator counter's
+ * matcher and checks that it counts what every kernel here counts. */
 
-static void
-check_attention_incomplete(void)
+#define CHECK_MATRIX(expected) CHECK_EQ_INT(result.matrix_flops, (expected))
+
+/* Where a kernel keeps is_causal, the mask/bias and dropout_p (-1: it has
+ * none). */
+typedef struct kernel_layout {
+    const char *name;
+    bool backward;
+    int mask, dropout, causal;
+} kernel_layout;
+
+static const kernel_layout forward_kernels[] = {
+    {"aten._scaled_dot_product_flash_attention_for_cpu", false, 5, 3, 4},
+    {"aten._scaled_dot_product_flash_attention", false, -1, 3, 4},
+    {"aten._scaled_dot_product_efficient_attention", false, 3, 5, 6},
+    {"aten._scaled_dot_product_cudnn_attention", false, 3, 5, 6},
+    {"aten._scaled_dot_product_fused_attention_overrideable", false, 3, 4, 5},
+    {"aten.scaled_dot_product_attention", false, 3, 4, 5},
+};
+
+static const kernel_layout backward_kernels[] = {
+    {"aten._scaled_dot_product_flash_attention_for_cpu_backward",
+     true,
+     8,
+     6,
+     7},
+    {"aten._scaled_dot_product_flash_attention_backward", true, -1, 10, 11},
+    {"aten._scaled_dot_product_efficient_attention_backward", true, 4, 9, 11},
+    {"aten._scaled_dot_product_cudnn_attention_backward", true, 8, 13, 14},
+    {"aten._scaled_dot_product_fused_attention_overrideable_backward",
+     true,
+     4,
+     12,
+     13},
+};
+
+#define N_FORWARD (int)(sizeof forward_kernels / sizeof forward_kernels[0])
+#define N_BACKWARD (int)(sizeof backward_kernels / sizeof backward_kernels[0])
+
+/* One call of a kernel: q, k, v (and grad_out for a backward) in place,
+ * every other argument None, then the flags asked for. */
+static ts_op_call
+kernel_call(const kernel_layout *k,
+            const char *q,
+            const char *key,
+            const char *v,
+            const char *grad_out,
+            bool causal,
+            bool mask,
+            double dropout)
 {
-    CHECK(result.incomplete);
-    CHECK(result.incomplete_message != NULL
-          && strstr(result.incomplete_message, ATTENTION_MSG) != NULL);
+    ts_op_call c = call_new();
+    int first = k->backward ? 1 : 0;
+    int n = 3 + first;
+    n = k->mask >= n ? k->mask + 1 : n;
+    n = k->dropout >= n ? k->dropout + 1 : n;
+    n = k->causal >= n ? k->causal + 1 : n;
+    while (c.nargs < n) {
+        a_none(&c);
+    }
+    if (k->backward) {
+        c.args[0].kind = TS_ARG_TENSOR;
+        c.args[0].tensor = shape(F, grad_out);
+    }
+    c.args[first].kind = TS_ARG_TENSOR;
+    c.args[first].tensor = shape(F, q);
+    c.args[first + 1].kind = TS_ARG_TENSOR;
+    c.args[first + 1].tensor = shape(F, key);
+    c.args[first + 2].kind = TS_ARG_TENSOR;
+    c.args[first + 2].tensor = shape(F, v);
+    c.args[k->causal].kind = TS_ARG_BOOL;
+    c.args[k->causal].i = causal;
+    c.args[k->dropout].kind = TS_ARG_REAL;
+    c.args[k->dropout].r = dropout;
+    if (mask && k->mask >= 0) {
+        c.args[k->mask].kind = TS_ARG_TENSOR;
+        c.args[k->mask].tensor = shape(F, "5,7");
+    }
+    return c;
 }
 
 static void
 test_sdpa(void)
 {
-    static const char *const fwd[] = {
-        "aten._scaled_dot_product_efficient_attention",
-        "aten._scaled_dot_product_flash_attention",
-        "aten._scaled_dot_product_cudnn_attention",
-    };
     ts_op_call c;
 
-    /* GQA: q=m(2,8,5,16), k=m(2,2,7,16), v=m(2,2,7,12);
-     * flop_registry[aten.X](q, k, v, None, out_val=None) -> 31360 for each
-     * of the three; 2*2*8*5*7*(16+12) = 31360. Also
-     * FlopCounterMode over aten._scaled_dot_product_efficient_attention on
-     * meta tensors with 8 KV heads gives 31360. */
-    for (int i = 0; i < 3; i++) {
+    /* q (2,8,5,16), k (2,2,7,16), v (2,2,7,12) (GQA 4:1): rows = 80,
+     * scores = 560. Products 2*560*28 = 31360 (FlopCounterMode's),
+     * scaling 560, softmax 5*560 - 2*80 = 2640: 34560 = 31360 + 3360 -
+     * 160, the same for every forward kernel; a causal mask +560, a mask
+     * +560, dropout +1120. */
+    for (int i = 0; i < N_FORWARD; i++) {
+        const kernel_layout *k = &forward_kernels[i];
+        c = kernel_call(
+            k, "2,8,5,16", "2,2,7,16", "2,2,7,12", NULL, false, false, 0.0);
+        CHECK_EXACT(k->name, c, 34560);
+        CHECK_MATRIX(31360);
+        CHECK((ts_op_lookup(k->name)->flags & TS_OPF_ATTENTION) != 0);
+        CHECK((ts_op_lookup(k->name)->flags & TS_OPF_MATRIX) != 0);
+        c = kernel_call(
+            k, "2,8,5,16", "2,2,7,16", "2,2,7,12", NULL, true, false, 0.0);
+        CHECK_EXACT(k->name, c, 35120);
+        CHECK_MATRIX(31360);
+        c = kernel_call(
+            k, "2,8,5,16", "2,2,7,16", "2,2,7,12", NULL, true, false, 0.1);
+        CHECK_EXACT(k->name, c, 36240);
+        if (k->mask >= 0) {
+            c = kernel_call(
+                k, "2,8,5,16", "2,2,7,16", "2,2,7,12", NULL, true, true, 0.0);
+            CHECK_EXACT(k->name, c, 35680);
+            c = kernel_call(
+                k, "2,8,5,16", "2,2,7,16", "2,2,7,12", NULL, false, true, 0.0);
+            CHECK_EXACT(k->name, c, 35120);
+        }
+        /* Empty queries or keys: 0, products too. */
+        c = kernel_call(
+            k, "2,8,0,16", "2,2,7,16", "2,2,7,12", NULL, false, false, 0.0);
+        CHECK_EXACT(k->name, c, 0);
+        CHECK_MATRIX(0);
+        c = kernel_call(
+            k, "2,8,5,16", "2,2,0,16", "2,2,0,12", NULL, false, false, 0.0);
+        CHECK_EXACT(k->name, c, 0);
+        /* Complex operands: counted as real ones, a lower bound. */
+        c = kernel_call(
+            k, "2,8,5,16", "2,2,7,16", "2,2,7,12", NULL, false, false, 0.0);
+        c.args[0].tensor.dtype = CX;
+        CHECK_FLOPS(k->name, c, 34560);
+        CHECK(result.incomplete && result.incomplete_message != NULL
+              && strstr(result.incomplete_message, COMPLEX_MSG) != NULL);
+    }
+    /* Forward kernels are listed as the attention they compute. */
+    for (int i = 0; i < N_FORWARD - 1; i++) {
+        CHECK((ts_op_lookup(forward_kernels[i].name)->flags
+               & TS_OPF_SDPA_FORWARD)
+              != 0);
+    }
+    CHECK((ts_op_lookup("aten.scaled_dot_product_attention")->flags
+           & TS_OPF_SDPA_FORWARD)
+          == 0);
+
+    /* Shape rules of the 4-D kernels. */
+    for (int i = 0; i < N_FORWARD - 1; i++) {
+        const char *name = forward_kernels[i].name;
+        c = call_new();
+        a_tensor(&c, F, "2,8,5,16");
+        a_tensor(&c, F, "2,3,7,16");
+        a_tensor(&c, F, "2,3,7,12");
+        CHECK_UNSUPPORTED(name, c, "a multiple of key/value heads");
+        c.args[1].tensor.dims[1] = 0;
+        c.args[2].tensor.dims[1] = 0;
+        CHECK_UNSUPPORTED(name, c, "a multiple of key/value heads");
+        c = call_new();
+        a_tensor(&c, F, "2,8,5,16");
+        a_tensor(&c, F, "2,2,7,16");
+        a_tensor(&c, F, "2,2,6,12");
+        CHECK_UNSUPPORTED(name, c, "lengths");
+        c.args[2].tensor.dims[2] = 7;
+        c.args[1].tensor.dims[3] = 8;
+        CHECK_UNSUPPORTED(name, c, "widths");
+        c = call_new();
+        a_tensor(&c, F, "8,5,16");
+        a_tensor(&c, F, "2,2,7,16");
+        a_tensor(&c, F, "2,2,7,12");
+        CHECK_UNSUPPORTED(name, c, "4-D query");
         c = call_new();
         a_tensor(&c, F, "2,8,5,16");
         a_tensor(&c, F, "2,2,7,16");
         a_tensor(&c, F, "2,2,7,12");
-        a_none(&c);
-        CHECK_FLOPS(fwd[i], c, 31360);
-        check_attention_incomplete();
-        CHECK((ts_op_lookup(fwd[i])->flags & TS_OPF_ATTENTION) != 0);
+        c.args[0].tensor.dense = false;
+        CHECK_UNSUPPORTED(name, c, LAYOUT);
     }
 
-    /* Complex wins the message. */
-    c.args[0].tensor.dtype = CX;
-    CHECK_FLOPS(fwd[0], c, 31360);
-    CHECK(result.incomplete_message != NULL
-          && strstr(result.incomplete_message, COMPLEX_MSG) != NULL);
-
+    /* The composite operator takes any rank >= 2: rows are the query's
+     * leading elements. q (3,5,16), k (3,7,16), v (3,7,12): rows 15,
+     * scores 105: 2*105*28 + 6*105 - 30 = 5880 + 630 - 30 = 6480. */
     c = call_new();
-    a_tensor(&c, F, "2,8,5,16");
-    a_tensor(&c, F, "2,3,7,16");
-    a_tensor(&c, F, "2,3,7,12");
-    CHECK_UNSUPPORTED(fwd[1], c, "multiple of key/value heads");
-    c.args[1].tensor.dims[1] = 0;
-    c.args[2].tensor.dims[1] = 0;
-    CHECK_UNSUPPORTED(fwd[1], c, "multiple of key/value heads");
-    c = call_new();
-    a_tensor(&c, F, "2,8,5,16");
-    a_tensor(&c, F, "2,2,7,16");
-    a_tensor(&c, F, "2,2,6,12");
-    CHECK_UNSUPPORTED(fwd[1], c, "incompatible");
-    c = call_new();
-    a_tensor(&c, F, "8,5,16");
-    a_tensor(&c, F, "2,2,7,16");
-    a_tensor(&c, F, "2,2,7,12");
-    CHECK_UNSUPPORTED(fwd[1], c, "4-D query");
+    a_tensor(&c, F, "3,5,16");
+    a_tensor(&c, F, "3,7,16");
+    a_tensor(&c, F, "3,7,12");
+    CHECK_EXACT("aten.scaled_dot_product_attention", c, 6480);
+    CHECK_MATRIX(5880);
+    c.args[2].tensor.dims[1] = 6;
+    CHECK_UNSUPPORTED("aten.scaled_dot_product_attention", c, "(..., S, Dv)");
 }
 
 static void
 test_sdpa_backward(void)
 {
-    static const char *const bwd[] = {
-        "aten._scaled_dot_product_efficient_attention_backward",
-        "aten._scaled_dot_product_flash_attention_backward",
-        "aten._scaled_dot_product_cudnn_attention_backward",
-    };
     ts_op_call c;
 
-    /* go=m(2,8,5,12) and q, k, v as in test_sdpa:
-     * flop_registry[aten.X](go, q, k, v, out_val=None) -> 80640;
-     * 2*(2*8)*5*7*(3*16 + 2*12) = 80640. */
-    for (int i = 0; i < 3; i++) {
-        c = call_new();
-        a_tensor(&c, F, "2,8,5,12");
-        a_tensor(&c, F, "2,8,5,16");
-        a_tensor(&c, F, "2,2,7,16");
-        a_tensor(&c, F, "2,2,7,12");
-        CHECK_FLOPS(bwd[i], c, 80640);
-        check_attention_incomplete();
+    /* grad_out (2,8,5,12) and q, k, v as in test_sdpa: products
+     * 2*560*(48 + 24) = 80640 (FlopCounterMode's), recomputed P and dS
+     * 6*560 = 3360, rowsum(dO*O) 80*(24 - 1) = 1840, dK/dV summed over the
+     * 4 query heads of each KV head (8 - 2)*2*7*(16 + 12) = 2352:
+     * 88192 for every backward kernel; causal +560, dropout +1120. */
+    for (int i = 0; i < N_BACKWARD; i++) {
+        const kernel_layout *k = &backward_kernels[i];
+        c = kernel_call(k,
+                        "2,8,5,16",
+                        "2,2,7,16",
+                        "2,2,7,12",
+                        "2,8,5,12",
+                        false,
+                        false,
+                        0.0);
+        CHECK_EXACT(k->name, c, 88192);
+        CHECK_MATRIX(80640);
+        CHECK((ts_op_lookup(k->name)->flags & TS_OPF_SDPA_FORWARD) == 0);
+        c = kernel_call(k,
+                        "2,8,5,16",
+                        "2,2,7,16",
+                        "2,2,7,12",
+                        "2,8,5,12",
+                        true,
+                        false,
+                        0.2);
+        CHECK_EXACT(k->name, c, 88192 + 560 + 1120);
+        if (k->mask >= 0) {
+            c = kernel_call(k,
+                            "2,8,5,16",
+                            "2,2,7,16",
+                            "2,2,7,12",
+                            "2,8,5,12",
+                            false,
+                            true,
+                            0.0);
+            CHECK_EXACT(k->name, c, 88192 + 560);
+        }
+        /* grad_out must be shaped like the output */
+        c = kernel_call(k,
+                        "2,8,5,16",
+                        "2,2,7,16",
+                        "2,2,7,12",
+                        "2,8,5,16",
+                        false,
+                        false,
+                        0.0);
+        CHECK_UNSUPPORTED(k->name, c, "grad_out");
+        c = kernel_call(k,
+                        "2,8,5,16",
+                        "2,2,7,16",
+                        "2,2,7,12",
+                        "2,4,5,12",
+                        false,
+                        false,
+                        0.0);
+        CHECK_UNSUPPORTED(k->name, c, "grad_out");
     }
-    c.args[0].tensor.dims[3] = 16;
-    CHECK_UNSUPPORTED(bwd[0], c, "incompatible");
-    c.args[0].tensor.dims[3] = 12;
-    c.args[0].tensor.dims[1] = 4;
-    CHECK_UNSUPPORTED(bwd[0], c, "batch/heads");
 }
 
 static void
@@ -804,12 +984,15 @@ test_raw_attention_kernels(void)
 {
     ts_op_call c;
 
-    /* Dense (batch, seq, heads, dim) inputs read as (b, h, s, d), as
-     * FlopCounterMode does: q=m(2,6,4,16), k=m(2,3,4,16), v=m(2,3,4,8);
-     * flop_registry[aten._flash_attention_forward](q, k, v, None, None, 6,
-     *     3, 0.0, False, False) -> 9216
-     * flop_registry[aten._efficient_attention_forward](q, k, v, None, None,
-     *     None, None, None, 0.0, 0) -> 9216
+    /* Dense (batch, seq, heads, dim) inputs: q (2,6,4,16), k (2,3,4,16),
+     * v (2,3,4,8): B = 2, T = 6, Hq = Hk = 4, S = 3: rows = 48, scores =
+     * 144: products 2*144*24 = 6912, scaling and softmax 6*144 - 96:
+     * 7680. matrix_flops is FlopCounterMode's count, which reads the
+     * shapes as (b, h, s, d):
+     *   flop_registry[aten._flash_attention_forward](q, k, v, None, None,
+     *       6, 3, 0.0, False, False) -> 9216
+     *   flop_registry[aten._efficient_attention_forward](q, k, v, None,
+     *       None, None, None, None, 0.0, 0) -> 9216
      * = 2 * 2 * 6 * 4 * 4 * (16 + 8). */
     c = call_new();
     a_tensor(&c, F, "2,6,4,16");
@@ -822,8 +1005,19 @@ test_raw_attention_kernels(void)
     a_real(&c, 0.0);
     a_bool(&c, false);
     a_bool(&c, false);
-    CHECK_FLOPS("aten._flash_attention_forward", c, 9216);
-    check_attention_incomplete();
+    CHECK_EXACT("aten._flash_attention_forward", c, 7680);
+    CHECK_MATRIX(9216);
+    /* causal +144; a left window +144; ALiBi slopes +288; dropout +288 */
+    c.args[8].i = 1;
+    CHECK_EXACT("aten._flash_attention_forward", c, 7824);
+    a_none(&c);    /* scale */
+    a_int(&c, 2);  /* window_size_left */
+    a_int(&c, -1); /* window_size_right: none */
+    a_none(&c);    /* seqused_k */
+    a_tensor(&c, F, "4");
+    CHECK_EXACT("aten._flash_attention_forward", c, 7824 + 144 + 288);
+    c.args[7].r = 0.1;
+    CHECK_EXACT("aten._flash_attention_forward", c, 7824 + 144 + 288 + 288);
     c.args[3].kind = TS_ARG_TENSOR;
     c.args[3].tensor = shape(I, "3");
     CHECK_UNSUPPORTED("aten._flash_attention_forward", c, "Variable-length");
@@ -839,14 +1033,31 @@ test_raw_attention_kernels(void)
     a_none(&c);
     a_real(&c, 0.0);
     a_int(&c, 0);
-    CHECK_FLOPS("aten._efficient_attention_forward", c, 9216);
-    check_attention_incomplete();
+    CHECK_EXACT("aten._efficient_attention_forward", c, 7680);
+    CHECK_MATRIX(9216);
+    /* custom_mask_type 1 (causal) +144; a bias +144 */
+    c.args[9].i = 1;
+    CHECK_EXACT("aten._efficient_attention_forward", c, 7824);
+    c.args[3].kind = TS_ARG_TENSOR;
+    c.args[3].tensor = shape(F, "2,4,6,3");
+    CHECK_EXACT("aten._efficient_attention_forward", c, 7968);
     c.args[4].kind = TS_ARG_TENSOR;
     c.args[4].tensor = shape(I, "3");
     CHECK_UNSUPPORTED(
         "aten._efficient_attention_forward", c, "Variable-length");
+    /* FlopCounterMode's reading needs T a multiple of S (it raises
+     * otherwise): the products are then the true ones, rows 40, scores
+     * 120. */
+    c = call_new();
+    a_tensor(&c, F, "2,5,4,16");
+    a_tensor(&c, F, "2,3,4,16");
+    a_tensor(&c, F, "2,3,4,8");
+    CHECK_EXACT(
+        "aten._efficient_attention_forward", c, 2 * 120 * 24 + 6 * 120 - 80);
+    CHECK_MATRIX(2 * 120 * 24);
 
-    /* go=m(2,6,4,8):
+    /* go (2,6,4,8): products 2*144*(48 + 16) = 18432, 6*144 = 864,
+     * rowsum 48*(16 - 1) = 720, no grouped heads: 20016; causal +144.
      * flop_registry[aten._flash_attention_backward](go, q, k, v,
      *     m(2,6,4,8), m(1), None, None, 6, 3, 0.0, False, None, None)
      * -> 24576
@@ -865,8 +1076,10 @@ test_raw_attention_kernels(void)
     a_none(&c);
     a_int(&c, 6);
     a_int(&c, 3);
-    CHECK_FLOPS("aten._flash_attention_backward", c, 24576);
-    check_attention_incomplete();
+    a_real(&c, 0.0);
+    a_bool(&c, true);
+    CHECK_EXACT("aten._flash_attention_backward", c, 20016 + 144);
+    CHECK_MATRIX(24576);
     c.args[6].kind = TS_ARG_TENSOR;
     c.args[6].tensor = shape(I, "3");
     CHECK_UNSUPPORTED("aten._flash_attention_backward", c, "Variable-length");
@@ -882,8 +1095,8 @@ test_raw_attention_kernels(void)
     a_none(&c);
     a_int(&c, 6);
     a_int(&c, 3);
-    CHECK_FLOPS("aten._efficient_attention_backward", c, 24576);
-    check_attention_incomplete();
+    CHECK_EXACT("aten._efficient_attention_backward", c, 20016);
+    CHECK_MATRIX(24576);
     c.args[6].kind = TS_ARG_TENSOR;
     c.args[6].tensor = shape(I, "3");
     CHECK_UNSUPPORTED(
@@ -1824,9 +2037,11 @@ test_cpu_attention(void)
     const char *name = "aten._scaled_dot_product_flash_attention_for_cpu";
     ts_op_call c;
 
-    /* q (1,2,3,4), k (1,1,5,4), v (1,1,5,6) (GQA 2:1): rows = 1*2*3 = 6,
-     * scores = 6*5 = 30: 2*30*(4+6) + 30 + 5*30 - 2*6 = 600 + 30 + 150 -
-     * 12 = 768; causal + 30 = 798; and a mask + 30 = 828. */
+    /* Contract 2.2's example shapes: q (1,2,3,4), k (1,1,5,4), v (1,1,5,6)
+     * (GQA 2:1): rows = 1*2*3 = 6, scores = 6*5 = 30: 2*30*(4+6) + 30 +
+     * 5*30 - 2*6 = 600 + 30 + 150 - 12 = 768; causal + 30 = 798; and a
+     * mask + 30 = 828. Dropout (which the contract refuses) 2 per score:
+     * + 60. */
     c = call_new();
     a_tensor(&c, F, "1,2,3,4");
     a_tensor(&c, F, "1,1,5,4");
@@ -1834,8 +2049,9 @@ test_cpu_attention(void)
     o_tensor(&c, F, "1,2,3,6");
     o_tensor(&c, F, "1,2,3");
     CHECK_EXACT(name, c, 768);
-    /* Supplemental and not a matrix-core count: no incomplete flag. */
-    CHECK(ts_op_lookup(name)->flags == 0);
+    CHECK_MATRIX(600);
+    CHECK(ts_op_lookup(name)->flags
+          == (TS_OPF_ATTENTION | TS_OPF_MATRIX | TS_OPF_SDPA_FORWARD));
     a_real(&c, 0.0);
     a_bool(&c, true);
     CHECK_EXACT(name, c, 798);
@@ -1844,34 +2060,8 @@ test_cpu_attention(void)
     c.args[4].i = 0;
     CHECK_EXACT(name, c, 798);
     c.args[3].r = 0.1;
-    CHECK_UNSUPPORTED(name, c, "dropout");
-
-    /* Empty rows or keys: 0. */
-    c = call_new();
-    a_tensor(&c, F, "1,2,0,4");
-    a_tensor(&c, F, "1,1,5,4");
-    a_tensor(&c, F, "1,1,5,6");
-    CHECK_EXACT(name, c, 0);
-    c.args[0].tensor.dims[2] = 3;
-    c.args[1].tensor.dims[2] = 0;
-    c.args[2].tensor.dims[2] = 0;
-    CHECK_EXACT(name, c, 0);
-
-    /* Shape rules. */
-    c = call_new();
-    a_tensor(&c, F, "1,3,3,4");
-    a_tensor(&c, F, "1,2,5,4");
-    a_tensor(&c, F, "1,2,5,6");
-    CHECK_UNSUPPORTED(name, c, "divisible query/KV heads");
-    c.args[0].tensor.dims[1] = 4;
-    c.args[2].tensor.dims[2] = 6;
-    CHECK_UNSUPPORTED(name, c, "K/V lengths");
-    c.args[2].tensor.dims[2] = 5;
-    c.args[1].tensor.dims[3] = 8;
-    CHECK_UNSUPPORTED(name, c, "Q/K widths");
-    c.args[1].tensor.dims[3] = 4;
-    c.args[0].tensor.dense = false;
-    CHECK_UNSUPPORTED(name, c, LAYOUT);
+    CHECK_EXACT(name, c, 858);
+    CHECK_MATRIX(600);
 }
 
 /* _native_multi_head_attention(query, key, value, embed_dim, num_head,
@@ -1882,10 +2072,18 @@ test_native_mha(void)
 {
     ts_op_call c = call_new();
 
-    /* B = 1, L = 3, E = 4, H = 2: 8*1*3*16 = 384; BLE = 12;
-     * 4*1*9*4 = 144; rows = 6, scores = 18: 5*18 - 2*6 = 78;
-     * averaged weights (defaults) + 18: 384 + 12 + 144 + 78 + 18 = 636;
-     * without returned weights 618; with a mask too 654. */
+    /* Counted as nn.MultiheadAttention's other path counts the same call.
+     * B = 1, L = 3, E = 4, H = 2: projections 8*1*3*16 = 384; BLE = 12;
+     * 4*1*9*4 = 144; rows = 6, scores = 18: softmax 5*18 - 2*6 = 78.
+     * With returned weights (the default), the path that returns them:
+     * query scaled BLE, averaged weights + 18: 384 + 12 + 144 + 78 + 18 =
+     * 636 (the contract's formula); per-head weights 618; a mask, added
+     * inside baddbmm there (which counts its product only), adds nothing.
+     * Without returned weights the attention convention: the attention of
+     * q (1,2,3,2) over k, v (1,2,3,2), rows 6, scores 18, is 2*18*4 + 6*18
+     * - 12 = 240, as aten._scaled_dot_product_flash_attention_for_cpu
+     * counts it: 384 + 240 = 624; a mask + 18 = 642. Products 384 + 144 =
+     * 528. */
     a_tensor(&c, F, "1,3,4");
     a_tensor(&c, F, "1,3,4");
     a_tensor(&c, F, "1,3,4");
@@ -1898,16 +2096,47 @@ test_native_mha(void)
     o_tensor(&c, F, "1,3,4");
     o_tensor(&c, F, "1,3,3");
     CHECK_EXACT("aten._native_multi_head_attention", c, 636);
+    CHECK_MATRIX(528);
     a_none(&c);
     a_bool(&c, false);
-    CHECK_EXACT("aten._native_multi_head_attention", c, 618);
+    CHECK_EXACT("aten._native_multi_head_attention", c, 624);
+    CHECK_MATRIX(528);
     c.args[10].i = 1;
     a_bool(&c, false); /* per-head weights: no averaging */
     CHECK_EXACT("aten._native_multi_head_attention", c, 618);
     c.args[11].i = 1;
     c.args[9].kind = TS_ARG_TENSOR;
     c.args[9].tensor = shape(B, "3,3");
-    CHECK_EXACT("aten._native_multi_head_attention", c, 654);
+    CHECK_EXACT("aten._native_multi_head_attention", c, 636);
+    c.args[10].i = 0;
+    CHECK_EXACT("aten._native_multi_head_attention", c, 642);
+    {
+        /* the attention of the weightless call, as the CPU kernel counts
+         * it */
+        ts_op_call a = call_new();
+        a_tensor(&a, F, "1,2,3,2");
+        a_tensor(&a, F, "1,2,3,2");
+        a_tensor(&a, F, "1,2,3,2");
+        CHECK_EXACT(
+            "aten._scaled_dot_product_flash_attention_for_cpu", a, 240);
+    }
+    /* B = 2: the other path's input projection is mm and a bias add on the
+     * transposed input (3BLE = 72). BLE = 24: projections 768, products
+     * 288, rows 12, scores 36: softmax 156; without weights + 36 (scale):
+     * 768 + 72 + 288 + 156 + 36 = 1320; with averaged weights 768 + 72 +
+     * 288 + 156 + 24 + 36 = 1344. */
+    c.args[9].kind = TS_ARG_NONE;
+    for (int i = 0; i < 3; i++) {
+        c.args[i].tensor = shape(F, "2,3,4");
+    }
+    CHECK_EXACT("aten._native_multi_head_attention", c, 1320);
+    CHECK_MATRIX(768 + 288);
+    c.args[10].i = 1;
+    CHECK_EXACT("aten._native_multi_head_attention", c, 1344);
+    c.args[10].i = 0;
+    for (int i = 0; i < 3; i++) {
+        c.args[i].tensor = shape(F, "1,3,4");
+    }
 
     /* Cross-attention or mismatched widths have no convention. */
     c.args[1].tensor.dims[1] = 5;
@@ -1961,19 +2190,21 @@ test_encoder_layer(void)
 
 #if TS_OP_MAX_ARGS >= 20
     /* src (1,3,4), E = 4, H = 2, ffn_weight_1 (8,4): attention without
-     * weights 618 (test_native_mha); rows = 3, hidden = 3*8 = 24:
+     * weights 624 (test_native_mha); rows = 3, hidden = 3*8 = 24:
      * 4*24*4 = 384; ReLU 24; 18*12 = 216; 4*3 = 12:
-     * 618 + 384 + 24 + 216 + 12 = 1254. GELU: 5*24 = 120 instead of 24:
-     * 1350. A mask adds one per score (18): 1272. */
-    CHECK_EXACT(name, c, 1254);
+     * 624 + 384 + 24 + 216 + 12 = 1260. GELU: 5*24 = 120 instead of 24:
+     * 1356. A mask adds one per score (18): 1278. Products: the
+     * attention's 528 and the feed-forward's 384. */
+    CHECK_EXACT(name, c, 1260);
+    CHECK_MATRIX(912);
     c = encoder_call(true);
-    CHECK_EXACT(name, c, 1350);
+    CHECK_EXACT(name, c, 1356);
     c = encoder_call(false);
     a_tensor(&c, B, "3,3");
     a_int(&c, 0);
-    CHECK_EXACT(name, c, 1272);
+    CHECK_EXACT(name, c, 1278);
     c.args[18].kind = TS_ARG_NONE;
-    CHECK_EXACT(name, c, 1254);
+    CHECK_EXACT(name, c, 1260);
 #else
     /* The mask is argument 18, past what the call struct can hold. */
     CHECK_UNSUPPORTED(name, c, "TS_OP_MAX_ARGS");
@@ -2633,16 +2864,19 @@ test_cpu_attention_backward(void)
     o_tensor(&c, F, "1,1,5,4");
     o_tensor(&c, F, "1,1,5,6");
     CHECK_EXACT(name, c, 1736);
-    CHECK(ts_op_lookup(name)->flags == TS_OPF_EXTENSION);
+    CHECK_MATRIX(1440);
+    CHECK(ts_op_lookup(name)->flags
+          == (TS_OPF_EXTENSION | TS_OPF_ATTENTION | TS_OPF_MATRIX));
     c.args[7].i = 1;
     CHECK_EXACT(name, c, 1766);
     a_tensor(&c, F, "3,5");
     CHECK_EXACT(name, c, 1796);
+    /* dropout: the mask on dP and on the recomputed P, 2 per score */
     c.args[6].r = 0.1;
-    CHECK_UNSUPPORTED(name, c, "dropout");
+    CHECK_EXACT(name, c, 1856);
     c.args[6].r = 0.0;
     c.args[0].tensor.dims[3] = 4; /* grad_out must match the output */
-    CHECK_UNSUPPORTED(name, c, "grad_out shape");
+    CHECK_UNSUPPORTED(name, c, "grad_out shaped like the output");
 }
 
 static void
@@ -3449,7 +3683,7 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "441 operator packets") != NULL);
+        CHECK(strstr(generated, "444 operator packets") != NULL);
         CHECK(strstr(generated, "| `torchvision.nms` |") != NULL);
     }
     free(generated);

@@ -28,10 +28,17 @@ def flopcounter_counts(workload: Callable[[], Any]) -> dict[str, int]:
     return {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
 
 
-def assert_flopcounter_parity(ours: dict[str, int], reference: dict[str, int]) -> None:
+def assert_flopcounter_parity(ours: dict[str, Any], reference: dict[str, int]) -> None:
     """Every operator FlopCounterMode counted has our identical count, and every
-    operator of ours that FlopCounterMode has a formula for was also counted by it."""
+    operator of ours that FlopCounterMode has a formula for was also counted by it.
+
+    ``ours`` is a FlopReport (its ``matrix_product_flops`` are compared: the matrix
+    products of every operator that ran them, also those an attention call groups
+    under ``aten.scaled_dot_product_attention``) or a ``by_operator`` dict of a
+    workload without attention."""
     assert reference, "the oracle counted nothing: the workload does not exercise a matmul/conv"
+    if "matrix_product_flops" in ours:
+        ours = ours["matrix_product_flops"]
     for op, n in reference.items():
         assert ours.get(op) == n, f"{op}: ours {ours.get(op)} != FlopCounterMode {n}"
     for op, n in ours.items():

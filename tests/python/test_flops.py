@@ -138,7 +138,7 @@ def test_flopcounter_parity_conv_backward_with_input_gradient():
 
     report = measure_flops(step)
     theirs = flopcounter_counts(step)
-    assert_flopcounter_parity(report["by_operator"], theirs)
+    assert_flopcounter_parity(report, theirs)
     # forward 2*2*4*27*36 = 15552; backward: grad_input and grad_weight, each the size of the forward: 31104
     assert theirs["aten.convolution_backward"] == 31104
     assert not [d for d in report["diagnostics"] if d.get("operator") == "aten.convolution_backward"]
@@ -185,7 +185,7 @@ def test_flopcounter_parity_conv_backward_variants(module, shape):
     report = measure_flops(step)
     theirs = flopcounter_counts(step)
     assert "aten.convolution_backward" in theirs
-    assert_flopcounter_parity(report["by_operator"], theirs)
+    assert_flopcounter_parity(report, theirs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -196,15 +196,18 @@ def test_flopcounter_parity_conv_backward_variants(module, shape):
 def test_sdpa_cpu_fused_kernel_uses_documented_formula():
     q, k, v = torch.rand(2, 3, 5, 8), torch.rand(2, 3, 7, 8), torch.rand(2, 3, 7, 8)
     for causal, expected in ((False, 7920), (True, 8130)):
-        mine, theirs = both(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        with torch.no_grad():
+            report = measure_flops(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            theirs = flopcounter_counts(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
         # FlopCounterMode has no formula for the CPU flash kernel: it counts nothing here
         assert "aten._scaled_dot_product_flash_attention_for_cpu" not in FLOPCOUNTER_OPS
         assert theirs == {}
         # contract 2.2: rows = B*Hq*Tq = 2*3*5 = 30, scores = rows*S = 210, Dq = Dv = 8
         # 2*scores*(Dq+Dv) = 6720; + scores (scale) 210; + 5*scores - 2*rows = 990  -> 7920; causal: + scores = 8130
-        assert mine == {"aten._scaled_dot_product_flash_attention_for_cpu": expected}
-    report = measure_flops(lambda: F.scaled_dot_product_attention(q, k, v))
-    assert report["total"]["status"] == "complete"
+        # listed as the attention call the kernel computed; its products under the kernel's name
+        assert report["by_operator"] == {"aten.scaled_dot_product_attention": expected}
+        assert report["matrix_product_flops"] == {"aten._scaled_dot_product_flash_attention_for_cpu": 6720}
+        assert report["total"]["status"] == "complete"
 
 
 def test_sdpa_cpu_with_mask_adds_one_per_score():
@@ -214,21 +217,26 @@ def test_sdpa_cpu_with_mask_adds_one_per_score():
         plain = ours(lambda: F.scaled_dot_product_attention(q, k, v))
         masked = ours(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     # rows = 1*2*4 = 8, scores = 48: 2*48*16 + 48 + 5*48 - 16 = 1808; mask: + 48 = 1856
-    op = "aten._scaled_dot_product_flash_attention_for_cpu"
+    op = "aten.scaled_dot_product_attention"
     assert plain == {op: 1808}
     assert masked == {op: 1856}
 
 
-def test_sdpa_cpu_math_path_decomposes_to_counted_ops():
-    # Dq != Dv: the CPU flash kernel does not apply; SDPA decomposes into the math path.
+def test_sdpa_cpu_math_path_counts_as_one_attention():
+    # Dq != Dv: the CPU flash kernel does not apply; SDPA decomposes into the math path, which the counter
+    # recognises and counts as the fused kernels count the same call.
     q, k, v = torch.rand(2, 3, 5, 8), torch.rand(2, 3, 7, 8), torch.rand(2, 3, 7, 6)
-    mine, theirs = both(lambda: F.scaled_dot_product_attention(q, k, v))
-    assert_flopcounter_parity(mine, theirs)
-    # QK^T: 2*6*5*7*8 = 3360; weights@V: 2*6*5*6*7 = 2520; bmm total 5880 (= FlopCounterMode)
+    with torch.no_grad():
+        report = measure_flops(lambda: F.scaled_dot_product_attention(q, k, v))
+        theirs = flopcounter_counts(lambda: F.scaled_dot_product_attention(q, k, v))
+    assert_flopcounter_parity(report, theirs)
+    # QK^T: 2*6*5*7*8 = 3360; weights@V: 2*6*5*6*7 = 2520; bmm total 5880 (= FlopCounterMode), listed apart
     assert theirs == {"aten.bmm": 5880}
-    # q and k are each scaled by sqrt(scale): 240 + 336 = 576 multiplies;
-    # _safe_softmax over N = 210 scores, R = 30 rows: 5N - 2R + 2N = 1050 - 60 + 420 = 1410
-    assert mine == {"aten.bmm": 5880, "aten.mul": 576, "aten._safe_softmax": 1410}
+    assert report["matrix_product_flops"] == {"aten.bmm": 5880}
+    # operator by operator the decomposition would count q and k scaled by sqrt(scale) (240 + 336) and
+    # _safe_softmax (5N - 2R + 2N = 1410): 7866; as one attention, rows = 30, scores = 210:
+    # 5880 + 210 (scale) + 5*210 - 2*30 = 7080
+    assert report["by_operator"] == {"aten.scaled_dot_product_attention": 7080}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -261,9 +269,11 @@ def test_matmul_plus_linear_pin():
         "total",
         "by_module",
         "by_operator",
+        "matrix_product_flops",
         "ignored_operators",
         "diagnostics",
     }
+    assert report["matrix_product_flops"] == {"aten.addmm": 32, "aten.mm": 48}
     assert report["schema_version"] == 1
 
 
@@ -769,7 +779,7 @@ def test_crawl_operator_flops_equal_measure_flops():
     assert report["totals"]["operator_flops"] == flop["total"]
     mine, theirs = both(lambda: model.eval()(x))
     model.train()
-    assert_flopcounter_parity(flop["by_operator"], theirs)
+    assert_flopcounter_parity(flop, theirs)
     # conv: 2*2*4*27*36 = 15552; head twice: 2 * (2*2*5*36) = 1440
     assert flop["by_operator"]["aten.convolution"] == 15552
     assert flop["by_operator"]["aten.addmm"] == 1440

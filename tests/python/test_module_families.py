@@ -698,7 +698,7 @@ def test_zoo_strict(name):
     by_operator = report["operator_flops"]["by_operator"]
     assert report["totals"]["operator_flops"]["value"] == sum(by_operator.values()) > 0
     # the same forward under FlopCounterMode: equal counts on every operator it covers
-    assert_flopcounter_parity(by_operator, _flopcounter_of_observed_forward(case, report))
+    assert_flopcounter_parity(report["operator_flops"], _flopcounter_of_observed_forward(case, report))
 
 
 def _flopcounter_of_observed_forward(case, report):

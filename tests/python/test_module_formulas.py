@@ -103,10 +103,10 @@ def test_multihead_attention(need_weights):
         assert report["layers"][0]["metrics"][name]["status"] == "unavailable"
     assert report["diagnostics"] == []  # "not applicable" is not a diagnostic
     if not need_weights:
-        # operators: in_proj (3,4)@(4,12) 288 + out_proj 96 = 384 addmm; SDPA CPU kernel:
-        # rows 6, scores 18, D 2: 2*18*4 + 18 + 5*18 - 12 = 240
+        # operators: in_proj (3,4)@(4,12) 288 + out_proj 96 = 384 addmm; the SDPA call (CPU kernel) by the
+        # attention convention: rows 6, scores 18, D 2: 2*18*4 + 18 + 5*18 - 12 = 240
         assert report["operator_flops"]["by_operator"] == {
-            "aten._scaled_dot_product_flash_attention_for_cpu": 240,
+            "aten.scaled_dot_product_attention": 240,
             "aten.addmm": 384,
         }
 

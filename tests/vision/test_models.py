@@ -183,4 +183,4 @@ def test_operator_flops_complete_and_equal_to_flopcountermode(name: str) -> None
     ours = report["by_operator"]
     assert report["total"]["value"] == sum(ours.values())
     assert must_run <= set(ours), f"{name} did not run {must_run - set(ours)}"
-    assert_flopcounter_parity(ours, flopcounter_counts(forward))
+    assert_flopcounter_parity(report, flopcounter_counts(forward))
