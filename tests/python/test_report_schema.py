@@ -469,6 +469,23 @@ def _tiny_transformer() -> nn.Transformer:
     )
 
 
+def _distributed_reports(add: Any) -> None:
+    """Reports made inside a one-rank gloo process group (an in-memory store, no port): the rank context keys."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        x = torch.ones(2, 4)
+        add("crawl_module in a process group", "AnalysisReport", crawl_module(model, args=(x,)))
+        add("measure_flops in a process group", "FlopReport", measure_flops(lambda: model(x)))
+        timed = measure_latency(lambda: model(x), device="cpu", **TIMING)
+        add("measure_latency in a process group", "BenchmarkReport", timed)
+        add("profile_workload in a process group", "ProfileReport", profile_workload(lambda: model(x), device="cpu"))
+    finally:
+        dist.destroy_process_group()
+
+
 def build_reports() -> list[tuple[str, str, Any]]:
     """(name, page entry, report) for every report type, built from small models."""
     torch.manual_seed(0)
@@ -593,6 +610,8 @@ def build_reports() -> list[tuple[str, str, Any]]:
     add("compare_reports", "ReportDiff", compare_reports(old, new))
     add("compare_benchmarks passed", "BenchmarkComparison", compare_benchmarks(before, after, check=lambda: True))
     add("compare_benchmarks failed", "BenchmarkComparison", compare_benchmarks(before, after, check=lambda: False))
+
+    _distributed_reports(add)
 
     if CUDA:  # the device-only fields
         gpu = torch.ones(64, 64, device="cuda")
