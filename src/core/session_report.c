@@ -478,8 +478,15 @@ ts_session_emit_report(const ts_session *session,
                                  "not_requested"));
         }
         if (i == 0) {
+            const json_t *moved =
+                json_object_get(flop_report, "collective_bytes");
             TRY_EMIT(e->key(e->ctx, "operator_flops"));
             TRY_EMIT(e->tree(e->ctx, json_object_get(flop_report, "total")));
+            if (moved != NULL) {
+                /* the forward ran collectives (torch.distributed) */
+                TRY_EMIT(e->key(e->ctx, "collective_bytes"));
+                TRY_EMIT(e->tree(e->ctx, moved));
+            }
         }
     }
     TRY_EMIT(e->end_object(e->ctx));

@@ -30,7 +30,7 @@ call_meta(json_t *arg)
 static ts_shape
 shape2(int64_t a, int64_t b)
 {
-    ts_shape s = {2, {a, b}, TS_DTYPE_FLOAT, true};
+    ts_shape s = {2, {a, b}, TS_DTYPE_FLOAT, true, 4};
     return s;
 }
 
@@ -268,7 +268,7 @@ test_ownership(void)
 static ts_shape
 shape3(int64_t a, int64_t b, int64_t c)
 {
-    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true};
+    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true, 4};
     return s;
 }
 

@@ -109,8 +109,110 @@ def scenario_context(rank: int, world: int) -> dict[str, Any]:
     return {name: {key: context.get(key, "absent") for key in RANK_KEYS} for name, context in contexts.items()}
 
 
+def _flops(report: dict[str, Any]) -> dict[str, Any]:
+    """What the tests read of a FlopReport."""
+    return {
+        "status": report["total"]["status"],
+        "total": report["total"]["known_value"],
+        "by_operator": report["by_operator"],
+        "ignored": sorted(report["ignored_operators"]),
+        "collectives": report.get("collectives"),
+        "collective_bytes": report.get("collective_bytes"),
+        "diagnostics": [d["code"] + ":" + d.get("operator", "") for d in report["diagnostics"]],
+    }
+
+
+def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
+    """Each collective alone: 0 FLOPs, its bytes moved."""
+    import torch.distributed._functional_collectives as funcol
+
+    t = torch.ones(4, 8)  # float32: 128 bytes
+    half = torch.ones(2, 3, dtype=torch.bfloat16)  # 12 bytes
+    wide = torch.ones(4 * world, 2)  # a reduce-scatter's input: 32 * world bytes
+    workloads = {
+        "all_reduce": lambda: dist.all_reduce(t),
+        "broadcast": lambda: dist.broadcast(t, 0),
+        "all_gather": lambda: dist.all_gather([torch.empty(2, 3, dtype=torch.bfloat16) for _ in range(world)], half),
+        "all_gather_into_tensor": lambda: dist.all_gather_into_tensor(torch.empty(4 * world, 8), t),
+        "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(torch.empty(4, 2), wide),
+        "all_to_all_single": lambda: dist.all_to_all_single(torch.empty(4 * world, 2), wide),
+        "barrier": lambda: dist.barrier(),
+        "functional all_reduce": lambda: funcol.all_reduce(t, "sum", dist.group.WORLD).wait(),
+        "functional all_gather": lambda: funcol.all_gather_tensor(t, 0, dist.group.WORLD).wait(),
+    }
+    return {name: _flops(torchscan.measure_flops(workload)) for name, workload in workloads.items()}
+
+
+def scenario_tensor_parallel(rank: int, world: int) -> dict[str, Any]:
+    """A Linear pair sharded column-wise then row-wise (DTensor) on a CPU mesh; FLOPs on the local shapes."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    mesh = init_device_mesh("cpu", (world,))
+    x = torch.ones(2, 8)
+    out: dict[str, Any] = {}
+    for bias in (False, True):
+        plain = _mlp(bias)
+        sharded = parallelize_module(_mlp(bias), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        with torch.no_grad():
+            assert torch.allclose(sharded(x), plain(x), atol=1e-5)
+        out[f"bias={bias}"] = {
+            "plain": _flops(torchscan.measure_flops(lambda: plain(x))),
+            "sharded": _flops(torchscan.measure_flops(lambda: sharded(x))),
+            "crawl": _flops(torchscan.crawl_module(sharded, args=(x,))["operator_flops"]),
+        }
+    return out
+
+
+def scenario_data_parallel(rank: int, world: int) -> dict[str, Any]:
+    """One training step of a DDP-wrapped MLP on this rank's batch, and the same step of the plain model."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(rank)
+    x = torch.randn(3, 8)
+    plain, wrapped = _mlp(), DistributedDataParallel(_mlp())
+
+    def step(model: nn.Module) -> None:
+        model(x).sum().backward()
+
+    for model in (plain, wrapped):  # DDP's first step builds its buckets; then both start with no gradients
+        step(model)
+        model.zero_grad(set_to_none=True)
+    return {
+        "plain": _flops(torchscan.measure_flops(lambda: step(plain))),
+        "ddp": _flops(torchscan.measure_flops(lambda: step(wrapped))),
+        "trainable": sum(p.numel() for p in plain.parameters()),
+    }
+
+
+def scenario_fsdp(rank: int, world: int) -> dict[str, Any]:
+    """FSDP2 (fully_shard) on each Linear and the root: a forward and a training step."""
+    from torch.distributed.fsdp import fully_shard
+
+    model, x = _mlp(), torch.ones(2, 8)
+    fully_shard(model[0])
+    fully_shard(model[2])
+    fully_shard(model)
+
+    def step() -> None:
+        model(x).sum().backward()
+
+    plain = _mlp()
+    return {
+        "plain forward": _flops(torchscan.measure_flops(lambda: plain(x))),
+        "plain step": _flops(torchscan.measure_flops(lambda: plain(x).sum().backward())),
+        "forward": _flops(torchscan.measure_flops(lambda: model(x))),
+        "step": _flops(torchscan.measure_flops(step)),
+        "crawl": _flops(torchscan.crawl_module(model, args=(x,))["operator_flops"]),
+    }
+
+
 SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "context": scenario_context,
+    "collectives": scenario_collectives,
+    "tensor_parallel": scenario_tensor_parallel,
+    "data_parallel": scenario_data_parallel,
+    "fsdp": scenario_fsdp,
 }
 
 
@@ -125,14 +227,129 @@ def test_reports_outside_a_process_group_have_no_rank_keys() -> None:
     assert not set(RANK_KEYS) & set(report["operator_flops"]["context"])
 
 
-def test_two_ranks(tmp_path: Path) -> None:
-    results = run_ranks(2, ["context"], tmp_path)
+def check_context(results: list[dict[str, Any]]) -> None:
+    world = len(results)
     for rank, result in enumerate(results):
         for name, context in result["context"].items():
             assert context == {
                 "rank": rank,
-                "world_size": 2,
+                "world_size": world,
                 "local_rank": rank,  # loopback MASTER_ADDR, no LOCAL_RANK: every rank runs here
                 "backend": "gloo",
                 "group_device_type": "cpu",
             }, name
+
+
+def _moved(report: dict[str, Any], op: str) -> tuple[int, int]:
+    entry = report["collectives"][op]
+    return entry["calls"], entry["bytes_moved"]
+
+
+def check_collectives(results: list[dict[str, Any]]) -> None:
+    """Every collective: recognised (in by_operator at 0 FLOPs, total complete, no diagnostic), its bytes moved
+    by the message-size convention, worked out from the shapes."""
+    world = len(results)
+    expected = {  # name: (packet, bytes)
+        "all_reduce": ("c10d.allreduce_", 4 * 8 * 4),
+        "broadcast": ("c10d.broadcast_", 4 * 8 * 4),
+        "all_gather": ("c10d.allgather_", world * 2 * 3 * 2),  # every rank's bf16 (2, 3)
+        "all_gather_into_tensor": ("c10d._allgather_base_", world * 4 * 8 * 4),
+        "reduce_scatter_tensor": ("c10d._reduce_scatter_base_", world * 4 * 2 * 4),  # the whole input
+        "all_to_all_single": ("c10d.alltoall_base_", world * 4 * 2 * 4),
+        "barrier": ("c10d.barrier", 0),
+        "functional all_reduce": ("_c10d_functional.all_reduce", 4 * 8 * 4),
+        "functional all_gather": ("_c10d_functional.all_gather_into_tensor", world * 4 * 8 * 4),
+    }
+    for result in results:
+        for name, (packet, moved) in expected.items():
+            report = result["collectives"][name]
+            assert report["status"] == "complete" and report["total"] == 0, name
+            assert report["by_operator"] == {packet: 0}, name
+            assert not report["diagnostics"], name
+            assert report["collectives"] == {packet: {"calls": 1, "bytes_moved": moved}}, name
+            assert report["collective_bytes"] == {
+                "status": "complete",
+                "value": moved,
+                "known_value": moved,
+                "unit": "bytes",
+                "scope": "workload",
+                "method": "torchscan_collective_bytes_v1",
+            }, name
+        # the functional collectives' waits and autograd wrappers are bookkeeping, listed as ignored
+        assert "_c10d_functional.wait_tensor" in result["collectives"]["functional all_reduce"]["ignored"]
+
+
+def check_tensor_parallel(results: list[dict[str, Any]]) -> None:
+    """Counted on each rank's local shapes: the sum over ranks is the single-process count; RowwiseParallel's bias
+    adds one division per bias element on every rank (DTensor turns the replicated bias into a partial sum)."""
+    world = len(results)
+    for bias in (False, True):
+        key = f"bias={bias}"
+        plain = results[0]["tensor_parallel"][key]["plain"]
+        assert plain["status"] == "complete" and plain["total"] == 800  # 2*2*8*16 + 16*2 ReLU + 2*2*16*4
+        for kind in ("sharded", "crawl"):
+            reports = [result["tensor_parallel"][key][kind] for result in results]
+            for report in reports:
+                assert report["status"] == "complete" and not report["diagnostics"], (key, kind)
+                # the row-parallel output (2, 4) float32 is summed over the ranks: 32 bytes
+                assert report["collectives"] == {"_c10d_functional.all_reduce": {"calls": 1, "bytes_moved": 32}}
+            total = sum(report["total"] for report in reports)
+            assert total == plain["total"] + (world * 4 if bias else 0), (key, kind)
+            if bias:
+                assert all(report["by_operator"]["aten.div"] == 4 for report in reports)
+            for op in ("aten.addmm", "aten.mm", "aten.relu"):
+                assert sum(r["by_operator"].get(op, 0) for r in reports) == plain["by_operator"].get(op, 0), op
+
+
+def check_data_parallel(results: list[dict[str, Any]]) -> None:
+    """DDP: each rank's step counts what the plain model's step of the same batch counts, plus the documented
+    gradient averaging: one multiply by 1/world_size per gradient element (P = 212 trainable parameters)."""
+    for result in results:
+        plain, ddp, trainable = result["data_parallel"]["plain"], result["data_parallel"]["ddp"], 212
+        assert result["data_parallel"]["trainable"] == trainable
+        assert plain["status"] == ddp["status"] == "complete" and not ddp["diagnostics"]
+        assert ddp["total"] == plain["total"] + trainable
+        extra = {op: n - plain["by_operator"].get(op, 0) for op, n in ddp["by_operator"].items()}
+        assert {op: n for op, n in extra.items() if n} == {"aten.mul": trainable}
+        # the gradient bucket: 212 float32 = 848 bytes, all-reduced once
+        assert _moved(ddp, "c10d.allreduce_") == (1, 212 * 4)
+
+
+def check_fsdp(results: list[dict[str, Any]]) -> None:
+    """FSDP2 runs the whole model on every rank: the plain counts, complete, with its all-gathers (the whole
+    parameters, 212 float32) and reduce-scatters (the whole gradients) in bytes."""
+    for result in results:
+        fsdp = result["fsdp"]
+        for kind, plain in (("forward", "plain forward"), ("crawl", "plain forward"), ("step", "plain step")):
+            report = fsdp[kind]
+            assert report["status"] == "complete" and not report["diagnostics"], kind
+            assert report["total"] == fsdp[plain]["total"], kind
+            flops = {op: n for op, n in report["by_operator"].items() if not op.startswith("c10d.")}
+            assert flops == fsdp[plain]["by_operator"], kind
+            assert "fsdp.all_gather_copy_in" in report["ignored"], kind
+        assert _moved(fsdp["forward"], "c10d._allgather_base_") == (2, 212 * 4)
+        assert _moved(fsdp["step"], "c10d._reduce_scatter_base_") == (2, 212 * 4)
+
+
+def test_two_ranks(tmp_path: Path) -> None:
+    results = run_ranks(2, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp"], tmp_path)
+    for result in results:
+        failed = {name: value for name, value in result.items() if "raised" in value}
+        assert not failed, failed
+    check_context(results)
+    check_collectives(results)
+    check_tensor_parallel(results)
+    check_data_parallel(results)
+    check_fsdp(results)
+
+
+def test_four_ranks(tmp_path: Path) -> None:
+    results = run_ranks(4, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp"], tmp_path)
+    for result in results:
+        failed = {name: value for name, value in result.items() if "raised" in value}
+        assert not failed, failed
+    check_context(results)
+    check_collectives(results)
+    check_tensor_parallel(results)
+    check_data_parallel(results)
+    check_fsdp(results)

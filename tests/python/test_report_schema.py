@@ -469,16 +469,27 @@ def _tiny_transformer() -> nn.Transformer:
     )
 
 
+class _AllReduce(nn.Module):
+    """Sums its input over the ranks (a collective in the forward)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import torch.distributed as dist
+
+        dist.all_reduce(x)
+        return x
+
+
 def _distributed_reports(add: Any) -> None:
     """Reports made inside a one-rank gloo process group (an in-memory store, no port): the rank context keys."""
     import torch.distributed as dist
 
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), _AllReduce())
         x = torch.ones(2, 4)
         add("crawl_module in a process group", "AnalysisReport", crawl_module(model, args=(x,)))
         add("measure_flops in a process group", "FlopReport", measure_flops(lambda: model(x)))
+        add("measure_flops of a barrier", "FlopReport", measure_flops(lambda: dist.barrier()))
         timed = measure_latency(lambda: model(x), device="cpu", **TIMING)
         add("measure_latency in a process group", "BenchmarkReport", timed)
         add("profile_workload in a process group", "ProfileReport", profile_workload(lambda: model(x), device="cpu"))
@@ -771,6 +782,7 @@ def test_analysis_report_rules(walked: Findings) -> None:
     for where, report in analyses:
         totals, layers = report["totals"], report["layers"]
         assert totals["operator_flops"] == report["operator_flops"]["total"], where
+        assert totals.get("collective_bytes") == report["operator_flops"].get("collective_bytes"), where
         full = report["context"].get("analysis_mode") != "structure"
         if full:
             rows = [layer["metrics"]["operator_flops"] for layer in layers]
@@ -813,6 +825,11 @@ def test_flop_report_rules(walked: Findings) -> None:
         assert total["status"] == ("partial" if report["diagnostics"] else "complete"), where
         assert _known(total) == sum(report["by_operator"].values()), where
         assert sum(report["by_module"].values()) <= _known(total), where
+        assert ("collectives" in report) == ("collective_bytes" in report), where
+        if "collectives" in report:
+            moved = report["collectives"]
+            assert _known(report["collective_bytes"]) == sum(entry["bytes_moved"] for entry in moved.values()), where
+            assert all(report["by_operator"].get(op) == 0 for op in moved), where
 
 
 def test_benchmark_report_rules(walked: Findings) -> None:
