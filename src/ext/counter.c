@@ -939,43 +939,6 @@ run_higher_order(tsx_counter *c, op_slot *s, PyObject *args, PyObject *kwargs)
     return out;
 }
 
-/* The class `name` of the first of `modules` that is imported (borrowed
- * from the module; NULL when none is, without an exception). Nothing is
- * imported: a class nobody imported has no instances. */
-static PyObject *
-imported_class(tsx_state *st,
-               const char *const *modules,
-               size_t n,
-               const char *name)
-{
-    for (size_t i = 0; i < n; i++) {
-        PyObject *key = tsx_name(st, modules[i]);
-        PyObject *mod = key ? PyImport_GetModule(key) : NULL;
-        PyObject *cls;
-        Py_XDECREF(key);
-        if (mod == NULL) {
-            PyErr_Clear();
-            continue;
-        }
-        cls = tsx_getattr(st, mod, name);
-        Py_DECREF(mod);
-        if (cls == NULL) {
-            PyErr_Clear();
-            continue;
-        }
-        Py_DECREF(cls); /* the module keeps it */
-        return PyType_Check(cls) ? cls : NULL;
-    }
-    return NULL;
-}
-
-static const char *const dtensor_modules[] = {
-    "torch.distributed.tensor", /* torch >= 2.5 */
-    "torch.distributed._tensor",
-};
-static const char *const fake_modules[] = {
-    "torch._subclasses.fake_tensor",
-};
 
 /* Whether one of the dispatch's `types` is a subclass of `cls` (NULL: no
  * such class exists in this process). Plain tensors and parameters are
@@ -1043,12 +1006,10 @@ dtensor_region(tsx_counter *c,
             && PyTuple_GET_ITEM(types, 0) == c->st->tensor_type)) {
         return NULL; /* the hot path: plain tensors */
     }
-    dtensor = imported_class(
-        c->st, dtensor_modules, N_OF(dtensor_modules), "DTensor");
+    dtensor = tsx_dtensor_class(c->st);
     if (!types_include(c->st, types, dtensor)) {
         if (c->dtensor_depth > 0 && c->skip_fake) {
-            fake = imported_class(
-                c->st, fake_modules, N_OF(fake_modules), "FakeTensor");
+            fake = tsx_fake_tensor_class(c->st);
             if (types_include(c->st, types, fake)) {
                 *handled = true; /* sharding propagation: not work */
                 return PyObject_Call(func, args, kwargs);
@@ -1060,8 +1021,7 @@ dtensor_region(tsx_counter *c,
     if (c->dtensor_depth > 0) {
         return Py_NewRef(Py_NotImplemented); /* DTensor's dispatch runs it */
     }
-    fake =
-        imported_class(c->st, fake_modules, N_OF(fake_modules), "FakeTensor");
+    fake = tsx_fake_tensor_class(c->st);
     skip_fake = !local_tensors_fake(args, dtensor, fake);
     c->dtensor_depth++;
     c->skip_fake = skip_fake;

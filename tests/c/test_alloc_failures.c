@@ -306,7 +306,7 @@ e_session(const inputs *in)
     ts_module_desc lin = {0};
     ts_module_call call = {0};
     ts_attribution attr = {0};
-    ts_model_totals totals = {10, 0, 40, 0, 0};
+    ts_model_totals totals = {10, 0, 40, 0, 0, false, 0, 0, 0, 0};
     json_t *report = NULL, *flops;
     ts_error err;
     int root, l0, l1, layer, packet;

@@ -207,12 +207,67 @@ def scenario_fsdp(rank: int, world: int) -> dict[str, Any]:
     }
 
 
+def _odd_mlp(bias: bool = True) -> nn.Sequential:
+    """229 parameters (with biases); 5 outputs, which no world size above 1 here divides."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 5, bias=bias))
+
+
+def _parameters(report: dict[str, Any]) -> dict[str, Any]:
+    """What the tests read of an AnalysisReport's parameters: totals and rows, global and local."""
+    totals = report["totals"]
+    return {
+        "totals": {
+            name: totals[name]["value"] if name in totals else None
+            for name in ("parameters", "parameter_bytes", "local_parameters", "local_parameter_bytes",
+                         "buffer_elements", "local_buffer_elements")
+        },
+        "local_metric": {key: totals["local_parameters"][key] for key in ("unit", "scope", "method")}
+        if "local_parameters" in totals else None,
+        "rows": {
+            layer["path"].removeprefix("module.").removeprefix("module"): {
+                "elements": layer["parameters"]["trainable"] + layer["parameters"]["frozen"],
+                "bytes": layer["parameters"]["bytes"],
+                "local_elements": layer["parameters"].get("local_elements"),
+                "local_bytes": layer["parameters"].get("local_bytes"),
+                "buffer_local": layer["buffers"].get("local_elements"),
+            }
+            for layer in report["layers"]
+        },
+    }
+
+
+def scenario_sharded_parameters(rank: int, world: int) -> dict[str, Any]:
+    """The same model plain, under DDP, FSDP2 and tensor parallelism: global counts and this rank's part."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.nn.parallel import DistributedDataParallel
+
+    x = torch.ones(2, 8)
+    out = {"plain": _parameters(torchscan.crawl_module(_odd_mlp(), args=(x,)))}
+    out["ddp"] = _parameters(torchscan.crawl_module(DistributedDataParallel(_odd_mlp()), args=(x,)))
+    fsdp = _odd_mlp()
+    fully_shard(fsdp[0])
+    fully_shard(fsdp)  # the root's group holds the second Linear: still gathered (whole) after a forward
+    out["fsdp"] = _parameters(torchscan.crawl_module(fsdp, args=(x,)))
+    out["fsdp again"] = _parameters(torchscan.crawl_module(fsdp, args=(x,)))
+    out["fsdp structure"] = _parameters(torchscan.crawl_module(fsdp, args=(x,), mode="structure"))
+    mesh = init_device_mesh("cpu", (world,))
+    for bias in (False, True):
+        model = parallelize_module(_odd_mlp(bias), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        out[f"tp bias={bias}"] = _parameters(torchscan.crawl_module(model, args=(x,)))
+    out["tp plain bias=False"] = _parameters(torchscan.crawl_module(_odd_mlp(False), args=(x,)))
+    return out
+
+
 SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "context": scenario_context,
     "collectives": scenario_collectives,
     "tensor_parallel": scenario_tensor_parallel,
     "data_parallel": scenario_data_parallel,
     "fsdp": scenario_fsdp,
+    "sharded_parameters": scenario_sharded_parameters,
 }
 
 
@@ -331,8 +386,47 @@ def check_fsdp(results: list[dict[str, Any]]) -> None:
         assert _moved(fsdp["step"], "c10d._reduce_scatter_base_") == (2, 212 * 4)
 
 
+def check_sharded_parameters(results: list[dict[str, Any]]) -> None:
+    """Global counts as the unsharded model's on every rank and every wrapping; the local parts add up to them
+    over the ranks (DDP: a whole replica per rank; a replicated row-parallel bias: held by every rank)."""
+    world = len(results)
+    plain = results[0]["sharded_parameters"]["plain"]
+    assert plain["totals"]["parameters"] == 229 and plain["totals"]["parameter_bytes"] == 229 * 4
+    assert plain["local_metric"] == {"unit": "elements", "scope": "rank", "method": "pytorch_local_shard"}
+    for kind in ("ddp", "fsdp", "fsdp again", "fsdp structure", "tp bias=True", "tp bias=False"):
+        reference = plain if kind != "tp bias=False" else results[0]["sharded_parameters"]["tp plain bias=False"]
+        reports = [result["sharded_parameters"][kind] for result in results]
+        for report in reports:
+            for name in ("parameters", "parameter_bytes", "buffer_elements"):
+                assert report["totals"][name] == reference["totals"][name], (kind, name)
+            for path, row in reference["rows"].items():
+                assert report["rows"][path]["elements"] == row["elements"], (kind, path)
+                assert report["rows"][path]["bytes"] == row["bytes"], (kind, path)
+        local = sum(report["totals"]["local_parameters"] for report in reports)
+        local_bytes = sum(report["totals"]["local_parameter_bytes"] for report in reports)
+        if kind == "ddp":
+            expected = world * reference["totals"]["parameters"]
+        elif kind == "tp bias=True":
+            expected = reference["totals"]["parameters"] + (world - 1) * 5  # the second Linear's bias, replicated
+        else:
+            expected = reference["totals"]["parameters"]
+        assert local == expected, kind
+        assert local_bytes == 4 * expected, kind
+        for path, row in reference["rows"].items():
+            rows = [report["rows"][path] for report in reports]
+            extra = (world - 1) * 5 if kind == "tp bias=True" and path == "2" else 0
+            factor = world if kind == "ddp" else 1
+            assert sum(r["local_elements"] for r in rows) == factor * row["elements"] + extra, (kind, path)
+            assert all(r["buffer_local"] == 0 for r in rows), (kind, path)
+        if kind.startswith("fsdp") and world > 1:
+            # FSDP2 pads its dim-0 shards: 5 output rows are split unevenly, and the last rank holds the fewest
+            assert reports[0]["rows"]["2"]["local_elements"] > reports[-1]["rows"]["2"]["local_elements"]
+
+
 def test_two_ranks(tmp_path: Path) -> None:
-    results = run_ranks(2, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp"], tmp_path)
+    results = run_ranks(
+        2, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp", "sharded_parameters"], tmp_path
+    )
     for result in results:
         failed = {name: value for name, value in result.items() if "raised" in value}
         assert not failed, failed
@@ -341,10 +435,13 @@ def test_two_ranks(tmp_path: Path) -> None:
     check_tensor_parallel(results)
     check_data_parallel(results)
     check_fsdp(results)
+    check_sharded_parameters(results)
 
 
 def test_four_ranks(tmp_path: Path) -> None:
-    results = run_ranks(4, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp"], tmp_path)
+    results = run_ranks(
+        4, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp", "sharded_parameters"], tmp_path
+    )
     for result in results:
         failed = {name: value for name, value in result.items() if "raised" in value}
         assert not failed, failed
@@ -353,3 +450,4 @@ def test_four_ranks(tmp_path: Path) -> None:
     check_tensor_parallel(results)
     check_data_parallel(results)
     check_fsdp(results)
+    check_sharded_parameters(results)
