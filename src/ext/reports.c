@@ -6,6 +6,7 @@
 #include "reports.h"
 
 #include "torchscan/diff.h"
+#include "torchscan/gather.h"
 #include "torchscan/render.h"
 #include "torchscan/session.h"
 
@@ -174,5 +175,129 @@ done:
     json_decref(jr);
     json_decref(jb);
     free(page);
+    return result;
+}
+
+/* gather_shape(report) -> the shape every rank must share (gather.h). */
+PyObject *
+tsx_engine_gather_shape(PyObject *module, PyObject *report)
+{
+    json_t *j = tsx_to_json(report, "report"), *shape;
+    PyObject *result;
+    ts_error err;
+    if (j == NULL) {
+        return NULL;
+    }
+    ts_error_clear(&err);
+    shape = ts_gather_shape(j, &err);
+    json_decref(j);
+    result =
+        shape ? tsx_from_json(tsx_get_state(module), shape) : tsx_raise(&err);
+    json_decref(shape);
+    return result;
+}
+
+/* The posted statuses (a list of JSON texts, bytes) as one JSON array; a
+ * text that does not parse is that rank's error. */
+static json_t *
+parse_statuses(PyObject *texts)
+{
+    json_t *statuses = json_array();
+    if (statuses == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(texts); i++) {
+        char *data;
+        Py_ssize_t len;
+        json_t *status;
+        if (PyBytes_AsStringAndSize(PyList_GET_ITEM(texts, i), &data, &len)
+            < 0) {
+            json_decref(statuses);
+            return NULL;
+        }
+        status = json_loadb(data, (size_t)len, 0, NULL);
+        if (status == NULL) {
+            status = json_pack("{s:{s:s, s:s}}",
+                               "error",
+                               "type",
+                               "RuntimeError",
+                               "message",
+                               "its gather_reports status is not JSON");
+        }
+        if (json_array_append_new(statuses, status)) {
+            json_decref(statuses);
+            return (json_t *)PyErr_NoMemory();
+        }
+    }
+    return statuses;
+}
+
+/* gather_check(statuses, ranks) -> None when the ranks can gather, else
+ * (exception type name, message): every rank computes the same answer from
+ * the same statuses, and raises it itself. */
+PyObject *
+tsx_engine_gather_check(PyObject *module, PyObject *args)
+{
+    PyObject *texts, *ranks, *result = NULL;
+    json_t *statuses = NULL, *jranks = NULL;
+    char type[32];
+    ts_error err;
+    int rc;
+    if (!PyArg_ParseTuple(args,
+                          "O!O!:gather_check",
+                          &PyList_Type,
+                          &texts,
+                          &PyList_Type,
+                          &ranks)) {
+        return NULL;
+    }
+    statuses = parse_statuses(texts);
+    jranks = statuses ? tsx_to_json(ranks, "ranks") : NULL;
+    if (jranks == NULL) {
+        goto done;
+    }
+    ts_error_clear(&err);
+    rc = ts_gather_check(statuses, jranks, type, sizeof type, &err);
+    if (rc == TS_OK) {
+        result = Py_NewRef(Py_None);
+    }
+    else if (rc == TS_EINVAL) {
+        result = Py_BuildValue("(ss)", type, err.message);
+    }
+    else {
+        result = tsx_raise(&err);
+    }
+done:
+    json_decref(statuses);
+    json_decref(jranks);
+    return result;
+}
+
+/* gather_reports(reports, ranks) -> the GatheredReport (gather.h). */
+PyObject *
+tsx_engine_gather_reports(PyObject *module, PyObject *args)
+{
+    PyObject *reports, *ranks, *result = NULL;
+    json_t *jreports = NULL, *jranks = NULL, *gathered = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(args,
+                          "O!O!:gather_reports",
+                          &PyList_Type,
+                          &reports,
+                          &PyList_Type,
+                          &ranks)) {
+        return NULL;
+    }
+    jreports = tsx_to_json(reports, "reports");
+    jranks = jreports ? tsx_to_json(ranks, "ranks") : NULL;
+    if (jranks != NULL) {
+        ts_error_clear(&err);
+        gathered = ts_gather_reports(jreports, jranks, &err);
+        result = gathered ? tsx_from_json(tsx_get_state(module), gathered)
+                          : tsx_raise(&err);
+    }
+    json_decref(jreports);
+    json_decref(jranks);
+    json_decref(gathered);
     return result;
 }

@@ -261,6 +261,77 @@ def scenario_sharded_parameters(rank: int, world: int) -> dict[str, Any]:
     return out
 
 
+def _outcome(call: Callable[[], Any]) -> dict[str, Any]:
+    """A call's result, or what it raised."""
+    try:
+        return {"result": call()}
+    except Exception as error:  # noqa: BLE001 - recorded for the test
+        return {"raised": type(error).__name__, "message": str(error)}
+
+
+def scenario_gather(rank: int, world: int) -> dict[str, Any]:
+    """Reports whose numbers depend on the rank (FLOPs exactly, latency through a rank that sleeps on purpose),
+    gathered on rank 0 and on the last rank."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    w = torch.ones(8, 8)
+    rows = torch.ones(rank + 1, 8)  # rank r multiplies (r + 1) rows: 2 * (r + 1) * 8 * 8 FLOPs
+    flops = torchscan.measure_flops(lambda: rows @ w)
+    sleeper = world - 1
+
+    def work() -> None:
+        time.sleep(0.05 if rank == sleeper else 0.002)
+
+    timed = torchscan.measure_latency(work, device="cpu", warmup=0, min_run_time=0.05, min_repeats=2)
+    mesh = init_device_mesh("cpu", (world,))
+    model = parallelize_module(_mlp(False), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    crawled = torchscan.crawl_module(model, args=(torch.ones(2, 8),))
+    return {
+        "flops": _outcome(lambda: torchscan.gather_reports(flops)),
+        "flops on the last rank": _outcome(lambda: torchscan.gather_reports(flops, dst=world - 1, timeout=30)),
+        "latency": _outcome(lambda: torchscan.gather_reports(timed)),
+        "crawl": _outcome(lambda: torchscan.gather_reports(crawled, timeout=timedelta(seconds=30))),
+    }
+
+
+def scenario_gather_failures(rank: int, world: int) -> dict[str, Any]:
+    """A rank that raises inside gather_reports, a rank with a different model, ranks that disagree on dst: every
+    rank raises the same error, and the group is usable afterwards."""
+    x = torch.ones(2, 8)
+    good = torchscan.crawl_module(_mlp(), args=(x,))
+    other = torchscan.crawl_module(nn.Sequential(nn.Linear(8, 4)), args=(x,)) if rank == 1 else good
+    wider = torchscan.crawl_module(_mlp(), args=(torch.ones(3, 8),)) if rank == world - 1 else good
+    out = {
+        "raises inside": _outcome(lambda: torchscan.gather_reports(good if rank != 1 else {"not": "a report"})),
+        "different model": _outcome(lambda: torchscan.gather_reports(other)),
+        "different inputs": _outcome(lambda: torchscan.gather_reports(wider)),
+        "different kinds": _outcome(
+            lambda: torchscan.gather_reports(good if rank != 1 else torchscan.measure_flops(lambda: x + 1))
+        ),
+        "different dst": _outcome(lambda: torchscan.gather_reports(good, dst=rank)),
+        "bad dst": _outcome(lambda: torchscan.gather_reports(good, dst=world)),
+        "after": _outcome(lambda: torchscan.gather_reports(good) is not None),
+    }
+    return out
+
+
+def scenario_gather_timeout(rank: int, world: int) -> dict[str, Any]:
+    """The last rank never calls gather_reports: the others' wait ends at the timeout. (Last scenario of a start:
+    the ranks' call numbers differ afterwards.)"""
+    x = torch.ones(2, 8)
+    report = torchscan.crawl_module(_mlp(), args=(x,))
+    if rank == world - 1:
+        time.sleep(0.2)
+        outcome = {"result": "did not call"}
+    else:
+        started = time.monotonic()
+        outcome = _outcome(lambda: torchscan.gather_reports(report, timeout=2.0))
+        outcome["waited"] = time.monotonic() - started
+    dist.barrier()  # every rank is past the timeout before any rank leaves the group
+    return {"outcome": outcome}
+
+
 SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "context": scenario_context,
     "collectives": scenario_collectives,
@@ -268,6 +339,9 @@ SCENARIOS: dict[str, Callable[[int, int], Any]] = {
     "data_parallel": scenario_data_parallel,
     "fsdp": scenario_fsdp,
     "sharded_parameters": scenario_sharded_parameters,
+    "gather": scenario_gather,
+    "gather_failures": scenario_gather_failures,
+    "gather_timeout": scenario_gather_timeout,
 }
 
 
@@ -423,10 +497,114 @@ def check_sharded_parameters(results: list[dict[str, Any]]) -> None:
             assert reports[0]["rows"]["2"]["local_elements"] > reports[-1]["rows"]["2"]["local_elements"]
 
 
+def _oracle(values: list[float], ranks: list[int]) -> dict[str, dict[str, Any]]:
+    """min, lower median and max with their ranks, by a sort here (the engine's are C)."""
+    order = sorted(zip(values, ranks))  # ties: the lower rank first
+    least = min(order, key=lambda vr: vr[0])
+    most = max(order, key=lambda vr: (vr[0], -vr[1]))  # the lowest rank among the largest values
+    middle = order[(len(order) - 1) // 2]
+    return {
+        "min": {"value": least[0], "rank": least[1]},
+        "median": {"value": middle[0], "rank": middle[1]},
+        "max": {"value": most[0], "rank": most[1]},
+    }
+
+
+def check_stats(stats: dict[str, Any], values: list[Any], ranks: list[int], summed: bool = True) -> None:
+    assert stats["status"] == "complete"
+    assert stats["values"] == values and stats["known_values"] == values
+    for key, expected in _oracle(values, ranks).items():
+        assert stats[key] == expected, (key, stats[key], expected)
+    assert stats["sum"] == (sum(values) if summed else None)
+
+
+def check_gather(results: list[dict[str, Any]]) -> None:
+    world = len(results)
+    ranks = list(range(world))
+    for name, dst in (("flops", 0), ("flops on the last rank", world - 1), ("latency", 0), ("crawl", 0)):
+        for rank, result in enumerate(results):
+            outcome = result["gather"][name]
+            assert "raised" not in outcome, (name, outcome)
+            assert (outcome["result"] is None) == (rank != dst), (name, rank)
+
+    # FLOPs that depend on the rank: 2 * (r + 1) * 8 * 8
+    for name, dst in (("flops", 0), ("flops on the last rank", world - 1)):
+        gathered = results[dst]["gather"][name]["result"]
+        assert gathered["schema_version"] == 1
+        assert gathered["context"] == {
+            "method": "torchscan_gather_reports",
+            "report_type": "FlopReport",
+            "world_size": world,
+            "ranks": ranks,
+        }
+        assert [report["context"]["rank"] for report in gathered["reports"]] == ranks
+        values = [128 * (r + 1) for r in ranks]
+        check_stats(gathered["operator_flops"]["total"], values, ranks)
+        assert gathered["operator_flops"]["total"]["median"] == {"value": 128 * ((world - 1) // 2 + 1),
+                                                                 "rank": (world - 1) // 2}
+        check_stats(gathered["operator_flops"]["by_operator"]["aten.mm"], values, ranks)
+        assert "totals" not in gathered and "layers" not in gathered
+
+    # latency: the rank that sleeps 50 ms per call is the slowest, and seconds have no sum
+    gathered = results[0]["gather"]["latency"]["result"]
+    latency = gathered["totals"]["latency"]
+    check_stats(latency, latency["values"], ranks, summed=False)
+    assert latency["max"]["rank"] == world - 1 and latency["max"]["value"] >= 0.05
+    assert all(value < 0.05 for value in latency["values"][:-1])
+    assert gathered["totals"]["throughput"]["sum"] is None  # a rate
+    assert gathered["totals"]["throughput"]["min"]["rank"] == world - 1
+
+    # a tensor-parallel crawl: local FLOPs sum to the single-process count, local shards to the parameters
+    gathered = results[0]["gather"]["crawl"]["result"]
+    totals = gathered["totals"]
+    assert totals["operator_flops"]["sum"] == 800
+    assert totals["local_parameters"]["sum"] == totals["parameters"]["values"][0] == 144 + 64
+    check_stats(totals["operator_flops"], [800 // world] * world, ranks)
+    moved = gathered["operator_flops"]["collectives"]["_c10d_functional.all_reduce"]
+    check_stats(moved, [32] * world, ranks)
+    assert moved["unit"] == "bytes" and moved["method"] == "torchscan_collective_bytes_v1"
+    layers = gathered["layers"]
+    assert [(row["path"], row["call_index"]) for row in layers] == [
+        (layer["path"], layer["call_index"]) for layer in gathered["reports"][0]["layers"]
+    ]
+    for index, row in enumerate(layers):
+        per_rank = [report["layers"][index]["metrics"]["operator_flops"]["value"] for report in gathered["reports"]]
+        check_stats(row["metrics"]["operator_flops"], per_rank, ranks)
+
+
+def check_gather_failures(results: list[dict[str, Any]]) -> None:
+    """Every rank raises the same error, naming the rank at fault; the group works afterwards."""
+    world = len(results)
+    expected = {
+        "raises inside": ("ValueError", "gather_reports failed on rank 1: ValueError: report must be"),
+        "different model": ("ValueError", "rank 1's layer calls (module paths, types and parameter counts) differ"),
+        "different inputs": ("ValueError", f"rank {world - 1}'s inputs (shapes, dtypes, structure) differ"),
+        "different kinds": ("ValueError", "rank 1 passed a FlopReport, rank 0 an AnalysisReport"),
+        "different dst": ("ValueError", "the ranks disagree on dst: rank 1 passed dst=1, rank 0 dst=0"),
+        "bad dst": ("ValueError", "gather_reports failed on rank 0: ValueError: dst must be the global rank"),
+    }
+    for name, (kind, text) in expected.items():
+        outcomes = [result["gather_failures"][name] for result in results]
+        assert all(outcome == outcomes[0] for outcome in outcomes), (name, outcomes)
+        assert outcomes[0]["raised"] == kind and text in outcomes[0]["message"], (name, outcomes[0])
+    assert [result["gather_failures"]["after"] for result in results] == [{"result": rank == 0} for rank in
+                                                                          range(world)]
+
+
+def check_gather_timeout(results: list[dict[str, Any]]) -> None:
+    world = len(results)
+    assert results[-1]["gather_timeout"]["outcome"] == {"result": "did not call"}
+    for result in results[:-1]:
+        outcome = result["gather_timeout"]["outcome"]
+        assert outcome["raised"] == "TimeoutError", outcome
+        assert f"rank(s) {world - 1} of the group did not call gather_reports within 2 s" in outcome["message"]
+        assert 1.9 <= outcome["waited"] < 30
+
+
 def test_two_ranks(tmp_path: Path) -> None:
-    results = run_ranks(
-        2, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp", "sharded_parameters"], tmp_path
-    )
+    scenarios = ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp", "sharded_parameters", "gather",
+                 "gather_failures", "gather_timeout"]
+    results = run_ranks(2, scenarios, tmp_path)
     for result in results:
         failed = {name: value for name, value in result.items() if "raised" in value}
         assert not failed, failed
@@ -436,12 +614,15 @@ def test_two_ranks(tmp_path: Path) -> None:
     check_data_parallel(results)
     check_fsdp(results)
     check_sharded_parameters(results)
+    check_gather(results)
+    check_gather_failures(results)
+    check_gather_timeout(results)
 
 
 def test_four_ranks(tmp_path: Path) -> None:
-    results = run_ranks(
-        4, ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp", "sharded_parameters"], tmp_path
-    )
+    scenarios = ["context", "collectives", "tensor_parallel", "data_parallel", "fsdp", "sharded_parameters", "gather",
+                 "gather_failures", "gather_timeout"]
+    results = run_ranks(4, scenarios, tmp_path)
     for result in results:
         failed = {name: value for name, value in result.items() if "raised" in value}
         assert not failed, failed
@@ -451,3 +632,6 @@ def test_four_ranks(tmp_path: Path) -> None:
     check_data_parallel(results)
     check_fsdp(results)
     check_sharded_parameters(results)
+    check_gather(results)
+    check_gather_failures(results)
+    check_gather_timeout(results)
