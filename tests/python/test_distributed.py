@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -29,6 +33,8 @@ import torchscan
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="this PyTorch has no torch.distributed")
 
 START_TIMEOUT = 120.0  # seconds for one start of every rank, scenarios included (2 shared cores)
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "docs" / "examples" / "measure_distributed.py"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -75,6 +81,7 @@ def run_ranks(world: int, scenarios: list[str], tmp_path: Path, timeout: float =
                 process.kill()
         for process in context.processes:
             process.join(10)
+        assert all(process.exitcode is not None for process in context.processes), "a rank was left running"
     return [json.loads((tmp_path / f"{rank}.json").read_text(encoding="utf-8")) for rank in range(world)]
 
 
@@ -635,3 +642,54 @@ def test_four_ranks(tmp_path: Path) -> None:
     check_gather(results)
     check_gather_failures(results)
     check_gather_timeout(results)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# docs/distributed.md's example, through torchrun
+
+
+def test_the_page_shows_the_example_script() -> None:
+    page = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert EXAMPLE.read_text(encoding="utf-8") in blocks
+    assert "torchrun --standalone --nproc-per-node 2 docs/examples/measure_distributed.py" in page
+    assert "docs/distributed.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_example_runs_under_torchrun() -> None:
+    """``torchrun --standalone --nproc-per-node 2`` (torch.distributed.run is the program torchrun runs), bounded,
+    its whole process group killed on a timeout; rank 0's numbers against a single-process count."""
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(EXAMPLE)]
+    child = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, err = child.communicate(timeout=START_TIMEOUT)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)  # torchrun and its ranks
+            child.communicate()
+    assert child.returncode == 0, err[-3000:]
+    lines = [line for line in out.splitlines() if line.startswith("summary: ")]
+    assert len(lines) == 1, out  # printed by rank 0 only
+    summary = json.loads(lines[0].removeprefix("summary: "))
+
+    torch.manual_seed(0)
+    plain = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+    parameters = sum(p.numel() for p in plain.parameters())
+    assert parameters == 2762
+    expected = []
+    for rank in (0, 1):
+        batch = torch.randn(16, 32, generator=torch.Generator().manual_seed(rank))
+        plain.zero_grad(set_to_none=True)
+        step = torchscan.measure_flops(lambda: plain(batch).sum().backward())  # noqa: B023 - called at once
+        expected.append(step["total"]["value"] + parameters)  # + DDP's multiply per gradient element
+    assert summary == {
+        "ranks": [0, 1],
+        "flops": expected,
+        "allreduce_bytes": [parameters * 4] * 2,
+        "parameters": [parameters] * 2,
+        "slowest": summary["slowest"],
+    }
+    assert summary["slowest"] in (0, 1)
