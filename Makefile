@@ -126,6 +126,7 @@ bench: build
 	$(PY) bench/run.py
 	$(PY) bench/workload.py
 	$(PY) bench/op_overhead.py
+	$(PY) bench/distributed.py
 	@if unshare -n true 2>/dev/null; then \
 	    set -x; unshare -n sh -c 'ip link set lo up && $(PY) bench/browser_load.py'; \
 	else \

@@ -52,7 +52,8 @@ int ts_gather_check(const json_t *statuses,
  * global ranks), which ts_gather_check accepted:
  * {schema_version: 1,
  *  context: {method, report_type, world_size, ranks},
- *  reports: [each rank's report, as given],
+ *  reports: [each rank's report, as given] (only `with_reports`: the
+ *           binding attaches the Python objects it already holds instead),
  *  totals: {name: RankStats}                (AnalysisReport, BenchmarkReport)
  *  operator_flops: {total, collective_bytes?, by_operator: {op: RankStats},
  *                   collectives: {op: RankStats}}   (when the reports have
@@ -71,6 +72,7 @@ int ts_gather_check(const json_t *statuses,
  * in unit, scope or method, TS_ENOMEM). */
 json_t *ts_gather_reports(const json_t *reports,
                           const json_t *ranks,
+                          bool with_reports,
                           ts_error *err);
 
 #ifdef __cplusplus

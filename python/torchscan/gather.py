@@ -179,4 +179,7 @@ def gather_reports(
     dist.gather_object(report, gathered, dst=dst, group=pg)
     if not receiver:
         return None
-    return _engine.gather_reports(gathered, ranks)  # type: ignore[no-any-return]
+    result: GatheredReport = _engine.gather_reports(gathered, ranks)
+    # the reports as received: the engine read them, and they are attached as they are, not copied
+    return {"schema_version": result.pop("schema_version"), "context": result.pop("context"), "reports": gathered,
+            **result}

@@ -886,7 +886,10 @@ error:
 }
 
 json_t *
-ts_gather_reports(const json_t *reports, const json_t *ranks, ts_error *err)
+ts_gather_reports(const json_t *reports,
+                  const json_t *ranks,
+                  bool with_reports,
+                  ts_error *err)
 {
     size_t n = json_array_size(reports);
     const json_t **parts = NULL;
@@ -910,7 +913,7 @@ ts_gather_reports(const json_t *reports, const json_t *ranks, ts_error *err)
         }
     }
     parts = calloc(n, sizeof *parts);
-    out = json_pack("{s:i, s:{s:s, s:s, s:I, s:O}, s:O}",
+    out = json_pack("{s:i, s:{s:s, s:s, s:I, s:O}}",
                     "schema_version",
                     1,
                     "context",
@@ -921,9 +924,12 @@ ts_gather_reports(const json_t *reports, const json_t *ranks, ts_error *err)
                     "world_size",
                     (json_int_t)n,
                     "ranks",
-                    (json_t *)ranks,
-                    "reports",
-                    (json_t *)reports);
+                    (json_t *)ranks);
+    if (out != NULL && with_reports
+        && json_object_set(out, "reports", (json_t *)reports)) {
+        json_decref(out);
+        out = NULL;
+    }
     if (parts == NULL || out == NULL) {
         ts_error_set(err, TS_ENOMEM, "out of memory");
         goto error;

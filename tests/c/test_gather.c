@@ -397,7 +397,7 @@ test_statistics(void)
                         flop_report(400, 32),
                         flop_report(100, -1));
     ts_error_clear(&err);
-    g = ts_gather_reports(reports, ranks, &err);
+    g = ts_gather_reports(reports, ranks, true, &err);
     CHECK(g != NULL);
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_object_get(g, "context"), "report_type")),
@@ -447,7 +447,7 @@ test_statistics(void)
                         benchmark_report(0.25, "complete"),
                         benchmark_report(0.75, "complete"),
                         benchmark_report(1.0, "complete"));
-    g = ts_gather_reports(reports, ranks, &err);
+    g = ts_gather_reports(reports, ranks, true, &err);
     CHECK(g != NULL);
     latency = json_object_get(json_object_get(g, "totals"), "latency");
     CHECK_EQ_INT(rank_of(latency, "max"), 3);
@@ -470,7 +470,7 @@ test_statistics(void)
                         benchmark_report(0.5, "unavailable"));
     json_array_remove(ranks, 3);
     json_array_remove(ranks, 2);
-    g = ts_gather_reports(reports, ranks, &err);
+    g = ts_gather_reports(reports, ranks, true, &err);
     latency = json_object_get(json_object_get(g, "totals"), "latency");
     CHECK_EQ_STR(json_string_value(json_object_get(latency, "status")),
                  "partial");
@@ -485,7 +485,7 @@ test_statistics(void)
                         analysis_report(3, 12),
                         analysis_report(3, 36));
     json_array_append_new(ranks, json_integer(2));
-    g = ts_gather_reports(reports, ranks, &err);
+    g = ts_gather_reports(reports, ranks, true, &err);
     CHECK(g != NULL);
     total = json_object_get(json_object_get(g, "totals"), "operator_flops");
     CHECK_EQ_INT(rank_of(total, "median"), 0);
@@ -514,7 +514,7 @@ test_statistics(void)
                         "parameters"),
         "unit",
         json_string("bytes"));
-    CHECK(ts_gather_reports(reports, ranks, &err) == NULL);
+    CHECK(ts_gather_reports(reports, ranks, true, &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     CHECK_EQ_STR(err.message,
                  "gather_reports: metric 'totals.parameters' has "
@@ -524,7 +524,7 @@ test_statistics(void)
     /* reports of different kinds are refused */
     reports = json_pack(
         "[o, o]", flop_report(1, -1), benchmark_report(1, "complete"));
-    CHECK(ts_gather_reports(reports, ranks, &err) == NULL);
+    CHECK(ts_gather_reports(reports, ranks, true, &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     json_decref(reports);
     json_decref(ranks);

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -41,18 +40,16 @@ EXAMPLE = ROOT / "docs" / "examples" / "measure_distributed.py"
 # Starting ranks
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _worker(rank: int, world: int, port: int, scenarios: list[str], out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+def _worker(rank: int, world: int, scenarios: list[str], out: str) -> None:
+    # The ranks meet through a file store (no port to pick, so no race with other programs for one); gloo's own
+    # connections stay on loopback. MASTER_ADDR says every rank runs here (local_rank's rule).
+    os.environ.update(MASTER_ADDR="127.0.0.1", GLOO_SOCKET_IFNAME="lo")
     os.environ.pop("LOCAL_RANK", None)
     os.environ.pop("LOCAL_WORLD_SIZE", None)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"file://{out}/store", rank=rank, world_size=world, timeout=timedelta(seconds=60)
+    )
     results: dict[str, Any] = {}
     try:
         for name in scenarios:
@@ -68,7 +65,7 @@ def _worker(rank: int, world: int, port: int, scenarios: list[str], out: str) ->
 def run_ranks(world: int, scenarios: list[str], tmp_path: Path, timeout: float = START_TIMEOUT) -> list[dict[str, Any]]:
     """Runs ``scenarios`` in ``world`` gloo ranks; returns each rank's results, in rank order."""
     context = mp.start_processes(
-        _worker, args=(world, _free_port(), scenarios, str(tmp_path)), nprocs=world, join=False, start_method="spawn"
+        _worker, args=(world, scenarios, str(tmp_path)), nprocs=world, join=False, start_method="spawn"
     )
     deadline = time.monotonic() + timeout
     try:
