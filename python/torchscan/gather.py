@@ -18,9 +18,10 @@ from . import _engine
 __all__ = ["GatheredReport", "gather_reports"]
 
 # The store keys of one call: <prefix>/<call number>/<rank in the group>. Every rank of a group numbers its calls
-# the same way, so the keys of one call are the same on every rank.
+# the same way, so the keys of one call are the same on every rank. Counted per group and per store: a group made
+# again (a new store) starts again from 0 on every rank.
 _PREFIX = "torchscan.gather_reports"
-_CALLS: dict[str, int] = {}
+_CALLS: dict[tuple[str, int], int] = {}
 
 
 class GatheredReport(TypedDict, total=False):
@@ -146,9 +147,13 @@ def gather_reports(
     status = _status(report, dst, ranks, timeout)
     wait = _seconds(timeout) if timeout is not None and "ok" in status else _group_timeout(dist, pg, store)
 
-    name = dist.distributed_c10d._get_process_group_name(pg)
-    call = _CALLS.get(name, 0)
-    _CALLS[name] = call + 1
+    try:
+        name = str(dist.distributed_c10d._get_process_group_name(pg))
+    except Exception:  # noqa: BLE001 - older releases: the group's own name
+        name = str(getattr(pg, "group_name", ""))
+    counter = (name, id(store))
+    call = _CALLS.get(counter, 0)
+    _CALLS[counter] = call + 1
     keys = [f"{_PREFIX}/{call}/{position}" for position in range(len(ranks))]
     store.set(keys[me], json.dumps(status))
     try:
