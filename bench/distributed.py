@@ -72,6 +72,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
                 start = time.perf_counter()
                 dist.all_gather_object(listing, report)
                 bare.append(time.perf_counter() - start)
+            dist.barrier()  # the other ranks wait in the next barrier while rank 0 times the C parts alone
             if rank == 0:
                 shape = []
                 build = []
@@ -91,6 +92,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
                     "shape": statistics.median(shape),
                     "build": statistics.median(build),
                 }
+            dist.barrier()
     finally:
         if rank == 0:
             Path(out).write_text(json.dumps(results), encoding="utf-8")

@@ -75,6 +75,18 @@ json_t *ts_gather_reports(const json_t *reports,
                           bool with_reports,
                           ts_error *err);
 
+/* ts_gather_reports through an emitter (torchscan/emit.h): the binding
+ * writes the GatheredReport straight into Python objects. TS_OK, or the
+ * status of err (TS_EINVAL for metrics that differ in unit, scope or
+ * method, TS_ENOMEM); after a failure the emitter holds a partial value
+ * that the caller discards. */
+struct ts_emitter;
+int ts_gather_emit(const json_t *reports,
+                   const json_t *ranks,
+                   bool with_reports,
+                   const struct ts_emitter *emitter,
+                   ts_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "torchscan/emit.h"
 #include "torchscan/gather.h"
+#include "torchscan/op_formulas.h"
 #include "torchscan/report_check.h"
 
 /* ---- the shape of a report ---------------------------------------------- */
@@ -461,6 +463,32 @@ ts_gather_check(const json_t *statuses,
 
 /* ---- the gathered report ------------------------------------------------ */
 
+/* The GatheredReport is written through an emitter: straight into Python
+ * objects for the binding (a 385-row report gives ~800 RankStats; a
+ * jansson tree in between doubled the time), into a jansson tree for C
+ * callers (ts_gather_reports). */
+
+#define TRY(expr)          \
+    do {                   \
+        if ((expr) != 0) { \
+            return -1;     \
+        }                  \
+    } while (0)
+
+typedef struct gather_ctx {
+    const ts_emitter *e;
+    const json_t *ranks;
+    ts_error *err;
+    const json_t *zero; /* the count of a rank that has none */
+} gather_ctx;
+
+/* One rank's metric, as RankStats reads it. */
+typedef struct rank_metric {
+    int status;          /* TS_COMPLETE, ..., or -1 (the rank has none) */
+    const json_t *value; /* a number when complete */
+    const json_t *known; /* a number unless unavailable */
+} rank_metric;
+
 typedef struct ranked {
     double v;
     const json_t *num; /* the rank's value, as it was */
@@ -477,14 +505,29 @@ compare_ranked(const void *a, const void *b)
     return x->pos < y->pos ? -1 : (x->pos > y->pos);
 }
 
-static json_t *
-value_at(const ranked *r, const json_t *ranks)
+static int
+emit_number_of(const ts_emitter *e, const json_t *num)
 {
-    return json_pack("{s:O, s:I}",
-                     "value",
-                     (json_t *)r->num,
-                     "rank",
-                     (json_int_t)rank_at(ranks, r->pos));
+    if (json_is_integer(num)) {
+        return e->integer(e->ctx, json_integer_value(num));
+    }
+    return num != NULL && json_is_real(num)
+               ? e->real(e->ctx, json_real_value(num))
+               : e->null(e->ctx);
+}
+
+/* {value, rank} of one rank's value. */
+static int
+emit_ranked(const gather_ctx *g, const char *key, const ranked *r)
+{
+    const ts_emitter *e = g->e;
+    TRY(e->key(e->ctx, key));
+    TRY(e->begin_object(e->ctx));
+    TRY(e->key(e->ctx, "value"));
+    TRY(emit_number_of(e, r->num));
+    TRY(e->key(e->ctx, "rank"));
+    TRY(e->integer(e->ctx, rank_at(g->ranks, r->pos)));
+    return e->end_object(e->ctx);
 }
 
 /* Units whose sum over the ranks means something (counts), unlike
@@ -498,9 +541,9 @@ summable(const char *unit)
 }
 
 /* The sum of the values: exact while they are integers that fit, a real
- * otherwise. NULL on allocation failure. */
-static json_t *
-sum_of(const ranked *values, size_t n)
+ * otherwise. */
+static int
+emit_sum(const ts_emitter *e, const ranked *values, size_t n)
 {
     int64_t total = 0;
     double real = 0.0;
@@ -510,437 +553,417 @@ sum_of(const ranked *values, size_t n)
         exact = exact && json_is_integer(values[i].num)
                 && ts_add(total, json_integer_value(values[i].num), &total);
     }
-    return exact ? json_integer(total) : json_real(real);
+    return exact ? e->integer(e->ctx, total) : e->real(e->ctx, real);
 }
 
-/* RankStats of one metric over the ranks; `metrics[i]` is rank i's
- * MetricResult (NULL: the rank has none, read as unavailable). */
-static json_t *
-rank_stats(const json_t *const *metrics,
+/* One RankStats (gather.h). `sorted` is scratch room for n entries. */
+static int
+emit_stats(const gather_ctx *g,
+           const rank_metric *m,
            size_t n,
-           const json_t *ranks,
-           const char *where,
-           ts_error *err)
+           const char *unit,
+           const char *scope,
+           const char *method,
+           ranked *sorted)
 {
-    static const char *const fields[] = {"unit", "scope", "method"};
-    const json_t *first = NULL;
-    json_t *out = NULL, *values = NULL, *known = NULL;
-    ranked *sorted = NULL;
+    const ts_emitter *e = g->e;
     size_t complete = 0, with_number = 0;
-    for (size_t i = 0; i < n && first == NULL; i++) {
-        first = metrics[i];
-    }
     for (size_t i = 0; i < n; i++) {
-        for (size_t f = 0; metrics[i] != NULL && f < 3; f++) {
-            if (!json_equal(json_object_get(metrics[i], fields[f]),
-                            json_object_get(first, fields[f]))) {
-                ts_error_set(err,
-                             TS_EINVAL,
-                             "gather_reports: metric '%s' has incompatible %s "
-                             "across ranks",
-                             where,
-                             fields[f]);
-                return NULL;
-            }
-        }
-    }
-    values = json_array();
-    known = json_array();
-    sorted = calloc(n ? n : 1, sizeof *sorted);
-    if (values == NULL || known == NULL || sorted == NULL) {
-        goto nomem;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const json_t *v = json_object_get(metrics[i], "value");
-        const json_t *k = json_object_get(metrics[i], "known_value");
-        int status = metrics[i] != NULL ? ts_metric_status(metrics[i]) : -1;
-        if (json_array_append(
-                values, v && json_is_number(v) ? (json_t *)v : json_null())
-            || json_array_append(
-                known, k && json_is_number(k) ? (json_t *)k : json_null())) {
-            goto nomem;
-        }
-        with_number += k != NULL && json_is_number(k);
-        if (status == TS_COMPLETE && v != NULL && json_is_number(v)) {
-            sorted[complete].v = json_number_value(v);
-            sorted[complete].num = v;
+        with_number += m[i].known != NULL && json_is_number(m[i].known);
+        if (m[i].status == TS_COMPLETE && m[i].value != NULL
+            && json_is_number(m[i].value)) {
+            sorted[complete].v = json_number_value(m[i].value);
+            sorted[complete].num = m[i].value;
             sorted[complete].pos = i;
             complete++;
         }
     }
-    out = json_pack(
-        "{s:O, s:O, s:O, s:s, s:o, s:o}",
-        "unit",
-        json_object_get(first, "unit"),
-        "scope",
-        json_object_get(first, "scope"),
-        "method",
-        json_object_get(first, "method"),
-        "status",
-        complete == n ? "complete" : (with_number ? "partial" : "unavailable"),
-        "values",
-        values,
-        "known_values",
-        known);
-    values = known = NULL;
-    if (out == NULL) {
-        goto nomem;
+    TRY(e->begin_object(e->ctx));
+    TRY(e->key(e->ctx, "unit"));
+    TRY(e->string(e->ctx, unit));
+    TRY(e->key(e->ctx, "scope"));
+    TRY(e->string(e->ctx, scope));
+    TRY(e->key(e->ctx, "method"));
+    TRY(e->string(e->ctx, method));
+    TRY(e->key(e->ctx, "status"));
+    TRY(e->string(e->ctx,
+                  complete == n && n > 0
+                      ? "complete"
+                      : (with_number ? "partial" : "unavailable")));
+    for (int k = 0; k < 2; k++) {
+        TRY(e->key(e->ctx, k == 0 ? "values" : "known_values"));
+        TRY(e->begin_array(e->ctx));
+        for (size_t i = 0; i < n; i++) {
+            const json_t *v =
+                k == 0 ? (m[i].status == TS_COMPLETE ? m[i].value : NULL)
+                       : m[i].known;
+            TRY(v != NULL && json_is_number(v) ? emit_number_of(e, v)
+                                               : e->null(e->ctx));
+        }
+        TRY(e->end_array(e->ctx));
     }
     if (complete == n && n > 0) {
-        const char *unit = json_string_value(json_object_get(first, "unit"));
         const ranked *least = &sorted[0], *most = &sorted[0];
+        ranked lo, hi;
         for (size_t i = 1; i < n; i++) {
             /* strict: among equal values, the lowest rank */
             least = sorted[i].v < least->v ? &sorted[i] : least;
             most = sorted[i].v > most->v ? &sorted[i] : most;
         }
-        json_t *lo = value_at(least, ranks), *hi = value_at(most, ranks);
+        lo = *least;
+        hi = *most;
         qsort(sorted, n, sizeof *sorted, compare_ranked);
-        if (json_object_set_new(out, "min", lo)
-            || json_object_set_new(
-                out, "median", value_at(&sorted[(n - 1) / 2], ranks))
-            || json_object_set_new(out, "max", hi)
-            || json_object_set_new(out,
-                                   "sum",
-                                   unit != NULL && summable(unit)
-                                       ? sum_of(sorted, n)
-                                       : json_null())) {
-            goto nomem;
+        TRY(emit_ranked(g, "min", &lo));
+        TRY(emit_ranked(g, "median", &sorted[(n - 1) / 2]));
+        TRY(emit_ranked(g, "max", &hi));
+        TRY(e->key(e->ctx, "sum"));
+        TRY(summable(unit) ? emit_sum(e, sorted, n) : e->null(e->ctx));
+    }
+    else {
+        static const char *const none[] = {"min", "median", "max", "sum"};
+        for (size_t k = 0; k < 4; k++) {
+            TRY(e->key(e->ctx, none[k]));
+            TRY(e->null(e->ctx));
         }
     }
-    else if (json_object_set_new(out, "min", json_null())
-             || json_object_set_new(out, "median", json_null())
-             || json_object_set_new(out, "max", json_null())
-             || json_object_set_new(out, "sum", json_null())) {
-        goto nomem;
-    }
-    free(sorted);
-    return out;
-nomem:
-    ts_error_set(err, TS_ENOMEM, "out of memory");
-    json_decref(values);
-    json_decref(known);
-    json_decref(out);
-    free(sorted);
-    return NULL;
+    return e->end_object(e->ctx);
 }
 
-/* The sorted union of the keys of `objects[i]` (each an object or NULL),
- * as a JSON array of strings. */
-static json_t *
-key_union(const json_t *const *objects, size_t n)
+/* The sorted, distinct keys of `objects[i]` (objects or NULL): a malloc'd
+ * array of borrowed names (*count of them), or NULL when out of memory
+ * (an empty union is a 1-slot array with *count 0). */
+static const char **
+key_union(const json_t *const *objects, size_t n, size_t *count)
 {
-    json_t *seen = json_object(), *keys = json_array();
+    size_t total = 0, k = 0, kept = 0;
+    const char **names;
     const char *key;
     json_t *value;
-    for (size_t i = 0; seen != NULL && keys != NULL && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
+        total += json_object_size(objects[i]);
+    }
+    names = malloc((total ? total : 1) * sizeof *names);
+    if (names == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
         json_object_foreach((json_t *)objects[i], key, value)
         {
-            if (json_object_get(seen, key) == NULL
-                && (json_object_set(seen, key, json_true())
-                    || json_array_append_new(keys, json_string(key)))) {
-                json_decref(keys);
-                keys = NULL;
-                break;
-            }
+            names[k++] = key;
         }
     }
-    json_decref(seen);
-    if (keys != NULL && json_array_size(keys) > 1) {
-        /* an insertion sort of the few names: operators, metrics */
-        for (size_t i = 1; i < json_array_size(keys); i++) {
-            for (size_t j = i;
-                 j > 0
-                 && strcmp(json_string_value(json_array_get(keys, j - 1)),
-                           json_string_value(json_array_get(keys, j)))
-                        > 0;
-                 j--) {
-                json_t *a = json_incref(json_array_get(keys, j - 1));
-                json_array_set(keys, j - 1, json_array_get(keys, j));
-                json_array_set_new(keys, j, a);
-            }
+    qsort(names, k, sizeof *names, compare_names);
+    for (size_t i = 0; i < k; i++) {
+        if (kept == 0 || strcmp(names[kept - 1], names[i]) != 0) {
+            names[kept++] = names[i];
         }
     }
-    return keys;
+    *count = kept;
+    return names;
+}
+
+/* Scratch room for one metric over n ranks. */
+typedef struct scratch {
+    rank_metric *m;
+    ranked *sorted;
+    const json_t **col; /* each rank's MetricResult of one metric */
+} scratch;
+
+static int
+scratch_init(scratch *s, size_t n)
+{
+    s->m = calloc(n ? n : 1, sizeof *s->m);
+    s->sorted = calloc(n ? n : 1, sizeof *s->sorted);
+    s->col = calloc(n ? n : 1, sizeof *s->col);
+    return s->m != NULL && s->sorted != NULL && s->col != NULL ? TS_OK
+                                                               : TS_ENOMEM;
+}
+
+static void
+scratch_clear(scratch *s)
+{
+    free(s->m);
+    free(s->sorted);
+    free(s->col);
+}
+
+static int
+fail(const gather_ctx *g, int code, const char *what, const char *field)
+{
+    if (code == TS_ENOMEM) {
+        ts_error_set(g->err, TS_ENOMEM, "out of memory");
+    }
+    else {
+        ts_error_set(g->err,
+                     TS_EINVAL,
+                     "gather_reports: metric '%s' has incompatible %s "
+                     "across ranks",
+                     what,
+                     field);
+    }
+    return -1;
+}
+
+/* The RankStats of one metric: sc->col[i] is rank i's MetricResult (NULL:
+ * the rank has none, read as unavailable). `what` names it in errors. */
+static int
+emit_metric_stats(const gather_ctx *g, size_t n, const char *what, scratch *sc)
+{
+    static const char *const fields[] = {"unit", "scope", "method"};
+    const json_t *first = NULL;
+    const char *text[3];
+    for (size_t i = 0; i < n && first == NULL; i++) {
+        first = sc->col[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *metric = sc->col[i];
+        for (size_t f = 0; metric != NULL && f < 3; f++) {
+            if (!json_equal(json_object_get(metric, fields[f]),
+                            json_object_get(first, fields[f]))) {
+                return fail(g, TS_EINVAL, what, fields[f]);
+            }
+        }
+        sc->m[i].status = metric != NULL ? ts_metric_status(metric) : -1;
+        sc->m[i].value = json_object_get(metric, "value");
+        sc->m[i].known = json_object_get(metric, "known_value");
+    }
+    for (size_t f = 0; f < 3; f++) {
+        text[f] = json_string_value(json_object_get(first, fields[f]));
+        text[f] = text[f] != NULL ? text[f] : "";
+    }
+    return emit_stats(g, sc->m, n, text[0], text[1], text[2], sc->sorted);
 }
 
 /* {name: RankStats} of the ranks' {name: MetricResult} objects. */
-static json_t *
-stats_object(const json_t *const *objects,
-             size_t n,
-             const json_t *ranks,
-             const char *what,
-             ts_error *err)
+static int
+emit_stats_object(const gather_ctx *g,
+                  const json_t *const *objects,
+                  size_t n,
+                  const char *what,
+                  scratch *sc)
 {
-    json_t *keys = key_union(objects, n), *out = json_object();
-    const json_t **metrics = calloc(n ? n : 1, sizeof *metrics);
-    size_t k;
-    json_t *name;
+    const ts_emitter *e = g->e;
+    size_t count = 0;
+    const char **names = key_union(objects, n, &count);
     char where[512];
-    if (keys == NULL || out == NULL || metrics == NULL) {
-        ts_error_set(err, TS_ENOMEM, "out of memory");
-        goto error;
+    int rc;
+    if (names == NULL) {
+        return fail(g, TS_ENOMEM, what, NULL);
     }
-    json_array_foreach(keys, k, name)
-    {
-        const char *key = json_string_value(name);
-        json_t *stats;
+    rc = e->begin_object(e->ctx);
+    for (size_t k = 0; rc == 0 && k < count; k++) {
         for (size_t i = 0; i < n; i++) {
-            metrics[i] = json_object_get(objects[i], key);
+            sc->col[i] = json_object_get(objects[i], names[k]);
         }
-        snprintf(where, sizeof where, "%s.%s", what, key);
-        stats = rank_stats(metrics, n, ranks, where, err);
-        if (stats == NULL || json_object_set_new(out, key, stats)) {
-            if (stats != NULL) {
-                ts_error_set(err, TS_ENOMEM, "out of memory");
-            }
-            goto error;
-        }
+        snprintf(where, sizeof where, "%s.%s", what, names[k]);
+        rc = e->key(e->ctx, names[k]) != 0
+                     || emit_metric_stats(g, n, where, sc) != 0
+                 ? -1
+                 : 0;
     }
-    json_decref(keys);
-    free(metrics);
-    return out;
-error:
-    json_decref(keys);
-    json_decref(out);
-    free(metrics);
-    return NULL;
+    free(names);
+    return rc != 0 ? -1 : e->end_object(e->ctx);
 }
 
 /* {name: RankStats} of per-operator counts ({op: int}, or {op: {field:
  * int}} with `field`): complete counts, 0 where a rank has none. */
-static json_t *
-stats_counts(const json_t *const *objects,
-             size_t n,
-             const char *field,
-             const char *unit,
-             const char *method,
-             const json_t *ranks,
-             const char *what,
-             ts_error *err)
+static int
+emit_stats_counts(const gather_ctx *g,
+                  const json_t *const *objects,
+                  size_t n,
+                  const char *field,
+                  const char *unit,
+                  const char *method,
+                  scratch *sc)
 {
-    json_t **wrapped = calloc(n ? n : 1, sizeof *wrapped);
-    json_t *out = NULL;
-    const char *key;
-    json_t *value;
-    bool failed = wrapped == NULL;
-    for (size_t i = 0; !failed && i < n; i++) {
-        wrapped[i] = json_object();
-        failed = wrapped[i] == NULL;
+    const ts_emitter *e = g->e;
+    size_t count = 0;
+    const char **names = key_union(objects, n, &count);
+    int rc;
+    if (names == NULL) {
+        return fail(g, TS_ENOMEM, "", NULL);
     }
-    /* every rank's counts as complete MetricResults, missing ones as 0 */
-    for (size_t i = 0; !failed && i < n; i++) {
-        json_object_foreach((json_t *)objects[i], key, value)
-        {
-            for (size_t j = 0; !failed && j < n; j++) {
-                const json_t *own = json_object_get(objects[j], key);
-                json_int_t count = json_integer_value(
-                    field != NULL ? json_object_get(own, field) : own);
-                if (json_object_get(wrapped[j], key) != NULL) {
-                    continue;
-                }
-                failed = json_object_set_new(
-                    wrapped[j],
-                    key,
-                    ts_metric_new(
-                        TS_COMPLETE, ts_int(count), unit, "workload", method));
-            }
+    rc = e->begin_object(e->ctx);
+    for (size_t k = 0; rc == 0 && k < count; k++) {
+        for (size_t i = 0; i < n; i++) {
+            const json_t *own = json_object_get(objects[i], names[k]);
+            const json_t *v =
+                field != NULL ? json_object_get(own, field) : own;
+            sc->m[i].status = TS_COMPLETE;
+            sc->m[i].value = sc->m[i].known = json_is_integer(v) ? v : g->zero;
         }
+        rc = e->key(e->ctx, names[k]) != 0
+                     || emit_stats(
+                            g, sc->m, n, unit, "workload", method, sc->sorted)
+                            != 0
+                 ? -1
+                 : 0;
     }
-    if (!failed) {
-        out =
-            stats_object((const json_t *const *)wrapped, n, ranks, what, err);
-    }
-    else {
-        ts_error_set(err, TS_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; wrapped != NULL && i < n; i++) {
-        json_decref(wrapped[i]);
-    }
-    free(wrapped);
-    return out;
+    free(names);
+    return rc != 0 ? -1 : e->end_object(e->ctx);
 }
 
 /* "operator_flops": total, collective_bytes, by_operator, collectives. */
-static json_t *
-gather_flops(const json_t *const *flops,
-             size_t n,
-             const json_t *ranks,
-             ts_error *err)
+static int
+emit_flops(const gather_ctx *g,
+           const json_t *const *flops,
+           size_t n,
+           scratch *sc)
 {
+    const ts_emitter *e = g->e;
     const json_t **part = calloc(n ? n : 1, sizeof *part);
     const char *method = json_string_value(
         json_object_get(json_object_get(flops[0], "total"), "method"));
-    json_t *out = json_object(), *item = NULL;
     bool moved = false;
-    if (part == NULL || out == NULL) {
-        ts_error_set(err, TS_ENOMEM, "out of memory");
-        goto error;
+    int rc;
+    if (part == NULL) {
+        return fail(g, TS_ENOMEM, "", NULL);
     }
     for (size_t i = 0; i < n; i++) {
         moved |= json_object_get(flops[i], "collective_bytes") != NULL;
     }
-    /* total (and collective_bytes) as metrics of the FlopReports */
-    for (int f = 0; f < 2; f++) {
+    rc = e->begin_object(e->ctx);
+    for (int f = 0; rc == 0 && f < (moved ? 2 : 1); f++) {
         const char *name = f == 0 ? "total" : "collective_bytes";
-        const json_t **metrics = part;
-        if (f == 1 && !moved) {
-            break;
-        }
         for (size_t i = 0; i < n; i++) {
-            metrics[i] = json_object_get(flops[i], name);
+            sc->col[i] = json_object_get(flops[i], name);
         }
-        item = rank_stats(metrics, n, ranks, name, err);
-        if (item == NULL || json_object_set_new(out, name, item)) {
-            goto error;
-        }
+        rc =
+            e->key(e->ctx, name) != 0 || emit_metric_stats(g, n, name, sc) != 0
+                ? -1
+                : 0;
     }
     for (size_t i = 0; i < n; i++) {
         part[i] = json_object_get(flops[i], "by_operator");
     }
-    item = stats_counts(part,
-                        n,
-                        NULL,
-                        "FLOPs",
-                        method != NULL ? method : "",
-                        ranks,
-                        "operator_flops.by_operator",
-                        err);
-    if (item == NULL || json_object_set_new(out, "by_operator", item)) {
-        goto error;
+    if (rc == 0) {
+        rc = e->key(e->ctx, "by_operator") != 0
+                     || emit_stats_counts(g,
+                                          part,
+                                          n,
+                                          NULL,
+                                          "FLOPs",
+                                          method != NULL ? method : "",
+                                          sc)
+                            != 0
+                 ? -1
+                 : 0;
     }
-    if (moved) {
+    if (rc == 0 && moved) {
         for (size_t i = 0; i < n; i++) {
             part[i] = json_object_get(flops[i], "collectives");
         }
-        item = stats_counts(part,
-                            n,
-                            "bytes_moved",
-                            "bytes",
-                            "torchscan_collective_bytes_v1",
-                            ranks,
-                            "operator_flops.collectives",
-                            err);
-        if (item == NULL || json_object_set_new(out, "collectives", item)) {
-            goto error;
-        }
+        rc = e->key(e->ctx, "collectives") != 0
+                     || emit_stats_counts(g,
+                                          part,
+                                          n,
+                                          "bytes_moved",
+                                          "bytes",
+                                          TS_COLLECTIVE_CONVENTION,
+                                          sc)
+                            != 0
+                 ? -1
+                 : 0;
     }
     free(part);
-    return out;
-error:
-    free(part);
-    json_decref(out);
-    return NULL;
+    return rc != 0 ? -1 : e->end_object(e->ctx);
 }
 
 /* "layers": each layer call's metrics over the ranks (the ranks agree on
  * the layer calls: ts_gather_check compared their digests). */
-static json_t *
-gather_layers(const json_t *reports, const json_t *ranks, ts_error *err)
+static int
+emit_layers(const gather_ctx *g, const json_t *reports, scratch *sc)
 {
+    const ts_emitter *e = g->e;
     size_t n = json_array_size(reports);
     const json_t *layers0 =
         json_object_get(json_array_get(reports, 0), "layers");
     const json_t **metrics = calloc(n ? n : 1, sizeof *metrics);
-    json_t *out = json_array();
     char what[512];
-    if (metrics == NULL || out == NULL) {
-        ts_error_set(err, TS_ENOMEM, "out of memory");
-        goto error;
+    int rc;
+    if (metrics == NULL) {
+        return fail(g, TS_ENOMEM, "", NULL);
     }
-    for (size_t l = 0; l < json_array_size(layers0); l++) {
+    rc = e->begin_array(e->ctx);
+    for (size_t l = 0; rc == 0 && l < json_array_size(layers0); l++) {
         const json_t *layer = json_array_get(layers0, l);
-        json_t *stats, *row;
+        const char *path = json_string_value(json_object_get(layer, "path"));
         for (size_t i = 0; i < n; i++) {
             const json_t *own = json_array_get(
                 json_object_get(json_array_get(reports, i), "layers"), l);
             metrics[i] = json_object_get(own, "metrics");
         }
-        snprintf(what,
-                 sizeof what,
-                 "layers[%zu](%s).metrics",
-                 l,
-                 json_string_value(json_object_get(layer, "path")));
-        stats = stats_object(metrics, n, ranks, what, err);
-        if (stats == NULL) {
-            goto error;
-        }
-        row = json_pack("{s:O, s:O, s:o}",
-                        "path",
-                        json_object_get(layer, "path"),
-                        "call_index",
-                        json_object_get(layer, "call_index"),
-                        "metrics",
-                        stats);
-        if (row == NULL || json_array_append_new(out, row)) {
-            ts_error_set(err, TS_ENOMEM, "out of memory");
-            goto error;
-        }
+        snprintf(
+            what, sizeof what, "layers[%zu](%s).metrics", l, path ? path : "");
+        rc = e->begin_object(e->ctx) != 0 || e->key(e->ctx, "path") != 0
+                     || e->string(e->ctx, path != NULL ? path : "") != 0
+                     || e->key(e->ctx, "call_index") != 0
+                     || e->integer(e->ctx,
+                                   json_integer_value(
+                                       json_object_get(layer, "call_index")))
+                            != 0
+                     || e->key(e->ctx, "metrics") != 0
+                     || emit_stats_object(g, metrics, n, what, sc) != 0
+                     || e->end_object(e->ctx) != 0
+                 ? -1
+                 : 0;
     }
     free(metrics);
-    return out;
-error:
-    free(metrics);
-    json_decref(out);
-    return NULL;
+    return rc != 0 ? -1 : e->end_array(e->ctx);
 }
 
-json_t *
-ts_gather_reports(const json_t *reports,
-                  const json_t *ranks,
-                  bool with_reports,
-                  ts_error *err)
+int
+ts_gather_emit(const json_t *reports,
+               const json_t *ranks,
+               bool with_reports,
+               const ts_emitter *e,
+               ts_error *err)
 {
     size_t n = json_array_size(reports);
     const json_t **parts = NULL;
     const char *kind = report_kind(json_array_get(reports, 0));
-    json_t *out = NULL, *item;
+    gather_ctx g = {e, ranks, err, NULL};
+    scratch sc = {NULL, NULL, NULL};
     bool flops_everywhere = true;
+    int rc = -1;
     if (!json_is_array(reports) || n == 0 || kind == NULL) {
-        ts_error_set(
+        return ts_error_set(
             err, TS_EINVAL, "reports must be a non-empty list of reports");
-        return NULL;
     }
     for (size_t i = 0; i < n; i++) {
         const char *own = report_kind(json_array_get(reports, i));
         if (own == NULL || strcmp(own, kind) != 0) {
-            ts_error_set(err,
-                         TS_EINVAL,
-                         "gather_reports: the reports disagree in kind (rank "
-                         "%lld)",
-                         (long long)rank_at(ranks, i));
-            return NULL;
+            return ts_error_set(err,
+                                TS_EINVAL,
+                                "gather_reports: the reports disagree in "
+                                "kind (rank %lld)",
+                                (long long)rank_at(ranks, i));
         }
     }
     parts = calloc(n, sizeof *parts);
-    out = json_pack("{s:i, s:{s:s, s:s, s:I, s:O}}",
-                    "schema_version",
-                    1,
-                    "context",
-                    "method",
-                    TS_GATHER_METHOD,
-                    "report_type",
-                    kind,
-                    "world_size",
-                    (json_int_t)n,
-                    "ranks",
-                    (json_t *)ranks);
-    if (out != NULL && with_reports
-        && json_object_set(out, "reports", (json_t *)reports)) {
-        json_decref(out);
-        out = NULL;
+    g.zero = json_integer(0);
+    if (parts == NULL || g.zero == NULL || scratch_init(&sc, n) != TS_OK) {
+        fail(&g, TS_ENOMEM, "", NULL);
+        goto done;
     }
-    if (parts == NULL || out == NULL) {
-        ts_error_set(err, TS_ENOMEM, "out of memory");
-        goto error;
+    if (e->begin_object(e->ctx) || e->key(e->ctx, "schema_version")
+        || e->integer(e->ctx, 1) || e->key(e->ctx, "context")
+        || e->begin_object(e->ctx) || e->key(e->ctx, "method")
+        || e->string(e->ctx, TS_GATHER_METHOD) || e->key(e->ctx, "report_type")
+        || e->string(e->ctx, kind) || e->key(e->ctx, "world_size")
+        || e->integer(e->ctx, (int64_t)n) || e->key(e->ctx, "ranks")
+        || e->tree(e->ctx, ranks) || e->end_object(e->ctx)
+        || (with_reports
+            && (e->key(e->ctx, "reports") || e->tree(e->ctx, reports)))) {
+        goto emitter;
     }
     if (strcmp(kind, "FlopReport") != 0) {
         for (size_t i = 0; i < n; i++) {
             parts[i] = json_object_get(json_array_get(reports, i), "totals");
         }
-        item = stats_object(parts, n, ranks, "totals", err);
-        if (item == NULL || json_object_set_new(out, "totals", item)) {
-            goto error;
+        if (e->key(e->ctx, "totals")
+            || emit_stats_object(&g, parts, n, "totals", &sc)) {
+            goto emitter;
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -950,25 +973,52 @@ ts_gather_reports(const json_t *reports,
                        : json_object_get(r, "operator_flops");
         flops_everywhere &= parts[i] != NULL;
     }
-    if (flops_everywhere) {
-        item = gather_flops(parts, n, ranks, err);
-        if (item == NULL || json_object_set_new(out, "operator_flops", item)) {
-            goto error;
-        }
+    if (flops_everywhere
+        && (e->key(e->ctx, "operator_flops")
+            || emit_flops(&g, parts, n, &sc))) {
+        goto emitter;
     }
-    if (strcmp(kind, "AnalysisReport") == 0) {
-        item = gather_layers(reports, ranks, err);
-        if (item == NULL || json_object_set_new(out, "layers", item)) {
-            goto error;
-        }
+    if (strcmp(kind, "AnalysisReport") == 0
+        && (e->key(e->ctx, "layers") || emit_layers(&g, reports, &sc))) {
+        goto emitter;
     }
-    free(parts);
-    return out;
-error:
+    if (e->end_object(e->ctx)) {
+        goto emitter;
+    }
+    rc = TS_OK;
+    goto done;
+emitter:
     if (err->code == TS_OK) {
-        ts_error_set(err, TS_ENOMEM, "out of memory");
+        /* the emitter's own failure (out of memory building the value) */
+        ts_error_set(err, TS_ENOMEM, "out of memory writing the report");
     }
+done:
+    json_decref((json_t *)g.zero);
+    scratch_clear(&sc);
     free(parts);
-    json_decref(out);
-    return NULL;
+    return rc == TS_OK ? TS_OK : err->code;
+}
+
+json_t *
+ts_gather_reports(const json_t *reports,
+                  const json_t *ranks,
+                  bool with_reports,
+                  ts_error *err)
+{
+    ts_json_builder *b = ts_json_builder_new();
+    json_t *out = NULL;
+    ts_emitter e;
+    if (b == NULL) {
+        ts_error_set(err, TS_ENOMEM, "out of memory");
+        return NULL;
+    }
+    ts_json_builder_emitter(b, &e);
+    if (ts_gather_emit(reports, ranks, with_reports, &e, err) == TS_OK) {
+        out = ts_json_builder_take(b);
+        if (out == NULL) {
+            ts_error_set(err, TS_ENOMEM, "out of memory");
+        }
+    }
+    ts_json_builder_free(b);
+    return out;
 }

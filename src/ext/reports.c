@@ -6,6 +6,7 @@
 #include "reports.h"
 
 #include "torchscan/diff.h"
+#include "torchscan/emit.h"
 #include "torchscan/gather.h"
 #include "torchscan/render.h"
 #include "torchscan/session.h"
@@ -273,13 +274,83 @@ done:
     return result;
 }
 
-/* gather_reports(reports, ranks) -> the GatheredReport (gather.h). */
+/* The parts of one rank's report that the GatheredReport reads, as JSON:
+ * its totals, its operator FLOPs (a FlopReport's own fields), and each
+ * layer call's path, call_index and metrics. The rest (input and output
+ * descriptions, attribution, diagnostics: most of a report) is not
+ * converted, so a large report costs what its metrics cost. */
+static json_t *
+gathered_parts(PyObject *report)
+{
+    static const char *const whole[] = {"schema_version",
+                                        "totals",
+                                        "operator_flops",
+                                        "measurement",
+                                        "total",
+                                        "by_operator",
+                                        "collectives",
+                                        "collective_bytes"};
+    static const char *const row_keys[] = {"path", "call_index", "metrics"};
+    PyObject *layers, *value;
+    json_t *out, *rows, *item;
+    if (!PyDict_Check(report)) {
+        return tsx_to_json(report, "reports[]"); /* refused there */
+    }
+    out = json_object();
+    if (out == NULL) {
+        return (json_t *)PyErr_NoMemory();
+    }
+    for (size_t k = 0; k < sizeof whole / sizeof whole[0]; k++) {
+        value = PyDict_GetItemString(report, whole[k]);
+        if (value == NULL) {
+            continue;
+        }
+        item = tsx_to_json(value, whole[k]);
+        if (item == NULL || json_object_set_new(out, whole[k], item)) {
+            json_decref(out);
+            return item == NULL ? NULL : (json_t *)PyErr_NoMemory();
+        }
+    }
+    layers = PyDict_GetItemString(report, "layers");
+    if (layers == NULL || !PyList_Check(layers)) {
+        return out;
+    }
+    rows = json_array();
+    if (rows == NULL || json_object_set_new(out, "layers", rows)) {
+        json_decref(out);
+        return (json_t *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(layers); i++) {
+        PyObject *layer = PyList_GET_ITEM(layers, i);
+        json_t *row = json_object();
+        if (row == NULL || json_array_append_new(rows, row)) {
+            json_decref(out);
+            return (json_t *)PyErr_NoMemory();
+        }
+        for (size_t k = 0; PyDict_Check(layer) && k < 3; k++) {
+            value = PyDict_GetItemString(layer, row_keys[k]);
+            item = value ? tsx_to_json(value, row_keys[k]) : NULL;
+            if (value != NULL
+                && (item == NULL
+                    || json_object_set_new(row, row_keys[k], item))) {
+                json_decref(out);
+                return item == NULL ? NULL : (json_t *)PyErr_NoMemory();
+            }
+        }
+    }
+    return out;
+}
+
+/* gather_reports(reports, ranks) -> the GatheredReport (gather.h), written
+ * by the engine straight into Python objects. The reports themselves are
+ * not in it: gather.py attaches the objects it received. */
 PyObject *
 tsx_engine_gather_reports(PyObject *module, PyObject *args)
 {
     PyObject *reports, *ranks, *result = NULL;
-    json_t *jreports = NULL, *jranks = NULL, *gathered = NULL;
-    int gc_was_enabled;
+    json_t *jreports = NULL, *jranks = NULL;
+    tsx_pybuilder *b;
+    ts_emitter e;
     ts_error err;
     if (!PyArg_ParseTuple(args,
                           "O!O!:gather_reports",
@@ -289,25 +360,36 @@ tsx_engine_gather_reports(PyObject *module, PyObject *args)
                           &ranks)) {
         return NULL;
     }
-    /* Tens of thousands of small objects, none in a cycle: a collection of
-     * the (large) torch heap in the middle of them helps nobody (it took a
-     * third of the time of a 769-row report's statistics). */
-    gc_was_enabled = PyGC_Disable();
-    jreports = tsx_to_json(reports, "reports");
-    jranks = jreports ? tsx_to_json(ranks, "ranks") : NULL;
-    if (jranks != NULL) {
-        ts_error_clear(&err);
-        /* the reports themselves are the caller's objects: gather.py
-         * attaches them, no copy through JSON */
-        gathered = ts_gather_reports(jreports, jranks, false, &err);
-        result = gathered ? tsx_from_json(tsx_get_state(module), gathered)
-                          : tsx_raise(&err);
+    jreports = json_array();
+    for (Py_ssize_t i = 0; jreports != NULL && i < PyList_GET_SIZE(reports);
+         i++) {
+        json_t *parts = gathered_parts(PyList_GET_ITEM(reports, i));
+        if (parts == NULL || json_array_append_new(jreports, parts)) {
+            json_decref(jreports);
+            jreports = NULL;
+        }
     }
-    if (gc_was_enabled) {
-        PyGC_Enable();
+    if (jreports == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        return NULL;
+    }
+    jranks = tsx_to_json(ranks, "ranks");
+    b = jranks ? tsx_pybuilder_new(&e, tsx_get_state(module)) : NULL;
+    if (b != NULL) {
+        ts_error_clear(&err);
+        if (ts_gather_emit(jreports, jranks, false, &e, &err) == TS_OK) {
+            result = tsx_pybuilder_finish(b);
+        }
+        else {
+            /* the partial value is dropped; the engine's error is raised */
+            Py_XDECREF(tsx_pybuilder_finish(b));
+            PyErr_Clear();
+            tsx_raise(&err);
+        }
     }
     json_decref(jreports);
     json_decref(jranks);
-    json_decref(gathered);
     return result;
 }
