@@ -137,7 +137,8 @@ typedef struct ts_shape {
     int ndim;
     int64_t dims[TS_MAX_DIMS];
     ts_dtype_class dtype;
-    bool dense; /* strided layout, not nested, not sparse */
+    bool dense;   /* strided layout, not nested, not sparse */
+    int itemsize; /* bytes per element; 0 when unknown (collectives' bytes) */
 } ts_shape;
 
 /* Product of dims (1 for a scalar); false on overflow. */

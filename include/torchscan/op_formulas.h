@@ -74,6 +74,9 @@ typedef struct ts_op_result {
     /* When incomplete: the diagnostic's message (static string). NULL
      * otherwise. */
     const char *incomplete_message;
+    /* A collective (TS_OPF_COLLECTIVE): the bytes it moved by the
+     * torchscan_collective_bytes_v1 convention; 0 for other operators. */
+    int64_t bytes_moved;
 } ts_op_result;
 
 /* Returns TS_OK with *out filled; TS_EUNSUPPORTED with err's message when
@@ -100,7 +103,15 @@ enum {
      * the attention call it computes, aten.scaled_dot_product_attention
      * (matrix_product_flops keeps the kernel's own name). */
     TS_OPF_SDPA_FORWARD = 1u << 4,
+    /* A collective of torch.distributed (c10d, _c10d_functional): 0 FLOPs
+     * (the reduction arithmetic runs inside the communication backend), and
+     * its bytes moved in ts_op_result.bytes_moved by the convention
+     * torchscan_collective_bytes_v1 (TS_COLLECTIVE_CONVENTION). */
+    TS_OPF_COLLECTIVE = 1u << 5,
 };
+
+/* The name of the bytes-moved convention of collectives. */
+#define TS_COLLECTIVE_CONVENTION "torchscan_collective_bytes_v1"
 
 typedef struct ts_op_entry {
     const char *name;          /* packet name, e.g. "aten.addmm" */

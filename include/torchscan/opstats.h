@@ -63,14 +63,25 @@ int ts_opstats_record(ts_opstats *stats,
  * operator that ran them. TS_OK, TS_EINVAL for an unknown id or a negative
  * count; a sum past INT64_MAX stays at INT64_MAX. */
 int ts_opstats_add_matrix(ts_opstats *stats, int id, int64_t matrix_flops);
+/* Records the bytes one call of collective `id` moved
+ * (torchscan_collective_bytes_v1), after its ts_opstats_record: the
+ * operator is listed in the FlopReport's `collectives` {calls, bytes_moved}
+ * and the bytes add to its `collective_bytes` total. `bytes` < 0: the
+ * call's bytes are unknown (its formula refused it), and collective_bytes
+ * becomes partial. A sum that would overflow keeps what fit, the total
+ * becomes partial, and TS_EOVERFLOW is returned; otherwise TS_OK, or
+ * TS_EINVAL for an unknown id. */
+int ts_opstats_record_bytes(ts_opstats *stats, int id, int64_t bytes);
 
 /* Sum of counted flops (the known value of the total). */
 int64_t ts_opstats_total(const ts_opstats *stats);
 
 /* Builds the FlopReport {schema_version, context, total, by_module,
- * by_operator, matrix_product_flops, ignored_operators, diagnostics}.
- * `by_module` (stolen, also on failure; NULL for {}) is inserted as given. New
- * reference, or NULL when an allocation failed. */
+ * by_operator, matrix_product_flops, ignored_operators, diagnostics}, plus
+ * {collectives, collective_bytes} when a collective was recorded
+ * (ts_opstats_record_bytes). `by_module` (stolen, also on failure; NULL for
+ * {}) is inserted as given. New reference, or NULL when an allocation
+ * failed. */
 json_t *ts_opstats_report(const ts_opstats *stats,
                           const char *torch_version,
                           const char *method,

@@ -80,6 +80,12 @@ typedef struct ts_attribution {
     int64_t trainable, frozen, param_bytes;
     int64_t buffer_elements, buffer_bytes;
     bool param_shared, buffer_shared;
+    /* The part this rank holds of sharded tensors (a DTensor's local shard,
+     * FSDP2's shard of a parameter it unsharded for the call), all of any
+     * other tensor; written as local_elements/local_bytes when the model
+     * totals say `local` (inside a torch.distributed process group). */
+    int64_t local_params, local_param_bytes;
+    int64_t local_buffer_elements, local_buffer_bytes;
 } ts_attribution;
 
 /* Opens a call of `module`: appends a layer record (pre-hook order) and
@@ -199,6 +205,12 @@ json_t *ts_session_op_flops_by_path(const ts_session *session);
 /* Model-level facts gathered by the binding after the forward. */
 typedef struct ts_model_totals {
     int64_t trainable, frozen, param_bytes, buffer_elements, buffer_bytes;
+    /* local: the report records what this rank holds (rows' local_elements
+     * and local_bytes, totals' local_parameters, local_parameter_bytes,
+     * local_buffer_elements, local_buffer_bytes), with these sums */
+    bool local;
+    int64_t local_params, local_param_bytes;
+    int64_t local_buffer_elements, local_buffer_bytes;
 } ts_model_totals;
 
 /* Assembles the AnalysisReport. `context` and `inputs` are stolen (context

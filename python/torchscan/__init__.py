@@ -15,6 +15,7 @@ from .compare import ReportDiff, compare_reports
 from .crawler import crawl_module, summary
 from .extensions import ModuleCall, ModuleEstimates, ModuleHandler
 from .flops import FlopReport, measure_flops
+from .gather import GatheredReport, gather_reports
 from .profiler import ProfileReport, profile_workload
 from .render import render_report
 from .report import (
@@ -38,6 +39,7 @@ __all__ = [
     "BenchmarkReport",
     "Diagnostic",
     "FlopReport",
+    "GatheredReport",
     "IncompleteAnalysisError",
     "LayerReport",
     "MetricResult",
@@ -51,6 +53,7 @@ __all__ = [
     "crawl_module",
     "crawler",
     "format_checkpoint",
+    "gather_reports",
     "inspect_checkpoint",
     "measure_flops",
     "measure_latency",

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import torch
 
 from . import _engine
+from ._distributed import context_fields
 from .crawler import _package_version
 from .process.memory import _device, _Exclusive
 
@@ -154,6 +155,7 @@ def _benchmark_context(
         "warmup": warmup,
         "min_run_time": min_run_time,
         "min_repeats": min_repeats,
+        **context_fields(),
     }
 
 

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from . import _engine
+from ._distributed import context_fields
 from .extensions import ModuleCall, ModuleHandler, _validate_custom_modules
 from .flops import _check_custom_mapping, _OperatorCounter
 from .modules import module_dmas, module_flops, module_macs, module_rf  # noqa: F401  (0.2.0's crawler names)
@@ -211,7 +212,9 @@ def _crawl(
     )
     handlers = _validate_custom_modules(custom_modules)
     full = mode == "full"
-    crawl = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None)
+    ranked = context_fields()  # rank, world_size, ... inside a torch.distributed process group, else {}
+    # local=True: rows and totals record the part of sharded tensors this rank holds
+    crawl = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None, bool(ranked))
     if table_depth is not None and table_depth > crawl.depth():
         # the table's own check, made before the model runs
         raise ValueError("The `max_depth` argument cannot be higher than module depth.")
@@ -236,7 +239,10 @@ def _crawl(
         "execution_mode": "evaluation_no_grad",
         "training_before": training_before,
     }
+    context.update(ranked)
     report: AnalysisReport = crawl.report(context, source, call_args, call_kwargs, counter, torch.__version__)
+    if ranked:
+        report["operator_flops"]["context"].update(ranked)
     if strict:
         incomplete, message = _engine.incomplete(report)
         if incomplete:

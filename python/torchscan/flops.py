@@ -9,6 +9,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _engine
+from ._distributed import context_fields
 from .report import Diagnostic, MetricResult
 
 __all__ = ["FlopReport", "measure_flops"]
@@ -52,7 +53,9 @@ class _OperatorCounter(_engine.Counter, TorchDispatchMode):
         self._configure(custom_mapping)
 
     def report(self, by_module: dict[str, int] | None = None) -> FlopReport:
-        return self._report(torch.__version__, METHOD, by_module)  # type: ignore[no-any-return]
+        report: FlopReport = self._report(torch.__version__, METHOD, by_module)
+        report["context"].update(context_fields())  # rank, world_size, ... inside a process group
+        return report
 
 
 def _check_custom_mapping(custom_mapping: Mapping[Any, Callable[..., Any]] | None) -> dict[Any, Any] | None:

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 import torch
 
 from . import _engine
+from ._distributed import context_fields
 from ._profiling import quiet_profile
 from ._progress import pass_line
 from ._timing import _timing_target
@@ -172,6 +173,7 @@ def profile_workload(
             "operator_groups": len(groups),
             "limit": limit,
             "device_time_supported": cuda_activity,
+            **context_fields(),
         },
         "operators": rows,
         "diagnostics": diagnostics,

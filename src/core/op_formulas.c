@@ -117,6 +117,9 @@ convention_of(const ts_op_entry *e)
     if ((e->flags & TS_OPF_NATIVE) != 0) {
         return "FlopCounterMode";
     }
+    if ((e->flags & TS_OPF_COLLECTIVE) != 0) {
+        return TS_COLLECTIVE_CONVENTION " (0 FLOPs, bytes moved)";
+    }
     if ((e->flags & TS_OPF_EXTENSION) != 0) {
         return e->formula != NULL ? "torchscan_flops_v1, TorchScan extension"
                                   : "TorchScan extension of the ignore list";
@@ -164,7 +167,8 @@ ts_op_docs_markdown(void)
 {
     md_buf b = {NULL, 0, 0, false};
     size_t n = ts_opf_table_len;
-    size_t native = 0, contract = 0, extension = 0, ignored = 0;
+    size_t native = 0, contract = 0, extension = 0, collective = 0;
+    size_t ignored = 0;
     char line[256];
 
     for (size_t i = 0; i < n; i++) {
@@ -174,6 +178,9 @@ ts_op_docs_markdown(void)
         }
         else if ((e->flags & TS_OPF_NATIVE) != 0) {
             native++;
+        }
+        else if ((e->flags & TS_OPF_COLLECTIVE) != 0) {
+            collective++;
         }
         else if ((e->flags & TS_OPF_EXTENSION) != 0) {
             extension++;
@@ -259,15 +266,41 @@ ts_op_docs_markdown(void)
         "scores*(6 + masks + 2*[dropout]) + rows*(2*d_v - 1) + "
         "(h_q - h_kv)*B*s_k*(d_q + d_v)`.\n"
         "\n");
+    md_puts(
+        &b,
+        "## Collectives\n"
+        "\n"
+        "Collectives of `torch.distributed` (`c10d.*`, which the "
+        "process-group API dispatches, `_c10d_functional.*`, which DTensor, "
+        "tensor parallelism and functional collectives dispatch, "
+        "`_dtensor.shard_dim_alltoall`) follow the convention "
+        "`" TS_COLLECTIVE_CONVENTION
+        "`: they count 0 FLOPs, and the "
+        "bytes they move go to a field of their own, `bytes_moved` per "
+        "operator in the FlopReport's `collectives` and "
+        "`collective_bytes` in its totals, never to FLOPs. The bytes are "
+        "the message size as nccl-tests reports it: the reduced or "
+        "broadcast tensor, the whole gathered output, the whole input a "
+        "reduce-scatter scatters, the larger buffer of an all-to-all; a "
+        "list of tensors (coalesced calls) counts as the sum of its "
+        "tensors, and a barrier moves 0 bytes. The reduction arithmetic "
+        "of all_reduce, reduce_scatter and reduce (the sums) runs inside "
+        "the communication backend and is not counted; arithmetic that "
+        "wraps a collective in operators of its own (DDP's averaging of "
+        "gradients, a multiply by 1/world_size) is counted like any "
+        "operator. See [distributed.md](distributed.md).\n"
+        "\n");
     snprintf(line,
              sizeof line,
              "%zu operator packets: %zu counted (%zu FlopCounterMode, %zu "
-             "contract 2.2, %zu TorchScan extensions), %zu ignored.\n\n",
+             "contract 2.2, %zu TorchScan extensions, %zu collectives), %zu "
+             "ignored.\n\n",
              n,
-             native + contract + extension,
+             native + contract + extension + collective,
              native,
              contract,
              extension,
+             collective,
              ignored);
     md_puts(&b, line);
     md_puts(&b,

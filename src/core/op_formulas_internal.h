@@ -1000,6 +1000,16 @@ int ts_opf_upsample_bicubic2d(const ts_op_call *call,
                               ts_op_result *out,
                               ts_error *err);
 
+/* ---- op_formulas_collectives.c: torch.distributed's collectives ----------
+ */
+int ts_opf_collective(const ts_op_call *call,
+                      ts_op_result *out,
+                      ts_error *err);
+int ts_opf_collective_gather(const ts_op_call *call,
+                             ts_op_result *out,
+                             ts_error *err);
+int ts_opf_barrier(const ts_op_call *call, ts_op_result *out, ts_error *err);
+
 /* ---- the table (op_table.c) ---------------------------------------------
  * Every entry, sorted by name with strcmp; ts_opf_table_len entries. */
 extern const ts_op_entry ts_opf_table[];

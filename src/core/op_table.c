@@ -54,6 +54,9 @@
 #define IGNORED(name, reason) {name, NULL, reason, 0u, NULL, NULL}
 #define IGNORED_EXT(name, reason) \
     {name, NULL, reason, TS_OPF_EXTENSION, NULL, NULL}
+/* torch.distributed's collectives: 0 FLOPs, bytes moved */
+#define COLL(name, fn, text) \
+    {name, fn, NULL, TS_OPF_COLLECTIVE, text, T_COLL_NOTES}
 // clang-format on
 
 #define VIEW "Metadata-only tensor view."
@@ -66,6 +69,27 @@
 #define RANDOM "Random number generation is excluded from FLOPs."
 /* linalg functions check LAPACK's info codes through this operator */
 #define CHECKS "Checks a linear-algebra result for errors: no arithmetic."
+/* _c10d_functional's waits and autograd wrappers around a collective */
+#define COLL_BOOK "Collective bookkeeping: no arithmetic, no data moved."
+
+/* Collectives (torchscan_collective_bytes_v1): the bytes moved are the
+ * message size as nccl-tests reports it, so that they read like a
+ * benchmark's sizes; no FLOPs, whatever the reduction. */
+#define T_COLL_NOTES                                                       \
+    "0 FLOPs: the reduction arithmetic of all_reduce, reduce_scatter and " \
+    "reduce runs inside the communication backend, not in operators this " \
+    "process dispatches. The bytes go to bytes_moved, never to FLOPs."
+#define T_COLL_REDUCE "0; bytes_moved = the reduced tensor(s)"
+#define T_COLL_GATHER "0; bytes_moved = the gathered output (all ranks' parts)"
+#define T_COLL_SCATTER \
+    "0; bytes_moved = the input before scattering (all ranks' parts)"
+#define T_COLL_BCAST "0; bytes_moved = the tensor(s) broadcast"
+#define T_COLL_A2A "0; bytes_moved = the larger of input and output"
+#define T_COLL_ROOTED                                                    \
+    "0; bytes_moved = the larger of input and output (the root's whole " \
+    "buffer; a non-root rank's own part)"
+#define T_COLL_P2P "0; bytes_moved = the tensor(s) sent or received"
+#define T_COLL_BARRIER "0; bytes_moved = 0 (synchronisation only)"
 
 #define T_MM "2*m*n*k (FlopCounterMode)"
 /* TorchScan's reading of the contract's dtype rule for cumsum */
@@ -115,6 +139,50 @@
     "9N + [weight]*C (training, all three gradients); empty input 0"
 
 const ts_op_entry ts_opf_table[] = {
+    IGNORED_EXT("_c10d_functional._wrap_tensor_autograd", COLL_BOOK),
+    COLL("_c10d_functional.all_gather_into_tensor",
+         ts_opf_collective_gather,
+         T_COLL_GATHER),
+    COLL("_c10d_functional.all_gather_into_tensor_coalesced",
+         ts_opf_collective_gather,
+         T_COLL_GATHER),
+    COLL("_c10d_functional.all_gather_into_tensor_out",
+         ts_opf_collective_gather,
+         T_COLL_GATHER),
+    COLL("_c10d_functional.all_reduce", ts_opf_collective, T_COLL_REDUCE),
+    COLL("_c10d_functional.all_reduce_", ts_opf_collective, T_COLL_REDUCE),
+    COLL("_c10d_functional.all_reduce_coalesced",
+         ts_opf_collective,
+         T_COLL_REDUCE),
+    COLL("_c10d_functional.all_reduce_coalesced_",
+         ts_opf_collective,
+         T_COLL_REDUCE),
+    COLL("_c10d_functional.all_to_all_single", ts_opf_collective, T_COLL_A2A),
+    COLL("_c10d_functional.batch_p2p_ops", ts_opf_collective, T_COLL_P2P),
+    COLL("_c10d_functional.broadcast", ts_opf_collective, T_COLL_BCAST),
+    COLL("_c10d_functional.broadcast_", ts_opf_collective, T_COLL_BCAST),
+    COLL("_c10d_functional.irecv", ts_opf_collective, T_COLL_P2P),
+    COLL("_c10d_functional.isend", ts_opf_collective, T_COLL_P2P),
+    COLL("_c10d_functional.reduce_scatter_tensor",
+         ts_opf_collective,
+         T_COLL_SCATTER),
+    COLL("_c10d_functional.reduce_scatter_tensor_coalesced",
+         ts_opf_collective,
+         T_COLL_SCATTER),
+    COLL("_c10d_functional.reduce_scatter_tensor_out",
+         ts_opf_collective,
+         T_COLL_SCATTER),
+    IGNORED_EXT("_c10d_functional.wait_tensor", COLL_BOOK),
+    COLL("_c10d_functional_autograd.all_gather_into_tensor",
+         ts_opf_collective_gather,
+         T_COLL_GATHER),
+    COLL("_c10d_functional_autograd.all_to_all_single",
+         ts_opf_collective,
+         T_COLL_A2A),
+    COLL("_c10d_functional_autograd.reduce_scatter_tensor",
+         ts_opf_collective,
+         T_COLL_SCATTER),
+    COLL("_dtensor.shard_dim_alltoall", ts_opf_collective, T_COLL_A2A),
     SUPP(
         "aten._adaptive_avg_pool2d", ts_opf_adaptive_avg_pool2d, T_AAVG, NULL),
     EXT("aten._adaptive_avg_pool2d_backward",
@@ -1574,6 +1642,36 @@ const ts_op_entry ts_opf_table[] = {
     IGNORED("aten.zero_", MOVE),
     IGNORED("aten.zeros", CREATE),
     IGNORED("aten.zeros_like", CREATE),
+    COLL("c10d._allgather_base_", ts_opf_collective, T_COLL_GATHER),
+    COLL("c10d._reduce_scatter_base_", ts_opf_collective, T_COLL_SCATTER),
+    COLL("c10d.allgather_", ts_opf_collective, T_COLL_GATHER),
+    COLL("c10d.allgather_coalesced_", ts_opf_collective, T_COLL_GATHER),
+    COLL("c10d.allgather_into_tensor_coalesced_",
+         ts_opf_collective,
+         T_COLL_GATHER),
+    COLL("c10d.allreduce_", ts_opf_collective, T_COLL_REDUCE),
+    COLL("c10d.allreduce_coalesced_", ts_opf_collective, T_COLL_REDUCE),
+    COLL("c10d.alltoall_", ts_opf_collective, T_COLL_A2A),
+    COLL("c10d.alltoall_base_", ts_opf_collective, T_COLL_A2A),
+    COLL("c10d.barrier", ts_opf_barrier, T_COLL_BARRIER),
+    COLL("c10d.broadcast_", ts_opf_collective, T_COLL_BCAST),
+    COLL("c10d.gather_", ts_opf_collective, T_COLL_ROOTED),
+    COLL("c10d.monitored_barrier_", ts_opf_barrier, T_COLL_BARRIER),
+    COLL("c10d.recv_", ts_opf_collective, T_COLL_P2P),
+    COLL("c10d.recv_any_source_", ts_opf_collective, T_COLL_P2P),
+    COLL("c10d.reduce_", ts_opf_collective, T_COLL_REDUCE),
+    COLL("c10d.reduce_scatter_", ts_opf_collective, T_COLL_SCATTER),
+    COLL("c10d.reduce_scatter_tensor_coalesced_",
+         ts_opf_collective,
+         T_COLL_SCATTER),
+    COLL("c10d.scatter_", ts_opf_collective, T_COLL_ROOTED),
+    COLL("c10d.send", ts_opf_collective, T_COLL_P2P),
+    /* FSDP2's copies into and out of its all-gather and reduce-scatter
+     * buffers */
+    IGNORED_EXT("fsdp.all_gather_copy_in", MOVE),
+    IGNORED_EXT("fsdp.chunk_cat", MOVE),
+    IGNORED_EXT("fsdp.copy_", MOVE),
+    IGNORED_EXT("fsdp.split_with_sizes_copy", MOVE),
     IGNORED_EXT("profiler._record_function_enter", MARK),
     IGNORED_EXT("profiler._record_function_enter_new", MARK),
     IGNORED_EXT("profiler._record_function_exit", MARK),
@@ -1645,3 +1743,4 @@ const size_t ts_opf_table_len = sizeof ts_opf_table / sizeof ts_opf_table[0];
 #undef EXT
 #undef IGNORED
 #undef IGNORED_EXT
+#undef COLL

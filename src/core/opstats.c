@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "record_util.h"
+#include "torchscan/op_formulas.h"
 #include "torchscan/opstats.h"
 
 typedef struct op_record {
@@ -13,6 +14,8 @@ typedef struct op_record {
     int64_t counted_calls;
     int64_t ignored_calls;
     int64_t uncounted_calls;
+    int64_t collective_calls; /* ts_opstats_record_bytes calls */
+    int64_t bytes_moved;
     const char *ignore_reason;
     /* matrix products of its calls (ts_opstats_add_matrix) */
     int64_t matrix_flops;
@@ -35,6 +38,9 @@ struct ts_opstats {
     unsupported_note *notes;
     size_t nnotes, notes_cap;
     int64_t total;
+    int64_t collective_bytes;
+    bool any_collective;
+    bool bytes_partial; /* a call's bytes unknown, or a sum overflowed */
 };
 
 ts_opstats *
@@ -184,6 +190,31 @@ ts_opstats_add_matrix(ts_opstats *stats, int id, int64_t matrix_flops)
         rec->matrix_flops = INT64_MAX;
     }
     rec->has_matrix = true;
+    return TS_OK;
+}
+
+int
+ts_opstats_record_bytes(ts_opstats *stats, int id, int64_t bytes)
+{
+    op_record *rec;
+    int64_t op_sum, total;
+    if (id < 0 || (size_t)id >= stats->nops) {
+        return TS_EINVAL;
+    }
+    rec = &stats->ops[id];
+    stats->any_collective = true;
+    rec->collective_calls++;
+    if (bytes < 0) {
+        stats->bytes_partial = true;
+        return TS_OK;
+    }
+    if (!ts_add(rec->bytes_moved, bytes, &op_sum)
+        || !ts_add(stats->collective_bytes, bytes, &total)) {
+        stats->bytes_partial = true;
+        return TS_EOVERFLOW;
+    }
+    rec->bytes_moved = op_sum;
+    stats->collective_bytes = total;
     return TS_OK;
 }
 
@@ -344,6 +375,43 @@ add_incomplete_diagnostics(const op_record *const *sorted,
     return TS_OK;
 }
 
+/* "collectives" {name: {calls, bytes_moved}} in name order and the
+ * "collective_bytes" total, set on the report. TS_OK or TS_ENOMEM. */
+static int
+add_collectives(const ts_opstats *stats,
+                const op_record *const *sorted,
+                json_t *report)
+{
+    json_t *by_op = json_object(), *total;
+    for (size_t i = 0; by_op != NULL && i < stats->nops; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->collective_calls > 0
+            && json_object_set_new(by_op,
+                                   rec->name,
+                                   json_pack("{s:I, s:I}",
+                                             "calls",
+                                             (json_int_t)rec->collective_calls,
+                                             "bytes_moved",
+                                             (json_int_t)rec->bytes_moved))) {
+            json_decref(by_op);
+            return TS_ENOMEM;
+        }
+    }
+    if (by_op == NULL || json_object_set_new(report, "collectives", by_op)) {
+        return TS_ENOMEM;
+    }
+    total = ts_metric_new(stats->bytes_partial ? TS_PARTIAL : TS_COMPLETE,
+                          ts_int(stats->collective_bytes),
+                          "bytes",
+                          "workload",
+                          TS_COLLECTIVE_CONVENTION);
+    if (total == NULL
+        || json_object_set_new(report, "collective_bytes", total)) {
+        return TS_ENOMEM;
+    }
+    return TS_OK;
+}
+
 json_t *
 ts_opstats_report(const ts_opstats *stats,
                   const char *torch_version,
@@ -409,8 +477,14 @@ ts_opstats_report(const ts_opstats *stats,
         ignored,
         "diagnostics",
         diags);
+    /* json_pack's "o" stole every reference, also on error */
+    if (report != NULL && stats->any_collective
+        && add_collectives(stats, sorted, report) != TS_OK) {
+        json_decref(report);
+        report = NULL;
+    }
     free(sorted);
-    return report; /* json_pack's "o" stole every reference, also on error */
+    return report;
 error:
     free(sorted);
     json_decref(by_module);

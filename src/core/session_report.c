@@ -147,9 +147,10 @@ emit_layer_output(const ts_emitter *e, const layer_record *layer)
     return e->end_object(e->ctx);
 }
 
-/* "parameters" and "buffers": the tensors this call was the first to use. */
+/* "parameters" and "buffers": the tensors this call was the first to use;
+ * with `local`, the part of them this rank holds. */
 static int
-emit_attribution(const ts_emitter *e, const ts_attribution *a)
+emit_attribution(const ts_emitter *e, const ts_attribution *a, bool local)
 {
     TRY_EMIT(e->key(e->ctx, "parameters"));
     TRY_EMIT(e->begin_object(e->ctx));
@@ -158,6 +159,10 @@ emit_attribution(const ts_emitter *e, const ts_attribution *a)
     TRY_EMIT(emit_int_member(e, "bytes", a->param_bytes));
     TRY_EMIT(e->key(e->ctx, "shared"));
     TRY_EMIT(e->boolean(e->ctx, a->param_shared));
+    if (local) {
+        TRY_EMIT(emit_int_member(e, "local_elements", a->local_params));
+        TRY_EMIT(emit_int_member(e, "local_bytes", a->local_param_bytes));
+    }
     TRY_EMIT(e->end_object(e->ctx));
     TRY_EMIT(e->key(e->ctx, "buffers"));
     TRY_EMIT(e->begin_object(e->ctx));
@@ -165,6 +170,11 @@ emit_attribution(const ts_emitter *e, const ts_attribution *a)
     TRY_EMIT(emit_int_member(e, "bytes", a->buffer_bytes));
     TRY_EMIT(e->key(e->ctx, "shared"));
     TRY_EMIT(e->boolean(e->ctx, a->buffer_shared));
+    if (local) {
+        TRY_EMIT(
+            emit_int_member(e, "local_elements", a->local_buffer_elements));
+        TRY_EMIT(emit_int_member(e, "local_bytes", a->local_buffer_bytes));
+    }
     return e->end_object(e->ctx);
 }
 
@@ -251,7 +261,8 @@ emit_metric_owners(const ts_emitter *e,
 static int
 emit_layer(const ts_emitter *e,
            const ts_session *session,
-           const layer_record *layer)
+           const layer_record *layer,
+           bool local)
 {
     const module_record *m = &session->modules[layer->module];
     TRY_EMIT(e->begin_object(e->ctx));
@@ -266,7 +277,7 @@ emit_layer(const ts_emitter *e,
     TRY_EMIT(e->key(e->ctx, "input"));
     TRY_EMIT(e->tree(e->ctx, layer->input));
     TRY_EMIT(emit_layer_output(e, layer));
-    TRY_EMIT(emit_attribution(e, &layer->attribution));
+    TRY_EMIT(emit_attribution(e, &layer->attribution, local));
     TRY_EMIT(emit_layer_metrics(e, session, layer));
     if (layer->tokens != NULL) {
         TRY_EMIT(e->key(e->ctx, "token_dependencies"));
@@ -406,6 +417,21 @@ emit_model_metric(const ts_emitter *e,
         e, TS_COMPLETE, ts_int(value), unit, "model", "pytorch");
 }
 
+/* The part of the model this rank holds (inside a process group). */
+#define LOCAL_SCOPE "rank"
+#define LOCAL_METHOD "pytorch_local_shard"
+
+static int
+emit_local_metric(const ts_emitter *e,
+                  const char *name,
+                  int64_t value,
+                  const char *unit)
+{
+    TRY_EMIT(e->key(e->ctx, name));
+    return emit_metric(
+        e, TS_COMPLETE, ts_int(value), unit, LOCAL_SCOPE, LOCAL_METHOD);
+}
+
 int
 ts_session_emit_report(const ts_session *session,
                        const ts_emitter *e,
@@ -439,7 +465,7 @@ ts_session_emit_report(const ts_session *session,
     TRY_EMIT(e->key(e->ctx, "layers"));
     TRY_EMIT(e->begin_array(e->ctx));
     for (size_t i = 0; i < session->nlayers; i++) {
-        TRY_EMIT(emit_layer(e, session, &session->layers[i]));
+        TRY_EMIT(emit_layer(e, session, &session->layers[i], totals->local));
     }
     TRY_EMIT(e->end_array(e->ctx));
     TRY_EMIT(e->key(e->ctx, "operator_flops"));
@@ -458,6 +484,18 @@ ts_session_emit_report(const ts_session *session,
         e, "buffer_elements", totals->buffer_elements, "elements"));
     TRY_EMIT(
         emit_model_metric(e, "buffer_bytes", totals->buffer_bytes, "bytes"));
+    if (totals->local) {
+        TRY_EMIT(emit_local_metric(
+            e, "local_parameters", totals->local_params, "elements"));
+        TRY_EMIT(emit_local_metric(
+            e, "local_parameter_bytes", totals->local_param_bytes, "bytes"));
+        TRY_EMIT(emit_local_metric(e,
+                                   "local_buffer_elements",
+                                   totals->local_buffer_elements,
+                                   "elements"));
+        TRY_EMIT(emit_local_metric(
+            e, "local_buffer_bytes", totals->local_buffer_bytes, "bytes"));
+    }
     for (int i = 0; i < N_SUMMED; i++) {
         TRY_EMIT(e->key(e->ctx, estimate_names[i]));
         if (session->full) {
@@ -478,8 +516,15 @@ ts_session_emit_report(const ts_session *session,
                                  "not_requested"));
         }
         if (i == 0) {
+            const json_t *moved =
+                json_object_get(flop_report, "collective_bytes");
             TRY_EMIT(e->key(e->ctx, "operator_flops"));
             TRY_EMIT(e->tree(e->ctx, json_object_get(flop_report, "total")));
+            if (moved != NULL) {
+                /* the forward ran collectives (torch.distributed) */
+                TRY_EMIT(e->key(e->ctx, "collective_bytes"));
+                TRY_EMIT(e->tree(e->ctx, moved));
+            }
         }
     }
     TRY_EMIT(e->end_object(e->ctx));

@@ -52,6 +52,13 @@ typedef struct tsx_counter {
     /* SDPA's math path grouped into one attention (attention_match.h) */
     ts_attn_matcher match;
     int attention_id; /* opstats id of aten.scaled_dot_product_attention */
+    /* > 0: inside a DTensor operator, whose local operators are counted
+     * (dtensor_region) */
+    int dtensor_depth;
+    /* inside it, operators on fake tensors are DTensor's sharding
+     * propagation (metadata), run uncounted; unless the DTensor's own local
+     * tensors are fake (a fake-tensor analysis of a sharded model) */
+    bool skip_fake;
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -471,12 +478,55 @@ classify_ints(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
     }
 }
 
+/* A list of lists of tensors (c10d's per-rank Tensor[][] arguments): the
+ * tensors of every inner list, as one list. 1 when it is one (a->kind
+ * TENSORS), 0 when it is not, -1 with an exception. */
+static int
+classify_nested(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
+{
+    PyObject *flat, *inner;
+    int rc;
+    if (n == 0 || !(PyList_Check(items[0]) || PyTuple_Check(items[0]))
+        || PySequence_Fast_GET_SIZE(items[0]) == 0) {
+        return 0;
+    }
+    inner = PySequence_Fast_GET_ITEM(items[0], 0);
+    if (inner == Py_None || !tsx_is_tensor(st, inner)) {
+        return 0;
+    }
+    flat = PyList_New(0);
+    for (Py_ssize_t i = 0; flat != NULL && i < n; i++) {
+        if (!(PyList_Check(items[i]) || PyTuple_Check(items[i]))) {
+            Py_CLEAR(flat);
+            return 0;
+        }
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(items[i]); j++) {
+            if (PyList_Append(flat, PySequence_Fast_GET_ITEM(items[i], j))
+                < 0) {
+                Py_CLEAR(flat);
+                return -1;
+            }
+        }
+    }
+    if (flat == NULL) {
+        return -1;
+    }
+    rc = classify_tensors(
+        st, PySequence_Fast_ITEMS(flat), PyList_GET_SIZE(flat), a);
+    Py_DECREF(flat);
+    return rc < 0 ? -1 : 1;
+}
+
 /* A list or tuple argument: tensors, ints, or other. */
 static int
 classify_sequence(tsx_state *st, PyObject *v, ts_op_arg *a)
 {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
     PyObject **items = PySequence_Fast_ITEMS(v);
+    int nested = classify_nested(st, items, n, a);
+    if (nested != 0) {
+        return nested < 0 ? -1 : 0;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (items[i] != Py_None && tsx_is_tensor(st, items[i])) {
             return classify_tensors(st, items, n, a);
@@ -613,6 +663,7 @@ fill_call(tsx_state *st,
             shape->ndim = -1;
             shape->dense = false;
             shape->dtype = TS_DTYPE_OTHER;
+            shape->itemsize = 0;
             if (o != Py_None && tsx_is_tensor(st, o)
                 && tsx_tensor_shape(st, o, shape) < 0) {
                 return -1;
@@ -800,7 +851,9 @@ count(tsx_counter *c,
     if (id < 0) {
         return -1;
     }
-    if (kind == TS_OPCALL_COUNTED && custom == NULL && !res.incomplete) {
+    if (kind == TS_OPCALL_COUNTED && custom == NULL && !res.incomplete
+        && (s->entry->flags & TS_OPF_COLLECTIVE) == 0) {
+        /* (a collective's bytes are recorded below) */
         if (record && record_op(c, s, &call, kind, &res, false) < 0) {
             return -1;
         }
@@ -825,6 +878,16 @@ count(tsx_counter *c,
     else if (rc != TS_OK) {
         tsx_raise_status(rc, NULL);
         return -1;
+    }
+    if (custom == NULL && s->entry != NULL
+        && (s->entry->flags & TS_OPF_COLLECTIVE) != 0) {
+        /* a collective's bytes moved; unknown (-1) when it was refused */
+        rc = ts_opstats_record_bytes(
+            c->stats, id, kind == TS_OPCALL_COUNTED ? res.bytes_moved : -1);
+        if (rc != TS_OK && rc != TS_EOVERFLOW) {
+            tsx_raise_status(rc, NULL);
+            return -1;
+        }
     }
     if (record
         && ((!filled && fill_call(c->st, s, args, kwargs, out, &call) < 0)
@@ -960,13 +1023,106 @@ run_higher_order(tsx_counter *c, op_slot *s, PyObject *args, PyObject *kwargs)
     return out;
 }
 
+
+/* Whether one of the dispatch's `types` is a subclass of `cls` (NULL: no
+ * such class exists in this process). Plain tensors and parameters are
+ * answered without a lookup. */
+static bool
+types_include(tsx_state *st, PyObject *types, PyObject *cls)
+{
+    if (cls == NULL || types == NULL || !PyTuple_Check(types)) {
+        return false;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(types); i++) {
+        PyObject *t = PyTuple_GET_ITEM(types, i);
+        if (t != st->tensor_type && t != st->parameter_type && PyType_Check(t)
+            && PyType_IsSubtype((PyTypeObject *)t, (PyTypeObject *)cls)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether some rank-local tensor of a DTensor argument is fake. */
+static int
+local_tensors_fake(PyObject *args, PyObject *dtensor, PyObject *fake)
+{
+    if (fake == NULL) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i), *local;
+        int is_fake;
+        if (!PyObject_TypeCheck(a, (PyTypeObject *)dtensor)) {
+            continue;
+        }
+        local = PyObject_GetAttrString(a, "_local_tensor");
+        if (local == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        is_fake = PyObject_TypeCheck(local, (PyTypeObject *)fake);
+        Py_DECREF(local);
+        return is_fake;
+    }
+    return 0;
+}
+
+/* An operator on DTensors (tensor parallelism, FSDP2): counted on the
+ * local shapes each rank runs, not on the global ones. The operator runs
+ * with this mode pushed again; meeting it again there, the mode declines
+ * it (NotImplemented), so DTensor's own dispatch runs it and the local
+ * operators and collectives it dispatches reach this mode and are counted.
+ * *handled is false when the call is none of this region's business. */
+static PyObject *
+dtensor_region(tsx_counter *c,
+               PyObject *func,
+               PyObject *types,
+               PyObject *args,
+               PyObject *kwargs,
+               bool *handled)
+{
+    PyObject *dtensor, *fake, *out;
+    bool skip_fake;
+    *handled = false;
+    if (PyTuple_GET_SIZE(types) == 0
+        || (PyTuple_GET_SIZE(types) == 1
+            && PyTuple_GET_ITEM(types, 0) == c->st->tensor_type)) {
+        return NULL; /* the hot path: plain tensors */
+    }
+    dtensor = tsx_dtensor_class(c->st);
+    if (!types_include(c->st, types, dtensor)) {
+        if (c->dtensor_depth > 0 && c->skip_fake) {
+            fake = tsx_fake_tensor_class(c->st);
+            if (types_include(c->st, types, fake)) {
+                *handled = true; /* sharding propagation: not work */
+                return PyObject_Call(func, args, kwargs);
+            }
+        }
+        return NULL;
+    }
+    *handled = true;
+    if (c->dtensor_depth > 0) {
+        return Py_NewRef(Py_NotImplemented); /* DTensor's dispatch runs it */
+    }
+    fake = tsx_fake_tensor_class(c->st);
+    skip_fake = !local_tensors_fake(args, dtensor, fake);
+    c->dtensor_depth++;
+    c->skip_fake = skip_fake;
+    out = call_in_mode(c, func, args, kwargs ? kwargs : NULL);
+    c->dtensor_depth--;
+    return out;
+}
+
 static PyObject *
 counter_dispatch(tsx_counter *c,
                  PyObject *const *argv,
                  Py_ssize_t nargs,
                  PyObject *kwnames)
 {
-    PyObject *func, *args = NULL, *kwargs = NULL, *out, *custom = NULL;
+    PyObject *func, *types, *args = NULL, *kwargs = NULL, *out;
+    PyObject *custom = NULL;
+    bool handled;
     op_slot s;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (nargs >= 3) {
@@ -990,6 +1146,7 @@ counter_dispatch(tsx_counter *c,
         return NULL;
     }
     func = argv[0];
+    types = argv[1];
     if (args == NULL || !PyTuple_Check(args)) {
         tsx_fail(PyExc_TypeError, "dispatch args must be a tuple");
         return NULL;
@@ -1015,6 +1172,12 @@ counter_dispatch(tsx_counter *c,
     if (c->paused > 0) {
         out = PyObject_Call(s.op, args, kwargs);
         goto done;
+    }
+    if (PyTuple_Check(types)) {
+        out = dtensor_region(c, func, types, args, kwargs, &handled);
+        if (handled || out != NULL || PyErr_Occurred()) {
+            goto done;
+        }
     }
     if (c->custom != NULL) {
         custom = PyDict_GetItemWithError(c->custom, s.packet);

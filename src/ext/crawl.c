@@ -402,20 +402,21 @@ static PyObject *
 crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {
-        "module", "full", "handlers", "module_call", "match", NULL};
+        "module", "full", "handlers", "module_call", "local", "match", NULL};
     PyObject *root, *handlers = Py_None, *module_call = Py_None;
-    int full = 1, match = 1, gc_was_enabled, rc;
+    int full = 1, local = 0, match = 1, gc_was_enabled, rc;
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type, crawl_new);
     if (st == NULL
         || !PyArg_ParseTupleAndKeywords(args,
                                         kwds,
-                                        "O|pOO$p:Crawl",
+                                        "O|pOOp$p:Crawl",
                                         kwlist,
                                         &root,
                                         &full,
                                         &handlers,
                                         &module_call,
+                                        &local,
                                         &match)) {
         return NULL;
     }
@@ -429,6 +430,18 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     rc = crawl_init(c, st, root, full, handlers, module_call, match);
     if (gc_was_enabled) {
         PyGC_Enable();
+    }
+    if (rc == 0 && local) {
+        /* the modules' own (path, module) pairs, as the crawl lists them */
+        PyObject *modules = PyList_New(0);
+        for (Py_ssize_t i = 0; modules != NULL && i < PyList_GET_SIZE(c->all);
+             i++) {
+            if (PyList_Append(modules, tsx_crawl_module_at(c, i)) < 0) {
+                Py_CLEAR(modules);
+            }
+        }
+        rc = modules != NULL ? tsx_local_init(st, &c->local, modules) : -1;
+        Py_XDECREF(modules);
     }
     if (rc < 0) {
         Py_DECREF(c);
@@ -536,7 +549,9 @@ crawl_report(tsx_crawl *c, PyObject *args)
     devices = PySet_New(NULL);
     dtypes = PySet_New(NULL);
     if (version == NULL || devices == NULL || dtypes == NULL
-        || tsx_model_totals(c->st, c->root, &totals, devices, dtypes) < 0) {
+        || tsx_model_totals(
+               c->st, c->root, &totals, devices, dtypes, &c->local)
+               < 0) {
         goto done;
     }
     dl = sorted_list(devices);
@@ -606,6 +621,7 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
     Py_VISIT(c->counter);
     Py_VISIT(c->handlers);
     Py_VISIT(c->module_call);
+    tsx_local_traverse(&c->local, visit, arg);
     for (size_t i = 0; i < c->nmodules; i++) {
         Py_VISIT(c->modules[i].estimate);
         Py_VISIT(c->modules[i].identity);
@@ -635,6 +651,7 @@ crawl_clear(tsx_crawl *c)
     Py_CLEAR(c->counter);
     Py_CLEAR(c->handlers);
     Py_CLEAR(c->module_call);
+    tsx_local_clear(&c->local);
     for (size_t i = 0; i < c->nmodules; i++) {
         Py_CLEAR(c->modules[i].estimate);
         Py_CLEAR(c->modules[i].identity);

@@ -189,6 +189,7 @@ tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
     shape->ndim = 0;
     shape->dense = true;
     shape->dtype = TS_DTYPE_OTHER;
+    shape->itemsize = 0;
     size = shape_or_nested(st, tensor, &nested);
     if (nested) {
         shape->dense = false;
@@ -212,6 +213,7 @@ tsx_tensor_shape(tsx_state *st, PyObject *tensor, ts_shape *shape)
         goto done;
     }
     shape->dtype = info->cls;
+    shape->itemsize = (int)info->itemsize;
     n = PyTuple_GET_SIZE(size);
     if (n > TS_MAX_DIMS) {
         shape->ndim = -1;
@@ -373,6 +375,7 @@ read_shape(tsx_state *st, const tensor_attrs *ta, ts_shape *shape)
     bool concrete = ndim <= TS_MAX_DIMS;
     shape->ndim = (int)ndim;
     shape->dtype = ta->info->cls;
+    shape->itemsize = (int)ta->info->itemsize;
     shape->dense = true;
     for (Py_ssize_t i = 0; concrete && i < ndim; i++) {
         int got = read_dim(st, PyTuple_GET_ITEM(ta->size, i), &shape->dims[i]);

@@ -25,6 +25,21 @@ static PyMethodDef engine_methods[] = {
      tsx_engine_diff_metrics,
      METH_VARARGS,
      "diff_metrics(before, after) -> {name: metric diff}."},
+    {"gather_shape",
+     tsx_engine_gather_shape,
+     METH_O,
+     "gather_shape(report) -> the shape the ranks of gather_reports must "
+     "share (validated in C)."},
+    {"gather_check",
+     tsx_engine_gather_check,
+     METH_VARARGS,
+     "gather_check(statuses, ranks) -> None, or (exception type, message) "
+     "that every rank raises."},
+    {"gather_reports",
+     tsx_engine_gather_reports,
+     METH_VARARGS,
+     "gather_reports(reports, ranks) -> GatheredReport (min, median, max "
+     "and their ranks, sums, computed in C)."},
     {"format_summary",
      (PyCFunction)(void (*)(void))tsx_engine_format_summary,
      METH_VARARGS | METH_KEYWORDS,

@@ -77,10 +77,23 @@ static int
 attribute_call(tsx_crawl *c, module_entry *e, ts_attribution *a)
 {
     if (e->params != NULL) {
-        if (tsx_attribute_tensors(c->st, &c->seen, e->params, true, a, NULL)
+        if (tsx_attribute_tensors(c->st,
+                                  &c->seen,
+                                  e->params,
+                                  true,
+                                  a,
+                                  NULL,
+                                  &c->local,
+                                  e->module)
                 < 0
-            || tsx_attribute_tensors(
-                   c->st, &c->seen, e->buffers, false, a, NULL)
+            || tsx_attribute_tensors(c->st,
+                                     &c->seen,
+                                     e->buffers,
+                                     false,
+                                     a,
+                                     NULL,
+                                     &c->local,
+                                     e->module)
                    < 0) {
             return -1;
         }
@@ -88,8 +101,14 @@ attribute_call(tsx_crawl *c, module_entry *e, ts_attribution *a)
     }
     for (int pass = 0; pass < 2; pass++) {
         tsx_ptrset modules = {NULL, 0, 0}, tensors = {NULL, 0, 0};
-        int rc = tsx_attribute_subtree(
-            c->st, &c->seen, e->module, pass, &modules, &tensors, a);
+        int rc = tsx_attribute_subtree(c->st,
+                                       &c->seen,
+                                       e->module,
+                                       pass,
+                                       &modules,
+                                       &tensors,
+                                       a,
+                                       &c->local);
         tsx_ptrset_clear(&modules);
         tsx_ptrset_clear(&tensors);
         if (rc < 0) {

@@ -68,6 +68,8 @@ typedef struct tsx_crawl {
                              threads meanwhile are not this crawl's */
     bool expanded_root;   /* an nn.Transformer root a handler expanded */
     size_t handler_calls; /* handler callbacks run so far */
+    tsx_local local;      /* this rank's part of sharded tensors (Crawl's
+                             local=True, inside a process group) */
 } tsx_crawl;
 
 /* The module at position i of the crawl's pre-order list (borrowed). */

@@ -11,5 +11,8 @@ PyObject *tsx_engine_incomplete(PyObject *module, PyObject *report);
 PyObject *tsx_engine_describe_call(PyObject *module, PyObject *args);
 PyObject *tsx_engine_render_benchmark_html(PyObject *module, PyObject *args);
 PyObject *tsx_engine_render_analysis(PyObject *module, PyObject *args);
+PyObject *tsx_engine_gather_shape(PyObject *module, PyObject *report);
+PyObject *tsx_engine_gather_check(PyObject *module, PyObject *args);
+PyObject *tsx_engine_gather_reports(PyObject *module, PyObject *args);
 
 #endif

@@ -53,6 +53,62 @@ tsx_name(tsx_state *st, const char *name)
     return s;
 }
 
+/* The class `name` of the first of `modules` that is imported (borrowed
+ * from the module; NULL when none is, without an exception). Nothing is
+ * imported: a class nobody imported has no instances. */
+static PyObject *
+imported_class(tsx_state *st,
+               const char *const *modules,
+               size_t n,
+               const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        PyObject *key = tsx_name(st, modules[i]);
+        PyObject *mod = key ? PyImport_GetModule(key) : NULL;
+        PyObject *cls;
+        Py_XDECREF(key);
+        if (mod == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        cls = tsx_getattr(st, mod, name);
+        Py_DECREF(mod);
+        if (cls == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        Py_DECREF(cls); /* the module keeps it */
+        return PyType_Check(cls) ? cls : NULL;
+    }
+    return NULL;
+}
+
+static const char *const dtensor_modules[] = {
+    "torch.distributed.tensor", /* torch >= 2.5 */
+    "torch.distributed._tensor",
+};
+static const char *const fake_modules[] = {
+    "torch._subclasses.fake_tensor",
+};
+
+PyObject *
+tsx_dtensor_class(tsx_state *st)
+{
+    return imported_class(st,
+                          dtensor_modules,
+                          sizeof dtensor_modules / sizeof dtensor_modules[0],
+                          "DTensor");
+}
+
+PyObject *
+tsx_fake_tensor_class(tsx_state *st)
+{
+    return imported_class(st,
+                          fake_modules,
+                          sizeof fake_modules / sizeof fake_modules[0],
+                          "FakeTensor");
+}
+
 tsx_state *
 tsx_get_state(PyObject *module)
 {

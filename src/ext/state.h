@@ -126,6 +126,13 @@ int tsx_state_traverse(tsx_state *st, visitproc visit, void *arg);
  * walks the whole MRO on every call. */
 PyObject *tsx_name(tsx_state *st, const char *name);
 
+/* torch.distributed's DTensor class, or FakeTensor's, when a module that
+ * defines it has been imported (borrowed from that module); NULL, without
+ * an exception, when none was: nothing is imported, and a class nobody
+ * imported has no instances. */
+PyObject *tsx_dtensor_class(tsx_state *st);
+PyObject *tsx_fake_tensor_class(tsx_state *st);
+
 /* PyObject_GetAttrString with an interned name. */
 static inline PyObject *
 tsx_getattr(tsx_state *st, PyObject *obj, const char *name)

@@ -308,7 +308,7 @@ e_session(const inputs *in)
     ts_module_desc lin = {0};
     ts_module_call call = {0};
     ts_attribution attr = {0};
-    ts_model_totals totals = {10, 0, 40, 0, 0};
+    ts_model_totals totals = {10, 0, 40, 0, 0, false, 0, 0, 0, 0};
     json_t *report = NULL, *flops;
     ts_error err;
     int root, l0, l1, layer, packet;
@@ -337,8 +337,8 @@ e_session(const inputs *in)
     ts_session_add_layer_op(s, layer, 16, true);
     call.type_name = "Linear";
     call.has_input = call.has_output = true;
-    call.input = (ts_shape){2, {2, 4}, TS_DTYPE_FLOAT, true};
-    call.output = (ts_shape){2, {2, 2}, TS_DTYPE_FLOAT, true};
+    call.input = (ts_shape){2, {2, 4}, TS_DTYPE_FLOAT, true, 4};
+    call.output = (ts_shape){2, {2, 2}, TS_DTYPE_FLOAT, true, 4};
     if (ts_session_end_call(s, l0, tensor2(2, 2), false, &call) < 0
         || ts_session_begin_call(s, l1, call_args(tensor2(2, 2)), NULL) < 0) {
         goto done;

@@ -54,7 +54,7 @@ static void
 test_checked_math(void)
 {
     int64_t out = 0;
-    ts_shape s = {3, {2, 3, 4}, TS_DTYPE_FLOAT, true};
+    ts_shape s = {3, {2, 3, 4}, TS_DTYPE_FLOAT, true, 4};
     CHECK(ts_shape_numel(&s, &out));
     CHECK_EQ_INT(out, 24);
     CHECK(!ts_mul(INT64_MAX, 2, &out));

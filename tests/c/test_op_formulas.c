@@ -245,7 +245,7 @@ test_table(void)
     const ts_op_entry *t = NULL;
     size_t n = ts_op_table(&t);
     size_t ignored = 0, native = 0, attention = 0, supplemental = 0;
-    size_t extension = 0;
+    size_t extension = 0, collective = 0;
 
     CHECK(t != NULL);
     if (t == NULL) {
@@ -260,7 +260,12 @@ test_table(void)
         }
         CHECK(strncmp(t[i].name, "aten.", 5) == 0
               || strncmp(t[i].name, "profiler.", 9) == 0
-              || strncmp(t[i].name, "torchvision.", 12) == 0);
+              || strncmp(t[i].name, "torchvision.", 12) == 0
+              || strncmp(t[i].name, "c10d.", 5) == 0
+              || strncmp(t[i].name, "_c10d_functional.", 17) == 0
+              || strncmp(t[i].name, "_c10d_functional_autograd.", 26) == 0
+              || strncmp(t[i].name, "_dtensor.", 9) == 0
+              || strncmp(t[i].name, "fsdp.", 5) == 0);
         CHECK((t[i].formula == NULL) != (t[i].ignore_reason == NULL));
         CHECK(ts_op_lookup(t[i].name) == &t[i]);
         if ((t[i].flags & TS_OPF_EXTENSION) != 0) {
@@ -282,6 +287,12 @@ test_table(void)
             if (t[i].notes == NULL) {
                 fprintf(stderr, "  undocumented %s\n", t[i].name);
             }
+        }
+        if ((t[i].flags & TS_OPF_COLLECTIVE) != 0) {
+            /* torch.distributed's: their own convention, documented */
+            collective++;
+            CHECK(t[i].flags == TS_OPF_COLLECTIVE);
+            CHECK(t[i].notes != NULL && t[i].notes[0] != '\0');
         }
         if ((t[i].flags & TS_OPF_ATTENTION) != 0) {
             attention++;
@@ -309,8 +320,11 @@ test_table(void)
      * multinomial, poisson, binomial, _standard_gamma, _sample_dirichlet),
      * 3 profiler annotations = 66; then 5 more creation operators (eye,
      * linspace, logspace, tril_indices, triu_indices) and one error check
-     * (_linalg_check_errors) = 72. */
-    CHECK_EQ_INT(ignored, 110);
+     * (_linalg_check_errors) = 72; then 6 around torch.distributed's
+     * collectives: _c10d_functional's wait_tensor and _wrap_tensor_autograd
+     * (bookkeeping), FSDP2's all_gather_copy_in, chunk_cat, copy_ and
+     * split_with_sizes_copy (data movement). */
+    CHECK_EQ_INT(ignored, 116);
     CHECK_EQ_STR(ts_op_lookup("aten.linspace")->ignore_reason,
                  "Tensor creation is excluded from FLOPs.");
     CHECK_EQ_STR(ts_op_lookup("aten._linalg_check_errors")->ignore_reason,
@@ -336,10 +350,14 @@ test_table(void)
      * floor_divide(_), _weight_norm_interface(_backward). */
     /* then 3 for attention: the overrideable kernel and its backward, the
      * composite aten.scaled_dot_product_attention. */
-    CHECK_EQ_INT(supplemental, 313);
-    CHECK_EQ_INT(extension, 195 + 72 + 5 + 3);
+    /* and 40 collectives of torch.distributed (torchscan_collective_bytes_v1):
+     * 20 of c10d, 16 of _c10d_functional, 3 of _c10d_functional_autograd,
+     * _dtensor.shard_dim_alltoall. */
+    CHECK_EQ_INT(collective, 40);
+    CHECK_EQ_INT(supplemental, 313 + 40);
+    CHECK_EQ_INT(extension, 195 + 72 + 5 + 3 + 6);
     CHECK_EQ_INT(n, ignored + native + supplemental);
-    CHECK_EQ_INT(n, 444);
+    CHECK_EQ_INT(n, 490);
 
     CHECK(ts_op_lookup(NULL) == NULL);
     CHECK(ts_op_lookup("") == NULL);
@@ -3683,7 +3701,11 @@ test_docs(void)
         CHECK(strstr(generated, "| `aten.mm` | `2*m*n*k (FlopCounterMode)` |")
               != NULL);
         CHECK(strstr(generated, "`aten.embedding`") != NULL);
-        CHECK(strstr(generated, "444 operator packets") != NULL);
+        CHECK(strstr(generated, "490 operator packets") != NULL);
+        CHECK(strstr(generated,
+                     "| `c10d.allreduce_` | `0; bytes_moved = the reduced "
+                     "tensor(s)` | torchscan_collective_bytes_v1")
+              != NULL);
         CHECK(strstr(generated, "| `torchvision.nms` |") != NULL);
     }
     free(generated);

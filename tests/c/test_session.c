@@ -30,7 +30,7 @@ call_meta(json_t *arg)
 static ts_shape
 shape2(int64_t a, int64_t b)
 {
-    ts_shape s = {2, {a, b}, TS_DTYPE_FLOAT, true};
+    ts_shape s = {2, {a, b}, TS_DTYPE_FLOAT, true, 4};
     return s;
 }
 
@@ -42,7 +42,7 @@ test_crawl_report(void)
     ts_module_desc lin = {0};
     ts_module_call call = {0};
     ts_attribution attr = {0};
-    ts_model_totals totals = {10, 0, 40, 0, 0};
+    ts_model_totals totals = {10, 0, 40, 0, 0, false, 0, 0, 0, 0};
     ts_opstats *ops = ts_opstats_new();
     json_t *report, *layers, *tot, *diags;
     int root, l0, l1, layer;
@@ -153,7 +153,63 @@ test_crawl_report(void)
           && strstr(message, "Analysis is incomplete for: ") == message);
     CHECK(message != NULL && strstr(message, "module_flops") != NULL);
     free(message);
+    /* outside a process group: no local counts, no collective bytes */
+    CHECK(json_object_get(tot, "local_parameters") == NULL);
+    CHECK(json_object_get(tot, "collective_bytes") == NULL);
+    CHECK(json_object_get(
+              json_object_get(json_array_get(layers, 1), "parameters"),
+              "local_elements")
+          == NULL);
+    json_decref(report);
 
+    /* inside one: this rank holds 6 of the Linear's 10 parameters (a
+     * shard), and the forward all-reduced 8 floats */
+    totals.local = true;
+    totals.local_params = 6;
+    totals.local_param_bytes = 24;
+    ts_opstats_record(ops,
+                      ts_opstats_intern(ops, "c10d.allreduce_"),
+                      TS_OPCALL_COUNTED,
+                      0,
+                      false,
+                      NULL,
+                      NULL);
+    ts_opstats_record_bytes(
+        ops, ts_opstats_intern(ops, "c10d.allreduce_"), 32);
+    report = ts_session_report(s,
+                               json_object(),
+                               json_pack("{s:s}", "source", "generated"),
+                               &totals,
+                               ts_opstats_report(ops, "2.13.0", "m", NULL),
+                               "2.13.0",
+                               &err);
+    CHECK(report != NULL);
+    tot = json_object_get(report, "totals");
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "local_parameters"), "value")),
+                 6);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(tot, "local_parameters"), "scope")),
+                 "rank");
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "local_parameter_bytes"), "value")),
+                 24);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "local_buffer_elements"), "value")),
+                 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(tot, "collective_bytes"), "value")),
+                 32);
+    layers = json_object_get(report, "layers");
+    /* the row's attribution was recorded without local counts: 0 */
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(json_array_get(layers, 1), "parameters"),
+                     "local_elements")),
+                 0);
+    CHECK(
+        json_object_get(json_object_get(json_array_get(layers, 1), "buffers"),
+                        "local_bytes")
+        != NULL);
     json_decref(report);
     ts_opstats_free(ops);
     ts_session_free(s);
@@ -268,7 +324,7 @@ test_ownership(void)
 static ts_shape
 shape3(int64_t a, int64_t b, int64_t c)
 {
-    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true};
+    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true, 4};
     return s;
 }
 

@@ -288,7 +288,7 @@ test_compose(void)
 static ts_shape
 seq(int64_t a, int64_t b, int64_t c)
 {
-    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true};
+    ts_shape s = {3, {a, b, c}, TS_DTYPE_FLOAT, true, 4};
     return s;
 }
 

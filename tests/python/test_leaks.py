@@ -343,3 +343,27 @@ def test_progress_lines_do_not_leak():
     finally:
         os.close(terminal)
         os.close(controller)
+
+
+def test_gather_engine_functions_do_not_leak():
+    """gather_reports' C parts (the shape each rank posts, the check of every rank's post, the GatheredReport),
+    also on their error paths."""
+    import json
+
+    from torchscan import _engine
+
+    report = crawl_module(Small(), args=(torch.rand(1, 3, 6, 6),))
+    other = crawl_module(nn.Sequential(nn.Linear(4, 4)), args=(torch.rand(2, 4),))
+    good = json.dumps({"dst": 0, "ok": _engine.gather_shape(report)}).encode()
+    bad = json.dumps({"dst": 0, "ok": _engine.gather_shape(other)}).encode()
+
+    def calls() -> None:
+        _engine.gather_shape(report)
+        with pytest.raises(ValueError):
+            _engine.gather_shape({"not": "a report"})
+        assert _engine.gather_check([good, good], [0, 1]) is None
+        assert _engine.gather_check([good, bad, b"{"], [0, 1, 2])[0] == "RuntimeError"
+        assert _engine.gather_check([good, bad], [0, 1])[0] == "ValueError"
+        _engine.gather_reports([report, report], [0, 1])
+
+    _check_no_growth(calls, iterations=100)

@@ -31,6 +31,7 @@ from torchscan import (
     compare_benchmarks,
     compare_reports,
     crawl_module,
+    gather_reports,
     measure_flops,
     measure_latency,
     measure_workload,
@@ -190,6 +191,15 @@ def _matches(value: str, tokens: list[str]) -> bool:
     return any(_pattern(token).match(value) for token in tokens)
 
 
+REPORT_KINDS = {"AnalysisReport", "FlopReport", "BenchmarkReport"}
+
+
+def _report_kind(value: Any) -> str:
+    if "layers" in value:
+        return "AnalysisReport"
+    return "BenchmarkReport" if "measurement" in value else "FlopReport"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Walking reports against the page
 
@@ -266,6 +276,9 @@ class Walker:
                 )
                 return
             entries = [t for t in accepted if t in self.page.schemas]
+            if len(entries) > 1 and set(entries) <= REPORT_KINDS:
+                # GatheredReport.reports[]: the kind of each report is told by its keys
+                entries = [_report_kind(value)]
             if entries:
                 if entries[0] == "MetricResult" and schema not in CATALOGUE_EXEMPT:
                     self.found.catalogued.append((f"{schema}.{typed[0].path}", where, value))
@@ -469,6 +482,39 @@ def _tiny_transformer() -> nn.Transformer:
     )
 
 
+class _AllReduce(nn.Module):
+    """Sums its input over the ranks (a collective in the forward)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import torch.distributed as dist
+
+        dist.all_reduce(x)
+        return x
+
+
+def _distributed_reports(add: Any) -> None:
+    """Reports made inside a one-rank gloo process group (an in-memory store, no port): the rank context keys."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), _AllReduce())
+        x = torch.ones(2, 4)
+        crawled = add("crawl_module in a process group", "AnalysisReport", crawl_module(model, args=(x,)))
+        counted = add("measure_flops in a process group", "FlopReport", measure_flops(lambda: model(x)))
+        add("measure_flops of a barrier", "FlopReport", measure_flops(lambda: dist.barrier()))
+        timed = measure_latency(lambda: model(x), device="cpu", **TIMING)
+        add("measure_latency in a process group", "BenchmarkReport", timed)
+        add("gather_reports of AnalysisReports", "GatheredReport", gather_reports(crawled))
+        add("gather_reports of FlopReports", "GatheredReport", gather_reports(counted))
+        add("gather_reports of BenchmarkReports", "GatheredReport", gather_reports(timed))
+        partial = crawl_module(nn.Sequential(_Unsupported()), args=(x,))  # module FLOPs partial
+        add("gather_reports, partial metrics", "GatheredReport", gather_reports(partial))
+        add("profile_workload in a process group", "ProfileReport", profile_workload(lambda: model(x), device="cpu"))
+    finally:
+        dist.destroy_process_group()
+
+
 def build_reports() -> list[tuple[str, str, Any]]:
     """(name, page entry, report) for every report type, built from small models."""
     torch.manual_seed(0)
@@ -594,6 +640,8 @@ def build_reports() -> list[tuple[str, str, Any]]:
     add("compare_benchmarks passed", "BenchmarkComparison", compare_benchmarks(before, after, check=lambda: True))
     add("compare_benchmarks failed", "BenchmarkComparison", compare_benchmarks(before, after, check=lambda: False))
 
+    _distributed_reports(add)
+
     if CUDA:  # the device-only fields
         gpu = torch.ones(64, 64, device="cuda")
         add("measure_peak_memory cuda", "PeakMemory", measure_peak_memory(lambda: gpu @ gpu, device="cuda"))
@@ -637,6 +685,7 @@ def test_page_tables_are_well_formed(page: Page) -> None:
         "MetricResult", "Diagnostic", "Description", "Owner", "TokenDependency", "MetricDiff", "AnalysisReport",
         "LayerReport",
         "FlopReport", "ReportDiff", "BenchmarkReport", "ProfileReport", "PeakMemory", "BenchmarkComparison",
+        "GatheredReport", "RankStats",
     }
     assert set(page.schemas) == expected
     for row in page.rows:
@@ -752,6 +801,7 @@ def test_analysis_report_rules(walked: Findings) -> None:
     for where, report in analyses:
         totals, layers = report["totals"], report["layers"]
         assert totals["operator_flops"] == report["operator_flops"]["total"], where
+        assert totals.get("collective_bytes") == report["operator_flops"].get("collective_bytes"), where
         full = report["context"].get("analysis_mode") != "structure"
         if full:
             rows = [layer["metrics"]["operator_flops"] for layer in layers]
@@ -794,6 +844,28 @@ def test_flop_report_rules(walked: Findings) -> None:
         assert total["status"] == ("partial" if report["diagnostics"] else "complete"), where
         assert _known(total) == sum(report["by_operator"].values()), where
         assert sum(report["by_module"].values()) <= _known(total), where
+        assert ("collectives" in report) == ("collective_bytes" in report), where
+        if "collectives" in report:
+            moved = report["collectives"]
+            assert _known(report["collective_bytes"]) == sum(entry["bytes_moved"] for entry in moved.values()), where
+            assert all(report["by_operator"].get(op) == 0 for op in moved), where
+
+
+def test_gathered_report_rules(walked: Findings) -> None:
+    gathered = _instances(walked, "GatheredReport")
+    assert len(gathered) >= 4
+    for where, report in gathered:
+        world, ranks = report["context"]["world_size"], report["context"]["ranks"]
+        assert len(report["reports"]) == world == len(ranks), where
+    for where, stats in _instances(walked, "RankStats"):
+        values = stats["values"]
+        assert len(values) == len(stats["known_values"]), where
+        if stats["status"] != "complete":
+            assert stats["min"] is stats["median"] is stats["max"] is stats["sum"] is None, where
+            continue
+        assert stats["min"]["value"] <= stats["median"]["value"] <= stats["max"]["value"], where
+        if stats["sum"] is not None:
+            assert math.isclose(stats["sum"], sum(values)), where
 
 
 def test_benchmark_report_rules(walked: Findings) -> None:
