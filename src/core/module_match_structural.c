@@ -8,13 +8,6 @@
 
 /* ---- structural signatures: one counting rule --------------------------- */
 
-/* The counts of a structural signature. */
-typedef struct tally {
-    int64_t flops, macs, dmas;
-    size_t cores;    /* attention cores counted */
-    size_t products; /* matrix products outside cores */
-} tally;
-
 /* One attention core by MultiheadAttention's terms (docs/module-formulas.md):
  * R = rows (batch * heads * target length), S source length, D the q/k
  * width, Dv the v width; `scaled` when a scale other than 1 applies;
@@ -271,8 +264,8 @@ eager_core(calc *c,
 /* A matrix product outside an attention core, by the module convention:
  * K products and K - 1 additions per output (2K - 1), plus the bias add
  * of addmm/baddbmm; K MACs per output. */
-static bool
-add_product(calc *c, const ts_match_op *op, tally *t)
+bool
+ts_mm_add_product(calc *c, const ts_match_op *op, tally *t)
 {
     const ts_shape *a;
     int64_t k, o = numel_or(out0(op), -1);
@@ -343,6 +336,7 @@ tally_call(ops_view *v, bool cores, tally *t)
         switch (class_of(op)) {
             case OPC_VIEW:
             case OPC_CHILD:
+            case OPC_READBACK:
                 break;
             case OPC_COPY:
                 t->dmas = c_add(c, t->dmas, c_mul(c, 2, c_numel(c, out0(op))));
@@ -373,8 +367,11 @@ tally_call(ops_view *v, bool cores, tally *t)
     return true;
 }
 
-static void
-set_tally(ops_view *v, const tally *t, ts_match_result *r, bool pointwise)
+void
+ts_mm_set_tally(ops_view *v,
+                const tally *t,
+                ts_match_result *r,
+                bool pointwise)
 {
     set_count(&r->estimates.flops, &v->c, t->flops);
     set_count(&r->estimates.macs, &v->c, t->macs);
