@@ -100,6 +100,11 @@ enum {
      * the attention call it computes, aten.scaled_dot_product_attention
      * (matrix_product_flops keeps the kernel's own name). */
     TS_OPF_SDPA_FORWARD = 1u << 4,
+    /* A backward scaled-dot-product attention kernel: by_operator lists it
+     * as aten.scaled_dot_product_attention_backward, the name the math
+     * path's gradients are grouped under too (matrix_product_flops keeps
+     * the kernel's own name). */
+    TS_OPF_SDPA_BACKWARD = 1u << 5,
 };
 
 typedef struct ts_op_entry {
