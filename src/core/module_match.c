@@ -224,6 +224,8 @@ static const op_info op_table[] = {
     {"aten.threshold", M_THRESHOLD, OPC_ACT, TS_MOD_THRESHOLD},
     {"aten.topk", M_TOPK, OPC_REDUCE, 0},
     {"aten.transpose", M_TRANSPOSE, OPC_VIEW, 0},
+    {"aten.tril", M_TRIL, OPC_ELEMENTWISE, 0},
+    {"aten.triu", M_TRIU, OPC_ELEMENTWISE, 0},
     {"aten.trunc", M_TRUNC, OPC_ELEMENTWISE, 0},
     {"aten.unbind", M_UNBIND, OPC_VIEW, 0},
     {"aten.unfold", M_UNFOLD, OPC_VIEW, 0},

@@ -213,6 +213,8 @@ enum {
     M_THRESHOLD,
     M_TOPK,
     M_TRANSPOSE,
+    M_TRIL,
+    M_TRIU,
     M_TRUNC,
     M_UNBIND,
     M_UNFOLD,

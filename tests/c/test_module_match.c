@@ -711,6 +711,78 @@ test_attention_fused(void)
     CHECK(method_is(&m, "attention"));
 }
 
+/* The same attention on meta tensors, where scaled_dot_product_attention
+ * runs its math path inside the block: q and k^T each scaled by the square
+ * root of the scale, grouped-query expansion (copies), QK^T, the mask added,
+ * _safe_softmax, weights x V. The two scalings are the core's scale, counted
+ * once (R D), so the block counts as with the fused kernel. `kscale` 0
+ * leaves k^T's scaling out. */
+static size_t
+math_path_ops(ts_match_op *o, double qscale, double kscale)
+{
+    size_t n = 0;
+    o[n] = op("aten.mul", S4(2, 4, 8, 4), 256);
+    t_arg(&o[n], S4(2, 4, 8, 4));
+    r_arg(&o[n++], qscale);
+    o[n] = op("aten.clone", shp(5, 2LL, 2LL, 2LL, 8LL, 4LL), 0);
+    t_arg(&o[n++], shp(5, 2LL, 2LL, 2LL, 8LL, 4LL));
+    o[n] = op("aten.view", S4(2, 4, 8, 4), 0);
+    t_arg(&o[n++], shp(5, 2LL, 2LL, 2LL, 8LL, 4LL));
+    o[n] = op("aten.transpose", S4(2, 4, 4, 8), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    if (kscale != 0.0) {
+        o[n] = op("aten.mul", S4(2, 4, 4, 8), 256);
+        t_arg(&o[n], S4(2, 4, 4, 8));
+        r_arg(&o[n++], kscale);
+    }
+    o[n] = op("aten.bmm", S3(8, 8, 8), 4096);
+    t_arg(&o[n], S3(8, 8, 4));
+    t_arg(&o[n++], S3(8, 4, 8));
+    o[n] = op("aten.add", S4(2, 4, 8, 8), 512);
+    t_arg(&o[n], S4(2, 4, 8, 8));
+    t_arg(&o[n++], S4(2, 1, 8, 8));
+    o[n] = op("aten._safe_softmax", S4(2, 4, 8, 8), 5 * 512 - 128 + 512);
+    t_arg(&o[n], S4(2, 4, 8, 8));
+    i_arg(&o[n++], -1);
+    o[n] = op("aten.bmm", S3(8, 8, 4), 4096);
+    t_arg(&o[n], S3(8, 8, 8));
+    t_arg(&o[n++], S3(8, 8, 4));
+    return n;
+}
+
+static void
+test_attention_math_path(void)
+{
+    ts_match_op o[12];
+    size_t n = math_path_ops(o, 0.7071067811865476, 0.7071067811865476);
+    matched m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    matched fused;
+    int64_t dmas;
+    CHECK(method_is(&m, "attention"));
+    o[0] = sdpa(true, 0.5);
+    fused = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE);
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, fused.r.estimates.flops.value.i);
+    CHECK_EQ_INT(m.r.estimates.macs.value.i, fused.r.estimates.macs.value.i);
+    /* DMAs: the core's (q, k, v and the mask read, the output written, the
+     * scores 4 R S) and the expansion's copy, read and written */
+    dmas = 256 + 256 + 256 + 256 + 128 + 4 * 512 + 2 * 256;
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas);
+
+    /* a scale of 1 (T5's): the scalings multiply by 1, nothing to count */
+    n = math_path_ops(o, 1.0, 1.0);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256);
+
+    /* q scaled alone is the block's own work (Whisper's q * D^-1/2): an
+     * operator, read and written, and the core is not scaled */
+    n = math_path_ops(o, 0.5, 0.0);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256 + 256);
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas + 2 * 256);
+}
+
 /* The same attention as eager_attention_forward runs it (after repeat_kv):
  * bmm, scale, mask, softmax, bmm; equal to the fused kernel's estimate. */
 static void
@@ -1244,6 +1316,7 @@ main(void)
     test_pointwise();
     test_rotary();
     test_attention_fused();
+    test_attention_math_path();
     test_attention_eager();
     test_attention_child_softmax();
     test_router();

@@ -489,6 +489,47 @@ def _step(case, device: str, math: bool = False) -> dict[str, Any]:
         return measure_flops(step)
 
 
+@needs_transformers
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_transformers_module_metrics_count_the_same_on_cpu_and_meta(name):
+    """The module view too: on meta, SDPA's math path runs inside each attention block (q and k^T each scaled by
+    the square root of the scale, QK^T, the mask, _safe_softmax, weights x V), matched as the attention core with
+    its scale counted once, as the fused kernel on CPU. Every row's module FLOPs and MACs are equal; DMAs count
+    the copies each path makes (the math path's contiguous copies for its products and of the output).
+    Before: Llama's attention rows counted 512 FLOPs more on meta (q and k^T's scalings as operators, R*D each,
+    against the core's one R*D): 711,104 against 710,080."""
+    reports = {}
+    for device in ("cpu", "meta"):
+        factory, kind, meta_dtype = MODELS[name]
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = factory().eval()
+        if device == "meta":
+            model = model.to(meta_dtype)
+        g = torch.Generator().manual_seed(1)
+        if kind == "ids":
+            x = torch.randint(0, 64, (2, 8), generator=g).to(device)
+        else:
+            x = torch.randn(2, 3, 16, 16, generator=g).to(device=device, dtype=next(model.parameters()).dtype)
+        reports[device] = crawl_module(model, args=(x,))
+    cpu, meta = reports["cpu"], reports["meta"]
+    for report in (cpu, meta):
+        assert report["diagnostics"] == []
+        for metric in ("module_flops", "macs", "dmas"):
+            assert report["totals"][metric]["status"] == "complete"
+    for metric in ("module_flops", "macs"):
+        assert cpu["totals"][metric]["value"] == meta["totals"][metric]["value"]
+    attention = 0
+    for a, b in zip(cpu["layers"], meta["layers"], strict=True):
+        assert a["path"] == b["path"]
+        for metric in ("module_flops", "macs"):
+            assert a["metrics"].get(metric) == b["metrics"].get(metric), (a["path"], metric)
+        attention += a["metrics"].get("module_flops", {}).get("method", "").endswith("signature_attention")
+    assert attention == 2  # two layers, one attention block each
+    if name == "llama":
+        assert cpu["totals"]["module_flops"]["value"] == 710080
+
+
 @pytest.mark.parametrize("case", CALLS, ids=[c[0] for c in CALLS])
 def test_training_steps_count_the_same_on_every_path(case):
     """The backward too counts one convention whichever path ran: the fused backward kernel (CPU), or the math
