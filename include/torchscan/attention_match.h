@@ -27,6 +27,25 @@
  * _safe_softmax's decomposition, which nothing but this path emits, is
  * recognised (eager attention code that calls softmax is not an SDPA call
  * and is counted operator by operator).
+ *
+ * The backward of a grouped forward runs, in the order autograd gives it
+ * (the nodes of one SDPA call are newer than those of its inputs), the
+ * gradients from the saved probabilities:
+ *
+ *   bmm(p^T, dO), bmm(dO, v^T)              dV, dP (either order)
+ *   [mul.Tensor(dP, mask): dropout]
+ *   _softmax_backward_data(dP, p, -1)       dS
+ *   bmm(q^T, dS), bmm(dS, k)                dK^T, dQ (either order)
+ *   mul.Scalar(dK^T, sqrt(scale))           [sum.dim_IntList: dK, dV of a
+ *   mul.Scalar(dQ, sqrt(scale))              grouped-query call]
+ *
+ * The matcher holds such a sequence back when its shapes and scale are
+ * those of a forward it grouped, and records it as one backward of the
+ * attention, counted by the convention's backward (the formula of the CPU
+ * kernel's backward packet) and listed, as every fused backward kernel, as
+ * aten.scaled_dot_product_attention_backward: a training step counts the
+ * same whichever path ran. The products keep their aten.bmm entries in
+ * matrix_product_flops.
  */
 #ifndef TORCHSCAN_ATTENTION_MATCH_H
 #define TORCHSCAN_ATTENTION_MATCH_H
@@ -50,6 +69,8 @@ typedef enum {
     TS_ATTN_ROLE_SOFTMAX,     /* aten._safe_softmax.default */
     TS_ATTN_ROLE_DROPOUT_DIV, /* aten.div_.Scalar */
     TS_ATTN_ROLE_DROPOUT_MUL, /* aten.mul.Tensor */
+    TS_ATTN_ROLE_SOFTMAX_BW,  /* aten._softmax_backward_data.default */
+    TS_ATTN_ROLE_SUM,         /* aten.sum.dim_IntList */
 } ts_attn_role;
 
 /* The role of an overload by its full name ("aten.mul.Scalar"); NONE for
@@ -66,15 +87,30 @@ typedef struct ts_counted_call {
 } ts_counted_call;
 
 /* Where calls are recorded: the statistics, the layers (NULL when no crawl
- * observes the calls), and the id of aten.scaled_dot_product_attention in
- * `stats` (ts_opstats_intern). All borrowed. */
+ * observes the calls), and the ids in `stats` (ts_opstats_intern) of
+ * aten.scaled_dot_product_attention and of the name every SDPA backward is
+ * listed under, aten.scaled_dot_product_attention_backward. All
+ * borrowed. */
 typedef struct ts_attn_sink {
     ts_opstats *stats;
     ts_session *session;
     int attention_id;
+    int backward_id;
 } ts_attn_sink;
 
-#define TS_ATTN_MAX_PENDING 12
+#define TS_ATTN_MAX_PENDING 16
+#define TS_ATTN_MAX_SEEN 32
+
+/* A math-path attention whose forward was grouped, remembered until its
+ * backward (same shapes, same scale factor) is grouped in turn. */
+typedef struct ts_attn_seen {
+    int nlead;
+    int64_t lead[TS_MAX_DIMS];
+    int64_t batch, t, s, dq, dv;
+    double factor; /* the square root of the scale, applied to q and k */
+    bool masked, dropout;
+    int count; /* forwards not yet matched by a backward */
+} ts_attn_seen;
 
 /* The matcher's state: a caller-owned struct, zeroed by
  * ts_attn_matcher_init; nothing to free. */
@@ -82,11 +118,21 @@ typedef struct ts_attn_matcher {
     int state;
     int npending;
     ts_counted_call pending[TS_ATTN_MAX_PENDING];
+    /* the forward sequence being matched */
     int nlead;                  /* query dims before (T, Dq) */
     int64_t lead[TS_MAX_DIMS];  /* those dims */
     int64_t batch;              /* their product: the bmm batch */
     int64_t t, s, dq, causal_s; /* queries, keys, width, causal mask's S */
+    double factor;              /* q's scale factor */
     bool causal_tril, masked, dropout_div, dropout;
+    /* the backward sequence being matched: its forward (in seen), the
+     * steps seen (bits), the key/value heads its group sums gave */
+    int bw_seen;
+    unsigned bw_steps;
+    int64_t bw_hk;
+    /* the grouped forwards awaiting their backward (kept by flushes) */
+    int nseen;
+    ts_attn_seen seen[TS_ATTN_MAX_SEEN];
 } ts_attn_matcher;
 
 void ts_attn_matcher_init(ts_attn_matcher *m);
@@ -106,9 +152,10 @@ int ts_attn_feed(ts_attn_matcher *m,
                  const ts_op_call *args,
                  const ts_counted_call *call);
 
-/* Records the calls held back, each as itself, and resets the matcher
- * (before a call that is not fed, before the statistics or layers are
- * read, and when the sink changes). Same statuses as ts_attn_feed. */
+/* Records the calls held back, each as itself, and resets the sequence
+ * being matched (before a call that is not fed, before the statistics or
+ * layers are read, and when the sink changes); the forwards awaiting their
+ * backward are kept. Same statuses as ts_attn_feed. */
 int ts_attn_flush(ts_attn_matcher *m, const ts_attn_sink *sink);
 
 /* Records one call as itself (what the counter does for calls it does not
@@ -122,6 +169,13 @@ int ts_attn_record(const ts_attn_sink *sink, const ts_counted_call *call);
 int ts_attn_record_kernel(ts_attn_matcher *m,
                           const ts_attn_sink *sink,
                           const ts_counted_call *call);
+
+/* Records a backward attention kernel's call (TS_OPF_SDPA_BACKWARD) under
+ * sink->backward_id, its matrix products under its own id. Flushes the
+ * matcher first. Same statuses as ts_attn_feed. */
+int ts_attn_record_backward_kernel(ts_attn_matcher *m,
+                                   const ts_attn_sink *sink,
+                                   const ts_counted_call *call);
 
 #ifdef __cplusplus
 }

@@ -108,6 +108,11 @@ enum {
      * its bytes moved in ts_op_result.bytes_moved by the convention
      * torchscan_collective_bytes_v1 (TS_COLLECTIVE_CONVENTION). */
     TS_OPF_COLLECTIVE = 1u << 5,
+    /* A backward scaled-dot-product attention kernel: by_operator lists it
+     * as aten.scaled_dot_product_attention_backward, the name the math
+     * path's gradients are grouped under too (matrix_product_flops keeps
+     * the kernel's own name). */
+    TS_OPF_SDPA_BACKWARD = 1u << 6,
 };
 
 /* The name of the bytes-moved convention of collectives. */

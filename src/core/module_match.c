@@ -24,6 +24,7 @@
 static const op_info op_table[] = {
     {"aten._adaptive_avg_pool2d", M_ADAPTIVE_AVG_POOL2D_IMPL, OPC_LAYER, 0},
     {"aten._grouped_mm", M_GROUPED_MM, OPC_MATMUL, 0},
+    {"aten._local_scalar_dense", M_LOCAL_SCALAR_DENSE, OPC_READBACK, 0},
     {"aten._log_softmax", M_LOG_SOFTMAX, OPC_ACT, TS_MOD_LOGSOFTMAX},
     {"aten._native_batch_norm_legit", M_NATIVE_BATCH_NORM_LEGIT, OPC_LAYER, 0},
     {"aten._native_batch_norm_legit_no_training",
@@ -51,7 +52,20 @@ static const op_info op_table[] = {
      0},
     {"aten._softmax", M_SOFTMAX, OPC_ACT, TS_MOD_SOFTMAX},
     {"aten._to_copy", M_TO_COPY, OPC_COPY, 0},
+    {"aten._unique2", M_UNIQUE2, OPC_SELECT, 0},
     {"aten._unsafe_view", M_UNSAFE_VIEW, OPC_VIEW, 0},
+    {"aten._upsample_nearest_exact1d",
+     M_UPSAMPLE_NEAREST_EXACT1D,
+     OPC_INTERP,
+     0},
+    {"aten._upsample_nearest_exact2d",
+     M_UPSAMPLE_NEAREST_EXACT2D,
+     OPC_INTERP,
+     0},
+    {"aten._upsample_nearest_exact3d",
+     M_UPSAMPLE_NEAREST_EXACT3D,
+     OPC_INTERP,
+     0},
     {"aten._weight_norm_interface", M_WEIGHT_NORM_INTERFACE, OPC_LAYER, 0},
     {"aten.abs", M_ABS, OPC_ELEMENTWISE, 0},
     {"aten.adaptive_avg_pool2d", M_ADAPTIVE_AVG_POOL2D, OPC_LAYER, 0},
@@ -113,6 +127,7 @@ static const op_info op_table[] = {
     {"aten.ge", M_GE, OPC_ELEMENTWISE, 0},
     {"aten.gelu", M_GELU, OPC_ACT, TS_MOD_GELU},
     {"aten.glu", M_GLU, OPC_ACT, TS_MOD_GLU},
+    {"aten.grid_sampler_2d", M_GRID_SAMPLER_2D, OPC_INTERP, 0},
     {"aten.gt", M_GT, OPC_ELEMENTWISE, 0},
     {"aten.hardshrink", M_HARDSHRINK, OPC_ACT, TS_MOD_HARDSHRINK},
     {"aten.hardsigmoid", M_HARDSIGMOID, OPC_ACT, TS_MOD_HARDSIGMOID},
@@ -127,8 +142,10 @@ static const op_info op_table[] = {
     {"aten.lift_fresh", M_LIFT_FRESH, OPC_CREATE, 0},
     {"aten.lift_fresh_copy", M_LIFT_FRESH_COPY, OPC_CREATE, 0},
     {"aten.linalg_vector_norm", M_LINALG_VECTOR_NORM, OPC_REDUCE, 0},
+    {"aten.linspace", M_LINSPACE, OPC_CREATE, 0},
     {"aten.log", M_LOG, OPC_ELEMENTWISE, 0},
     {"aten.log1p", M_LOG1P, OPC_ELEMENTWISE, 0},
+    {"aten.log2", M_LOG2, OPC_ELEMENTWISE, 0},
     {"aten.log_sigmoid_forward",
      M_LOG_SIGMOID_FORWARD,
      OPC_ACT,
@@ -139,6 +156,7 @@ static const op_info op_table[] = {
     {"aten.lt", M_LT, OPC_ELEMENTWISE, 0},
     {"aten.masked_fill", M_MASKED_FILL, OPC_ELEMENTWISE, 0},
     {"aten.masked_scatter", M_MASKED_SCATTER, OPC_COPY, 0},
+    {"aten.masked_select", M_MASKED_SELECT, OPC_SELECT, 0},
     {"aten.matmul", M_MATMUL, OPC_MATMUL, 0},
     {"aten.max", M_MAX, OPC_REDUCE, 0},
     {"aten.max_pool2d", M_MAX_POOL2D, OPC_LAYER, 0},
@@ -161,6 +179,7 @@ static const op_info op_table[] = {
     {"aten.new_full", M_NEW_FULL, OPC_CREATE, 0},
     {"aten.new_ones", M_NEW_ONES, OPC_CREATE, 0},
     {"aten.new_zeros", M_NEW_ZEROS, OPC_CREATE, 0},
+    {"aten.nonzero", M_NONZERO, OPC_SELECT, 0},
     {"aten.norm", M_NORM, OPC_REDUCE, 0},
     {"aten.ones", M_ONES, OPC_CREATE, 0},
     {"aten.ones_like", M_ONES_LIKE, OPC_CREATE, 0},
@@ -178,6 +197,7 @@ static const op_info op_table[] = {
     {"aten.roll", M_ROLL, OPC_COPY, 0},
     {"aten.round", M_ROUND, OPC_ELEMENTWISE, 0},
     {"aten.rsqrt", M_RSQRT, OPC_ELEMENTWISE, 0},
+    {"aten.rsub", M_RSUB, OPC_ELEMENTWISE, 0},
     {"aten.scalar_tensor", M_SCALAR_TENSOR, OPC_CREATE, 0},
     {"aten.scatter", M_SCATTER, OPC_COPY, 0},
     {"aten.select", M_SELECT, OPC_VIEW, 0},
@@ -204,10 +224,21 @@ static const op_info op_table[] = {
     {"aten.threshold", M_THRESHOLD, OPC_ACT, TS_MOD_THRESHOLD},
     {"aten.topk", M_TOPK, OPC_REDUCE, 0},
     {"aten.transpose", M_TRANSPOSE, OPC_VIEW, 0},
+    {"aten.tril", M_TRIL, OPC_ELEMENTWISE, 0},
+    {"aten.triu", M_TRIU, OPC_ELEMENTWISE, 0},
     {"aten.trunc", M_TRUNC, OPC_ELEMENTWISE, 0},
     {"aten.unbind", M_UNBIND, OPC_VIEW, 0},
     {"aten.unfold", M_UNFOLD, OPC_VIEW, 0},
+    {"aten.unique_consecutive", M_UNIQUE_CONSECUTIVE, OPC_SELECT, 0},
+    {"aten.unique_dim", M_UNIQUE_DIM, OPC_SELECT, 0},
     {"aten.unsqueeze", M_UNSQUEEZE, OPC_VIEW, 0},
+    {"aten.upsample_bicubic2d", M_UPSAMPLE_BICUBIC2D, OPC_INTERP, 0},
+    {"aten.upsample_bilinear2d", M_UPSAMPLE_BILINEAR2D, OPC_INTERP, 0},
+    {"aten.upsample_linear1d", M_UPSAMPLE_LINEAR1D, OPC_INTERP, 0},
+    {"aten.upsample_nearest1d", M_UPSAMPLE_NEAREST1D, OPC_INTERP, 0},
+    {"aten.upsample_nearest2d", M_UPSAMPLE_NEAREST2D, OPC_INTERP, 0},
+    {"aten.upsample_nearest3d", M_UPSAMPLE_NEAREST3D, OPC_INTERP, 0},
+    {"aten.upsample_trilinear3d", M_UPSAMPLE_TRILINEAR3D, OPC_INTERP, 0},
     {"aten.var", M_VAR, OPC_REDUCE, 0},
     {"aten.view", M_VIEW, OPC_VIEW, 0},
     {"aten.view_as_complex", M_VIEW_AS_COMPLEX, OPC_VIEW, 0},
@@ -215,6 +246,11 @@ static const op_info op_table[] = {
     {"aten.where", M_WHERE, OPC_ELEMENTWISE, 0},
     {"aten.zeros", M_ZEROS, OPC_CREATE, 0},
     {"aten.zeros_like", M_ZEROS_LIKE, OPC_CREATE, 0},
+    {"torchvision.nms", M_NMS, OPC_SELECT, 0},
+    {"torchvision.ps_roi_align", M_PS_ROI_ALIGN, OPC_ROI, 0},
+    {"torchvision.ps_roi_pool", M_PS_ROI_POOL, OPC_ROI, 0},
+    {"torchvision.roi_align", M_ROI_ALIGN, OPC_ROI, 0},
+    {"torchvision.roi_pool", M_ROI_POOL, OPC_ROI, 0},
 };
 
 #define N_OPS (sizeof op_table / sizeof op_table[0])
@@ -340,7 +376,11 @@ ts_mm_family(ts_module_desc *desc,
     return ts_module_estimate(desc, &call, est) == TS_OK;
 }
 
-static bool
+/* Sorts a call's operators out once. Calls longer than the signatures'
+ * window (a detection model's post-processing loops over its detections)
+ * keep their first MAX_SIGNIFICANT computing operators in sig[] and are
+ * marked truncated: only the signatures that read the whole call try them. */
+static void
 sort_out(const ts_match_call *call, ops_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -364,14 +404,17 @@ sort_out(const ts_match_call *call, ops_view *v)
             case OPC_CHILD:
                 v->children++;
                 break;
+            case OPC_READBACK:
+                v->readbacks++;
+                break;
             default:
                 if (v->n == MAX_SIGNIFICANT) {
-                    return false;
+                    v->truncated = true;
+                    break;
                 }
                 v->sig[v->n++] = op;
         }
     }
-    return true;
 }
 
 
@@ -385,11 +428,17 @@ typedef struct signature {
     const char *method;
     signature_fn match;
     bool composite; /* also tried on modules with children */
+    bool streams;   /* reads the whole call, not only v->sig (also tried on
+                       truncated calls) */
 } signature;
 
-#define SIG(name, fn, composite)                \
-    {                                           \
-        name, METHOD_PREFIX name, fn, composite \
+#define SIG(name, fn, composite)                       \
+    {                                                  \
+        name, METHOD_PREFIX name, fn, composite, false \
+    }
+#define SIG_STREAM(name, fn, composite)               \
+    {                                                 \
+        name, METHOD_PREFIX name, fn, composite, true \
     }
 
 /* In matching order: the native signatures first (exact operator lists),
@@ -415,6 +464,11 @@ static const signature signatures[] = {
     SIG("moe_router", ts_mm_sig_router, false),
     SIG("attention", ts_mm_sig_attention, true),
     SIG("moe_experts", ts_mm_sig_experts, true),
+    SIG_STREAM("grid", ts_mm_sig_grid, false),
+    SIG_STREAM("resample", ts_mm_sig_resample, true),
+    SIG_STREAM("roi_pool", ts_mm_sig_roi_pool, true),
+    SIG_STREAM("postprocess", ts_mm_sig_postprocess, true),
+    SIG_STREAM("correlation", ts_mm_sig_correlation, true),
 };
 
 #define N_SIGNATURES (sizeof signatures / sizeof signatures[0])
@@ -436,16 +490,18 @@ method_of(const char *name, const char *fallback)
 }
 
 /* Work a library composite computes itself that no signature recognized:
- * matrix products, attention kernels, convolutions, norms or lookups. Its
- * glue (residual additions, gating products) is not counted anywhere in the
- * module view; these would be silently missing. */
+ * matrix products, attention kernels, convolutions, norms, interpolations
+ * or region pooling (lookups aside). Its glue (residual additions, gating
+ * products) is not counted anywhere in the module view; these would be
+ * silently missing. */
 static bool
-uncovered_work(const ops_view *v)
+uncovered_work(const ts_match_call *call)
 {
-    for (size_t i = 0; i < v->n; i++) {
-        op_class cls = class_of(v->sig[i]);
-        if ((cls == OPC_MATMUL || cls == OPC_SDPA || cls == OPC_LAYER)
-            && v->sig[i]->code != M_INDEX) {
+    for (size_t i = 0; i < call->nops; i++) {
+        op_class cls = class_of(&call->ops[i]);
+        if ((cls == OPC_MATMUL || cls == OPC_SDPA || cls == OPC_LAYER
+             || cls == OPC_INTERP || cls == OPC_ROI)
+            && call->ops[i].code != M_INDEX) {
             return true;
         }
     }
@@ -460,13 +516,10 @@ ts_match_call_estimates(const ts_match_call *call, ts_match_result *out)
         return TS_EINVAL;
     }
     memset(out, 0, sizeof *out);
-    if (!sort_out(call, &v)) {
-        out->uncovered = !call->leaf;
-        return 0;
-    }
+    sort_out(call, &v);
     for (size_t i = 0; i < N_SIGNATURES; i++) {
         const signature *s = &signatures[i];
-        if (!call->leaf && !s->composite) {
+        if ((!call->leaf && !s->composite) || (v.truncated && !s->streams)) {
             continue;
         }
         memset(out, 0, sizeof *out);
@@ -478,7 +531,7 @@ ts_match_call_estimates(const ts_match_call *call, ts_match_result *out)
         }
     }
     memset(out, 0, sizeof *out);
-    out->uncovered = !call->leaf && uncovered_work(&v);
+    out->uncovered = !call->leaf && uncovered_work(call);
     return 0;
 }
 

@@ -28,6 +28,10 @@ typedef enum {
     OPC_MATMUL,      /* matrix products */
     OPC_SDPA,        /* fused scaled-dot-product attention kernels */
     OPC_LAYER,       /* norms, convolution, lookups */
+    OPC_INTERP,      /* interpolation: upsample_*, grid_sampler_2d */
+    OPC_ROI,         /* region pooling: torchvision's roi_align, roi_pool */
+    OPC_SELECT,      /* data-dependent selection: nms, nonzero, unique */
+    OPC_READBACK,    /* a value read back to Python (.item()): no work */
     OPC_CHILD,       /* not an operator: a child module's call */
 } op_class;
 
@@ -36,6 +40,7 @@ enum {
     M_NONE = TS_MOP_OTHER,
     M_ADAPTIVE_AVG_POOL2D_IMPL,
     M_GROUPED_MM,
+    M_LOCAL_SCALAR_DENSE,
     M_LOG_SOFTMAX,
     M_NATIVE_BATCH_NORM_LEGIT,
     M_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING,
@@ -48,7 +53,11 @@ enum {
     M_SCALED_DOT_PRODUCT_FLASH_ATTENTION_FOR_CPU,
     M_SOFTMAX,
     M_TO_COPY,
+    M_UNIQUE2,
     M_UNSAFE_VIEW,
+    M_UPSAMPLE_NEAREST_EXACT1D,
+    M_UPSAMPLE_NEAREST_EXACT2D,
+    M_UPSAMPLE_NEAREST_EXACT3D,
     M_WEIGHT_NORM_INTERFACE,
     M_ABS,
     M_ADAPTIVE_AVG_POOL2D,
@@ -110,6 +119,7 @@ enum {
     M_GE,
     M_GELU,
     M_GLU,
+    M_GRID_SAMPLER_2D,
     M_GT,
     M_HARDSHRINK,
     M_HARDSIGMOID,
@@ -124,8 +134,10 @@ enum {
     M_LIFT_FRESH,
     M_LIFT_FRESH_COPY,
     M_LINALG_VECTOR_NORM,
+    M_LINSPACE,
     M_LOG,
     M_LOG1P,
+    M_LOG2,
     M_LOG_SIGMOID_FORWARD,
     M_LOGICAL_AND,
     M_LOGICAL_NOT,
@@ -133,6 +145,7 @@ enum {
     M_LT,
     M_MASKED_FILL,
     M_MASKED_SCATTER,
+    M_MASKED_SELECT,
     M_MATMUL,
     M_MAX,
     M_MAX_POOL2D,
@@ -155,6 +168,7 @@ enum {
     M_NEW_FULL,
     M_NEW_ONES,
     M_NEW_ZEROS,
+    M_NONZERO,
     M_NORM,
     M_ONES,
     M_ONES_LIKE,
@@ -172,6 +186,7 @@ enum {
     M_ROLL,
     M_ROUND,
     M_RSQRT,
+    M_RSUB,
     M_SCALAR_TENSOR,
     M_SCATTER,
     M_SELECT,
@@ -198,10 +213,21 @@ enum {
     M_THRESHOLD,
     M_TOPK,
     M_TRANSPOSE,
+    M_TRIL,
+    M_TRIU,
     M_TRUNC,
     M_UNBIND,
     M_UNFOLD,
+    M_UNIQUE_CONSECUTIVE,
+    M_UNIQUE_DIM,
     M_UNSQUEEZE,
+    M_UPSAMPLE_BICUBIC2D,
+    M_UPSAMPLE_BILINEAR2D,
+    M_UPSAMPLE_LINEAR1D,
+    M_UPSAMPLE_NEAREST1D,
+    M_UPSAMPLE_NEAREST2D,
+    M_UPSAMPLE_NEAREST3D,
+    M_UPSAMPLE_TRILINEAR3D,
     M_VAR,
     M_VIEW,
     M_VIEW_AS_COMPLEX,
@@ -209,6 +235,11 @@ enum {
     M_WHERE,
     M_ZEROS,
     M_ZEROS_LIKE,
+    M_NMS,
+    M_PS_ROI_ALIGN,
+    M_PS_ROI_POOL,
+    M_ROI_ALIGN,
+    M_ROI_POOL,
     M_COUNT
 };
 
@@ -383,7 +414,9 @@ typedef struct ops_view {
     const ts_match_op *sig[MAX_SIGNIFICANT];
     size_t n;
     size_t views, copies, creations, aliases;
-    size_t children; /* child calls among the operators (composites) */
+    size_t readbacks; /* values read back to Python (.item()) */
+    bool truncated;   /* more computing operators than sig[] holds */
+    size_t children;  /* child calls among the operators (composites) */
     /* elements copies write (a copy reads and writes each: 2 DMAs) */
     int64_t copied;
     bool all_counted; /* torchscan_flops_v1 counts every operator */
@@ -407,6 +440,28 @@ has_code(const ops_view *v, int code)
     return false;
 }
 
+/* ---- structural counts (module_match_structural.c) ---------------------- */
+
+/* The counts of a structural signature. */
+typedef struct tally {
+    int64_t flops, macs, dmas;
+    size_t cores;    /* attention cores counted */
+    size_t products; /* matrix products outside cores */
+} tally;
+
+/* A matrix product outside an attention core by the module convention
+ * (2K - 1 per output, + 1 for addmm/baddbmm's bias; K MACs per output);
+ * false for an operator that is not one. */
+bool ts_mm_add_product(calc *c, const ts_match_op *op, tally *t);
+/* The estimates of a tally: FLOPs, MACs, DMAs; the receptive-field trio
+ * pointwise (1, 1, 0) or not applicable. */
+void ts_mm_set_tally(ops_view *v,
+                     const tally *t,
+                     ts_match_result *r,
+                     bool pointwise);
+#define add_product ts_mm_add_product
+#define set_tally ts_mm_set_tally
+
 /* ---- the signatures ------------------------------------------------------
  */
 
@@ -426,5 +481,10 @@ bool ts_mm_sig_pointwise(ops_view *v, ts_match_result *r);
 bool ts_mm_sig_router(ops_view *v, ts_match_result *r);
 bool ts_mm_sig_attention(ops_view *v, ts_match_result *r);
 bool ts_mm_sig_experts(ops_view *v, ts_match_result *r);
+bool ts_mm_sig_grid(ops_view *v, ts_match_result *r);
+bool ts_mm_sig_resample(ops_view *v, ts_match_result *r);
+bool ts_mm_sig_roi_pool(ops_view *v, ts_match_result *r);
+bool ts_mm_sig_postprocess(ops_view *v, ts_match_result *r);
+bool ts_mm_sig_correlation(ops_view *v, ts_match_result *r);
 
 #endif

@@ -8,13 +8,6 @@
 
 /* ---- structural signatures: one counting rule --------------------------- */
 
-/* The counts of a structural signature. */
-typedef struct tally {
-    int64_t flops, macs, dmas;
-    size_t cores;    /* attention cores counted */
-    size_t products; /* matrix products outside cores */
-} tally;
-
 /* One attention core by MultiheadAttention's terms (docs/module-formulas.md):
  * R = rows (batch * heads * target length), S source length, D the q/k
  * width, Dv the v width; `scaled` when a scale other than 1 applies;
@@ -169,11 +162,92 @@ mask_operand(const ts_match_op *op, int64_t scores)
     }
 }
 
+/* The operators of one core, marked in `member` only when the core is
+ * recognized. */
+typedef struct core_marks {
+    size_t at[64];
+    size_t n;
+} core_marks;
+
+static bool
+mark(core_marks *m, size_t i)
+{
+    if (m->n == sizeof m->at / sizeof m->at[0]) {
+        return false;
+    }
+    m->at[m->n++] = i;
+    return true;
+}
+
+/* Operators that build a mask before the product (the causal mask of
+ * SDPA's math path: ones, tril, where between constants). */
+static bool
+mask_building(const ts_match_op *op)
+{
+    op_class cls = class_of(op);
+    return cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE
+           || op->code == M_TRIL || op->code == M_TRIU
+           || (op->code == M_WHERE && scalar_operand(op, 1)
+               && scalar_operand(op, 2));
+}
+
+/* q and k^T scaled before QK^T, as SDPA's math path does (q * sqrt(scale),
+ * k^T * sqrt(scale)): the two products by a scalar of those shapes just
+ * before the product, with views, copies and mask building between. Both
+ * are the core's scale (*factor, their product); one alone is not (Whisper
+ * scales its query itself: an operator of the block). */
+static bool
+prescaled(const ts_match_call *call,
+          size_t first,
+          const ts_shape *q,
+          const ts_shape *k,
+          core_marks *m,
+          double *factor)
+{
+    int64_t nq = numel_or(q, -1), nk = numel_or(k, -1);
+    bool found_q = false, found_k = false;
+    double fq = 1.0, fk = 1.0;
+    size_t before = m->n;
+    for (size_t j = first; j-- > 0 && !(found_q && found_k);) {
+        const ts_match_op *op = &call->ops[j];
+        const ts_shape *o = out0(op);
+        double f;
+        if (op->code == M_MUL && number(op, 1, &f) && o != NULL
+            && o->ndim >= 3) {
+            int64_t rows = o->dims[o->ndim - 2], cols = o->dims[o->ndim - 1];
+            int64_t n = numel_or(o, -2);
+            if (!found_k && n == nk && rows == k->dims[1]
+                && cols == k->dims[2]) {
+                found_k = mark(m, j);
+                fk = f;
+                continue;
+            }
+            if (!found_q && n == nq && rows == q->dims[1]
+                && cols == q->dims[2]) {
+                found_q = mark(m, j);
+                fq = f;
+                continue;
+            }
+        }
+        if (!mask_building(op)) {
+            break;
+        }
+    }
+    if (!(found_q && found_k)) {
+        m->n = before;
+        return false;
+    }
+    *factor = fq * fk;
+    return true;
+}
+
 /* The unfused attention core that eager attention runs: QK^T (a bmm to
  * (BH, T, S)), steps on the scores, a softmax over S, then weights x V (a
- * bmm from (BH, T, S)). Marks the core's operators in `member` and fills
- * *a; false when ops[first] does not start one. Other elementwise steps on
- * the scores (soft-capping) stay unmarked: they are counted as operators. */
+ * bmm from (BH, T, S)); q and k^T may be scaled before the product (SDPA's
+ * math path). Marks the core's operators in `member` and fills *a; false
+ * (nothing marked) when ops[first] does not start one. Other elementwise
+ * steps on the scores (soft-capping) stay unmarked: they are counted as
+ * operators. */
 static bool
 eager_core(calc *c,
            const ts_match_call *call,
@@ -185,15 +259,20 @@ eager_core(calc *c,
     const ts_shape *q = tensor(qk, 0), *k = tensor(qk, 1), *s = out0(qk);
     const ts_shape *v;
     int64_t scores;
-    double scale = 1.0;
+    double scale = 1.0, factor = 1.0;
     bool softmax = false, unknown_scale = false;
+    core_marks marks;
     size_t i;
     if (qk->code != M_BMM || q == NULL || k == NULL || s == NULL
-        || s->ndim != 3) {
+        || s->ndim != 3 || q->ndim != 3 || k->ndim != 3) {
         return false;
     }
     scores = numel_or(s, -1);
     memset(a, 0, sizeof *a);
+    marks.n = 0;
+    if (prescaled(call, first, q, k, &marks, &factor)) {
+        scale *= factor;
+    }
     for (i = first + 1; i < call->nops; i++) {
         const ts_match_op *op = &call->ops[i];
         double f = 1.0;
@@ -216,7 +295,9 @@ eager_core(calc *c,
                 && (arg(op, 1)->i == -1
                     || arg(op, 1)->i == tensor(op, 0)->ndim - 1)) {
                 softmax = true;
-                member[i] = true;
+                if (!mark(&marks, i)) {
+                    return false;
+                }
                 continue;
             }
             step = score_step_of(op, scores, &f);
@@ -226,13 +307,17 @@ eager_core(calc *c,
             if (step == SCORE_SCALE) {
                 unknown_scale |= isnan(f);
                 scale *= isnan(f) ? 1.0 : f;
-                member[i] = true;
+                if (!mark(&marks, i)) {
+                    return false;
+                }
             }
             else if (step == SCORE_MASK) {
                 const ts_shape *m = mask_operand(op, scores);
                 a->masks++;
                 a->mask_elements = c_add(c, a->mask_elements, numel_or(m, 0));
-                member[i] = true;
+                if (!mark(&marks, i)) {
+                    return false;
+                }
             }
             continue;
         }
@@ -255,7 +340,12 @@ eager_core(calc *c,
         || out0(wv) == NULL || v->dims[1] != s->dims[2]) {
         return false;
     }
-    member[first] = member[i] = true;
+    if (!mark(&marks, first) || !mark(&marks, i)) {
+        return false;
+    }
+    for (size_t j = 0; j < marks.n; j++) {
+        member[marks.at[j]] = true;
+    }
     a->rows = c_mul(c, s->dims[0], s->dims[1]);
     a->s = s->dims[2];
     a->d = q->dims[2];
@@ -271,8 +361,8 @@ eager_core(calc *c,
 /* A matrix product outside an attention core, by the module convention:
  * K products and K - 1 additions per output (2K - 1), plus the bias add
  * of addmm/baddbmm; K MACs per output. */
-static bool
-add_product(calc *c, const ts_match_op *op, tally *t)
+bool
+ts_mm_add_product(calc *c, const ts_match_op *op, tally *t)
 {
     const ts_shape *a;
     int64_t k, o = numel_or(out0(op), -1);
@@ -343,6 +433,7 @@ tally_call(ops_view *v, bool cores, tally *t)
         switch (class_of(op)) {
             case OPC_VIEW:
             case OPC_CHILD:
+            case OPC_READBACK:
                 break;
             case OPC_COPY:
                 t->dmas = c_add(c, t->dmas, c_mul(c, 2, c_numel(c, out0(op))));
@@ -373,8 +464,11 @@ tally_call(ops_view *v, bool cores, tally *t)
     return true;
 }
 
-static void
-set_tally(ops_view *v, const tally *t, ts_match_result *r, bool pointwise)
+void
+ts_mm_set_tally(ops_view *v,
+                const tally *t,
+                ts_match_result *r,
+                bool pointwise)
 {
     set_count(&r->estimates.flops, &v->c, t->flops);
     set_count(&r->estimates.macs, &v->c, t->macs);

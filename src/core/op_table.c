@@ -46,6 +46,10 @@
      TS_OPF_EXTENSION | ATTN_FLAGS | TS_OPF_SDPA_FORWARD, \
      text,                                \
      notes}
+#define NATIVE_SDPA_BW(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_NATIVE | ATTN_FLAGS | TS_OPF_SDPA_BACKWARD, text, notes}
+#define EXT_SDPA_BW(name, fn, text, notes) \
+    {name, fn, NULL, TS_OPF_EXTENSION | ATTN_FLAGS | TS_OPF_SDPA_BACKWARD, text, notes}
 #define EXT_ATTENTION(name, fn, text, notes) \
     {name, fn, NULL, TS_OPF_EXTENSION | ATTN_FLAGS, text, notes}
 #define SUPP(name, fn, text, notes) {name, fn, NULL, 0u, text, notes}
@@ -109,6 +113,12 @@
     "2*scores*(3*d_q + 2*d_v) + scores*(6 + masks + 2*[dropout]) + "    \
     "rows*(2*d_v - 1) + (h_q - h_kv)*b*s_k*(d_q + d_v) (the attention " \
     "convention)"
+#define N_SDPA_BW                                                           \
+    "A backward kernel of scaled_dot_product_attention: by_operator lists " \
+    "it as aten.scaled_dot_product_attention_backward, as the math path's " \
+    "gradients grouped into one backward, so that a training step counts "  \
+    "the same whichever path ran; matrix_product_flops keeps the kernel's " \
+    "name. "
 #define N_SDPA                                                                \
     "A forward kernel of scaled_dot_product_attention: by_operator lists it " \
     "as aten.scaled_dot_product_attention, the call it computes, so that "    \
@@ -512,26 +522,26 @@ const ts_op_entry ts_opf_table[] = {
                 ts_opf_cudnn_sdpa,
                 T_ATTN_FWD,
                 N_SDPA N_FCM " " N_MASKS("is_causal, attn_bias")),
-    NATIVE_ATTENTION("aten._scaled_dot_product_cudnn_attention_backward",
-                     ts_opf_cudnn_sdpa_backward,
-                     T_ATTN_BWD,
-                     N_FCM " " N_MASKS("is_causal, attn_bias")),
+    NATIVE_SDPA_BW("aten._scaled_dot_product_cudnn_attention_backward",
+                   ts_opf_cudnn_sdpa_backward,
+                   T_ATTN_BWD,
+                   N_SDPA_BW N_FCM " " N_MASKS("is_causal, attn_bias")),
     NATIVE_SDPA("aten._scaled_dot_product_efficient_attention",
                 ts_opf_efficient_sdpa,
                 T_ATTN_FWD,
                 N_SDPA N_FCM " " N_MASKS("is_causal, attn_bias")),
-    NATIVE_ATTENTION("aten._scaled_dot_product_efficient_attention_backward",
-                     ts_opf_efficient_sdpa_backward,
-                     T_ATTN_BWD,
-                     N_FCM " " N_MASKS("is_causal, attn_bias")),
+    NATIVE_SDPA_BW("aten._scaled_dot_product_efficient_attention_backward",
+                   ts_opf_efficient_sdpa_backward,
+                   T_ATTN_BWD,
+                   N_SDPA_BW N_FCM " " N_MASKS("is_causal, attn_bias")),
     NATIVE_SDPA("aten._scaled_dot_product_flash_attention",
                 ts_opf_flash_sdpa,
                 T_ATTN_FWD,
                 N_SDPA N_FCM " " N_MASKS("is_causal")),
-    NATIVE_ATTENTION("aten._scaled_dot_product_flash_attention_backward",
-                     ts_opf_flash_sdpa_backward,
-                     T_ATTN_BWD,
-                     N_FCM " " N_MASKS("is_causal")),
+    NATIVE_SDPA_BW("aten._scaled_dot_product_flash_attention_backward",
+                   ts_opf_flash_sdpa_backward,
+                   T_ATTN_BWD,
+                   N_SDPA_BW N_FCM " " N_MASKS("is_causal")),
     SDPA("aten._scaled_dot_product_flash_attention_for_cpu",
          ts_opf_cpu_attention,
          T_ATTN_FWD,
@@ -539,10 +549,11 @@ const ts_op_entry ts_opf_table[] = {
                 "convention; TorchScan adds dropout (2 per score), which the "
                 "contract refuses. FlopCounterMode has no formula for this "
                 "kernel. " N_MASKS("is_causal, attn_mask")),
-    EXT_ATTENTION(
+    EXT_SDPA_BW(
         "aten._scaled_dot_product_flash_attention_for_cpu_backward",
         ts_opf_cpu_attention_backward,
         T_ATTN_BWD,
+        N_SDPA_BW
         "FlopCounterMode's five SDPA-backward products, "
         "probabilities recomputed from logsumexp (scale, mask, "
         "subtract, exp), rowsum(dO*O), dS = P*(dP - D) and its "
@@ -554,11 +565,11 @@ const ts_op_entry ts_opf_table[] = {
              N_SDPA
              "The kernel other backends (XPU, PrivateUse1) register. " N_MASKS(
                  "is_causal, attn_bias")),
-    EXT_ATTENTION(
+    EXT_SDPA_BW(
         "aten._scaled_dot_product_fused_attention_overrideable_backward",
         ts_opf_overrideable_sdpa_backward,
         T_ATTN_BWD,
-        N_MASKS("is_causal, attn_bias")),
+        N_SDPA_BW N_MASKS("is_causal, attn_bias")),
     NATIVE("aten._scaled_mm",
            ts_opf_mm,
            "2*m*n*k; scales and bias not counted (FlopCounterMode)",

@@ -59,6 +59,7 @@ typedef struct tsx_counter {
      * propagation (metadata), run uncounted; unless the DTensor's own local
      * tensors are fake (a fake-tensor analysis of a sharded model) */
     bool skip_fake;
+    int backward_id;  /* and of its backward's listing */
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -730,7 +731,8 @@ record_op(tsx_counter *c,
 static ts_attn_sink
 sink_of(tsx_counter *c)
 {
-    ts_attn_sink sink = {c->stats, c->session, c->attention_id};
+    ts_attn_sink sink = {
+        c->stats, c->session, c->attention_id, c->backward_id};
     return sink;
 }
 
@@ -768,6 +770,9 @@ record_counted(tsx_counter *c,
         (s->entry->flags & TS_OPF_MATRIX) != 0 ? res->matrix_flops : -1;
     if ((s->entry->flags & TS_OPF_SDPA_FORWARD) != 0) {
         rc = ts_attn_record_kernel(&c->match, &sink, &cc);
+    }
+    else if ((s->entry->flags & TS_OPF_SDPA_BACKWARD) != 0) {
+        rc = ts_attn_record_backward_kernel(&c->match, &sink, &cc);
     }
     else if (s->role != TS_ATTN_ROLE_NONE || c->match.npending > 0) {
         rc = ts_attn_feed(&c->match, &sink, s->role, call, &cc);
@@ -1229,7 +1234,11 @@ counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     c->attention_id = c->stats != NULL ? ts_opstats_intern(
                           c->stats, "aten.scaled_dot_product_attention")
                                        : TS_ENOMEM;
-    if (c->attention_id < 0) {
+    c->backward_id =
+        c->attention_id >= 0 ? ts_opstats_intern(
+            c->stats, "aten.scaled_dot_product_attention_backward")
+                             : TS_ENOMEM;
+    if (c->attention_id < 0 || c->backward_id < 0) {
         Py_DECREF(c);
         return tsx_raise_status(TS_ENOMEM, NULL);
     }

@@ -82,6 +82,8 @@ fixture_init(fixture *f, ts_session *session)
     f->sink.session = session;
     f->sink.attention_id =
         ts_opstats_intern(f->stats, "aten.scaled_dot_product_attention");
+    f->sink.backward_id = ts_opstats_intern(
+        f->stats, "aten.scaled_dot_product_attention_backward");
     ts_attn_matcher_init(&f->m);
     f->layer = -1;
 }
@@ -112,6 +114,10 @@ feed(fixture *f, const char *overload, const ts_op_call *call)
     cc.matrix_flops = (e->flags & TS_OPF_MATRIX) != 0 ? r.matrix_flops : -1;
     if ((e->flags & TS_OPF_SDPA_FORWARD) != 0) {
         CHECK_EQ_INT(ts_attn_record_kernel(&f->m, &f->sink, &cc), TS_OK);
+    }
+    else if ((e->flags & TS_OPF_SDPA_BACKWARD) != 0) {
+        CHECK_EQ_INT(ts_attn_record_backward_kernel(&f->m, &f->sink, &cc),
+                     TS_OK);
     }
     else {
         CHECK_EQ_INT(
@@ -461,6 +467,293 @@ test_sequences_and_kernels(void)
     ts_opstats_free(f.stats);
 }
 
+/* ---- the backward of the math path ----------------------------------------
+ */
+
+static void
+a_ints(ts_op_call *c, int64_t v)
+{
+    c->args[c->nargs].kind = TS_ARG_INTS;
+    c->args[c->nargs].nints = 1;
+    c->args[c->nargs++].ints[0] = v;
+}
+
+/* The sums of dK and dV over the 4 query heads of each key/value head. */
+static void
+group_sums(fixture *f)
+{
+    ts_op_call c;
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "2,2,4,7,16");
+    a_ints(&c, 2);
+    c.args[c.nargs].kind = TS_ARG_BOOL;
+    c.args[c.nargs++].i = 1;
+    o_tensor(&c, F, "2,2,1,7,16");
+    feed(f, "aten.sum.dim_IntList", &c);
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "2,2,4,7,12");
+    a_ints(&c, 2);
+    c.args[c.nargs].kind = TS_ARG_BOOL;
+    c.args[c.nargs++].i = 1;
+    o_tensor(&c, F, "2,2,1,7,12");
+    feed(f, "aten.sum.dim_IntList", &c);
+}
+
+/* What autograd runs for the backward of gqa_case's math path (torch 2.13,
+ * printed as above; views, transposes, detaches and the copies of
+ * accumulated gradients are ignored operators and are not fed): dV, dP,
+ * [dropout], dS, dK^T, dQ, k^T's and q's scale, the sums of dK and dV over
+ * the 4 query heads of each key/value head. `leave`: 1 leaves dV out, 2
+ * runs the sums after q's scale. */
+static void
+run_math_backward(fixture *f, const attn_case *a, double factor, int leave)
+{
+    ts_op_call c;
+    if (!(leave & 1)) {
+        memset(&c, 0, sizeof c);
+        a_tensor(&c, F, "16,7,5");
+        a_tensor(&c, F, "16,5,12");
+        o_tensor(&c, F, "16,7,12");
+        feed(f, "aten.bmm.default", &c);
+    }
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "16,5,12");
+    a_tensor(&c, F, "16,12,7");
+    o_tensor(&c, F, "16,5,7");
+    feed(f, "aten.bmm.default", &c);
+    if (a->dropout) {
+        memset(&c, 0, sizeof c);
+        a_tensor(&c, F, a->scores);
+        a_tensor(&c, F, a->scores);
+        o_tensor(&c, F, a->scores);
+        feed(f, "aten.mul.Tensor", &c);
+    }
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, a->scores);
+    a_tensor(&c, F, a->scores);
+    a_int(&c, -1);
+    o_tensor(&c, F, a->scores);
+    feed(f, "aten._softmax_backward_data.default", &c);
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "16,16,5");
+    a_tensor(&c, F, "16,5,7");
+    o_tensor(&c, F, "16,16,7");
+    feed(f, "aten.bmm.default", &c);
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "16,5,7");
+    a_tensor(&c, F, "16,7,16");
+    o_tensor(&c, F, "16,5,16");
+    feed(f, "aten.bmm.default", &c);
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, a->kt);
+    a_real(&c, factor);
+    o_tensor(&c, F, a->kt);
+    feed(f, "aten.mul.Scalar", &c);
+    if (!(leave & 2)) {
+        group_sums(f);
+    }
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, a->q);
+    a_real(&c, factor);
+    o_tensor(&c, F, a->q);
+    feed(f, "aten.mul.Scalar", &c);
+    if (leave & 2) {
+        group_sums(f);
+    }
+}
+
+/* The CPU backward kernel's count for gqa_case, by its own formula. */
+static int64_t
+kernel_backward_count(bool causal, bool mask, bool dropout)
+{
+    const ts_op_entry *e = ts_op_lookup(
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward");
+    ts_op_call c;
+    ts_op_result r;
+    ts_error err;
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "2,8,5,12");
+    a_tensor(&c, F, "2,8,5,16");
+    a_tensor(&c, F, "2,2,7,16");
+    a_tensor(&c, F, "2,2,7,12");
+    a_tensor(&c, F, "2,8,5,12");
+    a_tensor(&c, F, "2,8,5");
+    a_real(&c, dropout ? 0.1 : 0.0);
+    c.args[c.nargs].kind = TS_ARG_BOOL;
+    c.args[c.nargs++].i = causal;
+    if (mask) {
+        a_tensor(&c, F, "5,7");
+    }
+    ts_error_clear(&err);
+    CHECK_EQ_INT(e->formula(&c, &r, &err), TS_OK);
+    return r.flops;
+}
+
+/* rows 80, scores 560: the five products 2*560*(3*16 + 2*12) = 80640,
+ * 6 per score 3360, rowsum(dO*O) 80*(2*12 - 1) = 1840, the group sums
+ * (8 - 2)*2*7*(16 + 12) = 2352; a mask 560 more, dropout 2*560 more.
+ * Operator by operator the math path runs 70304: four products
+ * 2*13440 + 2*17920, dS 4*560 - 80, the scales 1792 + 1280 and the sums
+ * 1344 + 1008. */
+#define BACKWARD 88192
+
+static void
+test_backward_counts_as_the_kernels(void)
+{
+    static const struct {
+        bool causal, mask, dropout;
+        int64_t forward, backward;
+    } variants[] = {
+        {false, false, false, 34560, BACKWARD},
+        {true, false, false, 35120, BACKWARD + 560},
+        {false, true, false, 35120, BACKWARD + 560},
+        {false, false, true, 35680, BACKWARD + 1120},
+    };
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        fixture f;
+        attn_case a = gqa_case();
+        json_t *r;
+        a.causal = variants[i].causal;
+        a.mask = variants[i].mask;
+        a.dropout = variants[i].dropout;
+        fixture_init(&f, NULL);
+        run_math_path(&f, &a);
+        run_math_backward(&f, &a, 0.5, 0);
+        CHECK_EQ_INT(f.m.npending, 0); /* completed by q's scale */
+        r = report(&f);
+        CHECK_EQ_INT(json_object_size(json_object_get(r, "by_operator")), 2);
+        CHECK_EQ_INT(
+            get(r, "by_operator", "aten.scaled_dot_product_attention"),
+            variants[i].forward);
+        CHECK_EQ_INT(get(r,
+                         "by_operator",
+                         "aten.scaled_dot_product_attention_backward"),
+                     variants[i].backward);
+        CHECK_EQ_INT(
+            variants[i].backward,
+            kernel_backward_count(
+                variants[i].causal, variants[i].mask, variants[i].dropout));
+        CHECK_EQ_INT(total(r), variants[i].forward + variants[i].backward);
+        /* the six products where FlopCounterMode counts them */
+        CHECK_EQ_INT(get(r, "matrix_product_flops", "aten.bmm"),
+                     31360 + 2 * 13440 + 2 * 17920);
+        json_decref(r);
+        ts_opstats_free(f.stats);
+    }
+}
+
+/* Backwards that are not a grouped forward's: operator by operator. */
+static void
+test_backward_unmatched(void)
+{
+    fixture f;
+    attn_case a = gqa_case();
+    json_t *r;
+
+    /* no forward was grouped (a fused kernel ran, or eager code) */
+    fixture_init(&f, NULL);
+    run_math_backward(&f, &a, 0.5, 0);
+    r = report(&f);
+    CHECK_EQ_INT(
+        get(r, "by_operator", "aten.scaled_dot_product_attention_backward"),
+        -1);
+    CHECK_EQ_INT(total(r), 70304);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+
+    /* a scale other than the forward's */
+    fixture_init(&f, NULL);
+    run_math_path(&f, &a);
+    run_math_backward(&f, &a, 0.25, 0);
+    r = report(&f);
+    CHECK_EQ_INT(total(r), 34560 + 70304);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+
+    /* only q's gradient (no dV): not the whole backward */
+    fixture_init(&f, NULL);
+    run_math_path(&f, &a);
+    run_math_backward(&f, &a, 0.5, 1);
+    r = report(&f);
+    CHECK_EQ_INT(total(r), 34560 + 70304 - 13440);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+
+    /* two forwards, three backwards: the third is not grouped */
+    fixture_init(&f, NULL);
+    run_math_path(&f, &a);
+    run_math_path(&f, &a);
+    for (int i = 0; i < 3; i++) {
+        run_math_backward(&f, &a, 0.5, 0);
+    }
+    r = report(&f);
+    CHECK_EQ_INT(
+        get(r, "by_operator", "aten.scaled_dot_product_attention_backward"),
+        2 * BACKWARD);
+    CHECK_EQ_INT(total(r), 2 * 34560 + 2 * BACKWARD + 70304);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+
+    /* sums that come after q's scale are counted as themselves: the total
+     * is the same, the grouped backward lacks the group term */
+    fixture_init(&f, NULL);
+    run_math_path(&f, &a);
+    run_math_backward(&f, &a, 0.5, 2);
+    r = report(&f);
+    CHECK_EQ_INT(
+        get(r, "by_operator", "aten.scaled_dot_product_attention_backward"),
+        BACKWARD - 2352 - 2 * 80 * 0);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+
+    /* the forwards stay remembered across a flush */
+    fixture_init(&f, NULL);
+    run_math_path(&f, &a);
+    CHECK_EQ_INT(ts_attn_flush(&f.m, &f.sink), TS_OK);
+    run_math_backward(&f, &a, 0.5, 0);
+    r = report(&f);
+    CHECK_EQ_INT(
+        get(r, "by_operator", "aten.scaled_dot_product_attention_backward"),
+        BACKWARD);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+}
+
+/* A fused backward kernel is listed as the attention's backward too. */
+static void
+test_backward_kernels(void)
+{
+    fixture f;
+    ts_op_call c;
+    json_t *r;
+    fixture_init(&f, NULL);
+    memset(&c, 0, sizeof c);
+    a_tensor(&c, F, "2,8,5,12");
+    a_tensor(&c, F, "2,8,5,16");
+    a_tensor(&c, F, "2,2,7,16");
+    a_tensor(&c, F, "2,2,7,12");
+    a_tensor(&c, F, "2,8,5,12");
+    a_tensor(&c, F, "2,8,5");
+    a_real(&c, 0.0);
+    c.args[c.nargs].kind = TS_ARG_BOOL;
+    c.args[c.nargs++].i = 0;
+    feed(&f,
+         "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+         &c);
+    r = report(&f);
+    CHECK_EQ_INT(
+        get(r, "by_operator", "aten.scaled_dot_product_attention_backward"),
+        BACKWARD);
+    CHECK_EQ_INT(json_object_size(json_object_get(r, "by_operator")), 1);
+    CHECK_EQ_INT(
+        get(r,
+            "matrix_product_flops",
+            "aten._scaled_dot_product_flash_attention_for_cpu_backward"),
+        80640);
+    json_decref(r);
+    ts_opstats_free(f.stats);
+}
+
 /* Calls are attributed to the layer that ran them; a sequence that crosses
  * a layer boundary is not one attention. */
 static void
@@ -506,6 +799,9 @@ test_roles(void)
     CHECK_EQ_INT(ts_attn_role_of("aten.add_.Tensor"), TS_ATTN_ROLE_ADD);
     CHECK_EQ_INT(ts_attn_role_of("aten._safe_softmax.default"),
                  TS_ATTN_ROLE_SOFTMAX);
+    CHECK_EQ_INT(ts_attn_role_of("aten._softmax_backward_data.default"),
+                 TS_ATTN_ROLE_SOFTMAX_BW);
+    CHECK_EQ_INT(ts_attn_role_of("aten.sum.dim_IntList"), TS_ATTN_ROLE_SUM);
     CHECK_EQ_INT(ts_attn_role_of("aten.bmm.out"), TS_ATTN_ROLE_NONE);
     CHECK_EQ_INT(ts_attn_role_of("aten.mul"), TS_ATTN_ROLE_NONE);
     CHECK_EQ_INT(ts_attn_role_of(NULL), TS_ATTN_ROLE_NONE);
@@ -518,6 +814,9 @@ main(void)
     test_math_path_counts_as_the_kernels();
     test_broken_sequences_count_operator_by_operator();
     test_sequences_and_kernels();
+    test_backward_counts_as_the_kernels();
+    test_backward_unmatched();
+    test_backward_kernels();
     test_layers();
     return ts_test_report();
 }

@@ -711,6 +711,78 @@ test_attention_fused(void)
     CHECK(method_is(&m, "attention"));
 }
 
+/* The same attention on meta tensors, where scaled_dot_product_attention
+ * runs its math path inside the block: q and k^T each scaled by the square
+ * root of the scale, grouped-query expansion (copies), QK^T, the mask added,
+ * _safe_softmax, weights x V. The two scalings are the core's scale, counted
+ * once (R D), so the block counts as with the fused kernel. `kscale` 0
+ * leaves k^T's scaling out. */
+static size_t
+math_path_ops(ts_match_op *o, double qscale, double kscale)
+{
+    size_t n = 0;
+    o[n] = op("aten.mul", S4(2, 4, 8, 4), 256);
+    t_arg(&o[n], S4(2, 4, 8, 4));
+    r_arg(&o[n++], qscale);
+    o[n] = op("aten.clone", shp(5, 2LL, 2LL, 2LL, 8LL, 4LL), 0);
+    t_arg(&o[n++], shp(5, 2LL, 2LL, 2LL, 8LL, 4LL));
+    o[n] = op("aten.view", S4(2, 4, 8, 4), 0);
+    t_arg(&o[n++], shp(5, 2LL, 2LL, 2LL, 8LL, 4LL));
+    o[n] = op("aten.transpose", S4(2, 4, 4, 8), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    if (kscale != 0.0) {
+        o[n] = op("aten.mul", S4(2, 4, 4, 8), 256);
+        t_arg(&o[n], S4(2, 4, 4, 8));
+        r_arg(&o[n++], kscale);
+    }
+    o[n] = op("aten.bmm", S3(8, 8, 8), 4096);
+    t_arg(&o[n], S3(8, 8, 4));
+    t_arg(&o[n++], S3(8, 4, 8));
+    o[n] = op("aten.add", S4(2, 4, 8, 8), 512);
+    t_arg(&o[n], S4(2, 4, 8, 8));
+    t_arg(&o[n++], S4(2, 1, 8, 8));
+    o[n] = op("aten._safe_softmax", S4(2, 4, 8, 8), 5 * 512 - 128 + 512);
+    t_arg(&o[n], S4(2, 4, 8, 8));
+    i_arg(&o[n++], -1);
+    o[n] = op("aten.bmm", S3(8, 8, 4), 4096);
+    t_arg(&o[n], S3(8, 8, 8));
+    t_arg(&o[n++], S3(8, 8, 4));
+    return n;
+}
+
+static void
+test_attention_math_path(void)
+{
+    ts_match_op o[12];
+    size_t n = math_path_ops(o, 0.7071067811865476, 0.7071067811865476);
+    matched m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    matched fused;
+    int64_t dmas;
+    CHECK(method_is(&m, "attention"));
+    o[0] = sdpa(true, 0.5);
+    fused = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE);
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, fused.r.estimates.flops.value.i);
+    CHECK_EQ_INT(m.r.estimates.macs.value.i, fused.r.estimates.macs.value.i);
+    /* DMAs: the core's (q, k, v and the mask read, the output written, the
+     * scores 4 R S) and the expansion's copy, read and written */
+    dmas = 256 + 256 + 256 + 256 + 128 + 4 * 512 + 2 * 256;
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas);
+
+    /* a scale of 1 (T5's): the scalings multiply by 1, nothing to count */
+    n = math_path_ops(o, 1.0, 1.0);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256);
+
+    /* q scaled alone is the block's own work (Whisper's q * D^-1/2): an
+     * operator, read and written, and the core is not scaled */
+    n = math_path_ops(o, 0.5, 0.0);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256 + 256);
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas + 2 * 256);
+}
+
 /* The same attention as eager_attention_forward runs it (after repeat_kv):
  * bmm, scale, mask, softmax, bmm; equal to the fused kernel's estimate. */
 static void
@@ -869,6 +941,275 @@ test_experts(void)
     CHECK(m.r.uncovered);
 }
 
+/* ---- vision pipelines: whole-call counts ----------------------------------
+ */
+
+/* torchvision's AnchorGenerator on one 2 x 2 feature map, 3 anchors per
+ * location: integer shifts (arange times the stride: integer work, 0), a
+ * grid, and the anchors = shifts + base anchors (float): 4 adds per anchor
+ * coordinate. */
+static size_t
+anchor_ops(ts_match_op *o)
+{
+    size_t n = 0;
+    for (int axis = 0; axis < 2; axis++) {
+        o[n++] = op("aten.arange", ints_shape(S1(2)), 0);
+        o[n] = op("aten.mul", ints_shape(S1(2)), 0);
+        t_arg(&o[n], ints_shape(S1(2)));
+        t_arg(&o[n++], ints_shape(shp(0)));
+    }
+    o[n] = op("aten.expand", ints_shape(S2(2, 2)), 0);
+    t_arg(&o[n++], ints_shape(S2(2, 1)));
+    o[n] = op("aten.clone", ints_shape(S2(2, 2)), 0);
+    t_arg(&o[n++], ints_shape(S2(2, 2)));
+    o[n] = op("aten.stack", ints_shape(S2(4, 4)), 0);
+    tensors_arg(&o[n++], ints_shape(S1(4)), 4);
+    o[n] = op("aten.add", S3(4, 3, 4), 48);
+    t_arg(&o[n], ints_shape(S3(4, 1, 4)));
+    t_arg(&o[n++], S3(1, 3, 4));
+    o[n] = op("aten.view", S2(12, 4), 0);
+    t_arg(&o[n++], S3(4, 3, 4));
+    return n;
+}
+
+static void
+test_grid(void)
+{
+    ts_match_op o[12];
+    size_t n = anchor_ops(o);
+    matched m = run(o, n, true, S4(1, 8, 2, 2), S2(12, 4));
+    CHECK(method_is(&m, "grid"));
+    /* DMAs: arange 2 + 2 written, each mul reads 2 + 1 and writes 2, the
+     * clone and the stack copy 4 and 16 (read and written), the add reads
+     * 16 + 12 and writes 48 */
+    CHECK_COUNTS(m, 48, 0, 4 + 2 * 5 + 2 * 4 + 2 * 16 + (16 + 12 + 48));
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_NOT_APPLICABLE);
+
+    /* a reduction is not a grid's work; nor is a composite's */
+    o[n] = op("aten.sum", shp(0), 47);
+    t_arg(&o[n], S3(4, 3, 4));
+    m = run(o, n + 1, true, S4(1, 8, 2, 2), S2(12, 4));
+    CHECK_EQ_INT(m.rc, 0);
+    m = run(o, n, false, S4(1, 8, 2, 2), S2(12, 4));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(!m.r.uncovered);
+    /* positions are needed: elementwise work alone is not a grid */
+    o[0] = op("aten.zeros", ints_shape(S1(2)), 0);
+    o[2] = op("aten.zeros", ints_shape(S1(2)), 0);
+    m = run(o, n, true, S4(1, 8, 2, 2), S2(12, 4));
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+/* GeneralizedRCNNTransform on one (3, 8, 8) image resized to 16 x 16:
+ * normalized (sub, div by per-channel constants), resized (bilinear),
+ * padded into a batch (new_full, copy_). Its input is a list: no input
+ * tensor. */
+static void
+test_resample(void)
+{
+    ts_match_op o[8];
+    size_t n = 0;
+    ts_match_call call;
+    ts_match_result r;
+    int64_t out = 3 * 16 * 16;
+    o[n++] = op("aten.lift_fresh", S1(3), 0);
+    o[n] = op("aten.sub", S3(3, 8, 8), 192);
+    t_arg(&o[n], S3(3, 8, 8));
+    t_arg(&o[n++], S3(3, 1, 1));
+    o[n] = op("aten.div", S3(3, 8, 8), 192);
+    t_arg(&o[n], S3(3, 8, 8));
+    t_arg(&o[n++], S3(3, 1, 1));
+    /* torchscan_flops_v1: 9 per output as the CPU kernel evaluates it */
+    o[n] = op("aten.upsample_bilinear2d", S4(1, 3, 16, 16), 9 * out);
+    t_arg(&o[n++], S4(1, 3, 8, 8));
+    o[n] = op("aten.new_full", S4(1, 3, 16, 16), 0);
+    t_arg(&o[n++], S3(3, 16, 16));
+    o[n] = op("aten.copy_", S3(3, 16, 16), 0);
+    t_arg(&o[n], S3(3, 16, 16));
+    t_arg(&o[n++], S3(3, 16, 16));
+    memset(&call, 0, sizeof call);
+    call.ops = o;
+    call.nops = n;
+    call.leaf = true;
+    CHECK_EQ_INT(ts_match_call_estimates(&call, &r), 1);
+    CHECK(strcmp(r.method, METHOD "resample") == 0);
+    /* the resize by Upsample's bilinear terms: 7, 4 and 5 per output */
+    CHECK_EQ_INT(r.estimates.flops.value.i, 192 + 192 + 7 * out);
+    CHECK_EQ_INT(r.estimates.macs.value.i, 4 * out);
+    CHECK_EQ_INT(r.estimates.dmas.value.i,
+                 3 + 2 * (192 + 3 + 192) + 5 * out + out + 2 * out);
+
+    /* torchvision's FeaturePyramidNetwork (children: the convolutions) adds
+     * each top-down map, upsampled to the nearest, to the lateral one */
+    o[0] = op("aten.upsample_nearest2d", S4(1, 4, 8, 8), 0);
+    t_arg(&o[0], S4(1, 4, 4, 4));
+    o[1] = op("aten.add", S4(1, 4, 8, 8), 256);
+    t_arg(&o[1], S4(1, 4, 8, 8));
+    t_arg(&o[1], S4(1, 4, 8, 8));
+    {
+        matched m = run(o, 2, false, S4(1, 4, 8, 8), S4(1, 4, 8, 8));
+        CHECK(method_is(&m, "resample"));
+        CHECK_COUNTS(m, 256, 0, 2 * 256 + 3 * 256);
+        /* beside a convolution, a composite's interpolation is work no
+         * signature recognizes */
+        o[1] = op("aten.convolution", S4(1, 4, 8, 8), 4096);
+        t_arg(&o[1], S4(1, 4, 8, 8));
+        t_arg(&o[1], S4(4, 4, 1, 1));
+        m = run(o, 2, false, S4(1, 4, 8, 8), S4(1, 4, 8, 8));
+        CHECK_EQ_INT(m.rc, 0);
+        CHECK(m.r.uncovered);
+        /* and so is an interpolation beside a reduction */
+        o[1] = op("aten.mean", S4(1, 4, 1, 1), 256);
+        t_arg(&o[1], S4(1, 4, 8, 8));
+        m = run(o, 2, false, S4(1, 4, 8, 8), S4(1, 4, 1, 1));
+        CHECK_EQ_INT(m.rc, 0);
+        CHECK(m.r.uncovered);
+    }
+}
+
+/* MultiScaleRoIAlign on one level: the level of each of 4 boxes (area,
+ * sqrt, log2, floor, clamp), a value read back, the boxes of the level
+ * (eq, nonzero, index), roi_align to 2 x 2 bins of 2 channels with 2 x 2
+ * samples (K ph pw S (8 + 8C) + K C ph pw = 1,568), put in place. */
+static void
+test_roi_pool(void)
+{
+    ts_match_op o[10];
+    size_t n = 0;
+    matched m;
+    o[n++] = op("aten._local_scalar_dense", shp(0), 0);
+    o[n] = op("aten.mul", S1(4), 4);
+    t_arg(&o[n], S1(4));
+    t_arg(&o[n++], S1(4));
+    o[n] = op("aten.sqrt", S1(4), 4);
+    t_arg(&o[n++], S1(4));
+    o[n] = op("aten.log2", S1(4), 4);
+    t_arg(&o[n++], S1(4));
+    o[n] = op("aten.floor", S1(4), 4);
+    t_arg(&o[n++], S1(4));
+    o[n] = op("aten.eq", ints_shape(S1(4)), 0);
+    t_arg(&o[n], ints_shape(S1(4)));
+    i_arg(&o[n++], 0);
+    o[n] = op("aten.nonzero", ints_shape(S2(4, 1)), 0);
+    t_arg(&o[n++], ints_shape(S1(4)));
+    o[n] = op("aten.index", S2(4, 5), 0);
+    t_arg(&o[n++], S2(4, 5));
+    o[n] = op("torchvision.roi_align", S4(4, 2, 2, 2), 1568);
+    t_arg(&o[n], S4(1, 2, 8, 8));
+    t_arg(&o[n++], S2(4, 5));
+    o[n] = op("aten.index_put_", S4(4, 2, 2, 2), 0);
+    t_arg(&o[n++], S4(4, 2, 2, 2));
+    m = run(o, n, true, S4(1, 2, 8, 8), S4(4, 2, 2, 2));
+    CHECK(method_is(&m, "roi_pool"));
+    CHECK_COUNTS(m,
+                 4 * 4 + 1568,
+                 0,
+                 1 + (12 + 3 * 8) + (4 + 4) + (4 + 4) + (20 + 20)
+                     + (128 + 20 + 32) + 2 * 32);
+    /* a region pooling without its count (sampling_ratio <= 0: a lower
+     * bound) is not matched */
+    o[8].counted = false;
+    m = run(o, n, true, S4(1, 2, 8, 8), S4(4, 2, 2, 2));
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+/* A detection model's post-processing, longer than the signatures' window
+ * of computing operators: 600 scalar steps (a loop over detections), box
+ * decoding, scores, top-k, non-maximum suppression. */
+static void
+test_postprocess(void)
+{
+    enum {
+        LOOP = 600
+    };
+    static ts_match_op o[LOOP + 8];
+    size_t n = 0;
+    matched m;
+    for (int i = 0; i < LOOP; i++) {
+        o[n] = op("aten.mul", S1(4), 4);
+        t_arg(&o[n], S1(4));
+        r_arg(&o[n++], 0.5);
+    }
+    o[n] = op("aten.exp", S2(16, 4), 64);
+    t_arg(&o[n++], S2(16, 4));
+    o[n] = op("aten.sigmoid", S2(1, 16), 64);
+    t_arg(&o[n++], S2(1, 16));
+    o[n] = op("aten.topk", S2(1, 8), 64);
+    t_arg(&o[n], S2(1, 16));
+    i_arg(&o[n], 8);
+    o[n].nouts = 2;
+    o[n++].outs[1] = ints_shape(S2(1, 8));
+    o[n] = op("aten.nonzero", ints_shape(S2(8, 1)), 0);
+    t_arg(&o[n++], ints_shape(S1(8)));
+    o[n] = op("torchvision.nms", ints_shape(S1(5)), 8 * 3 + 3 * 8 + 13 * 28);
+    t_arg(&o[n], S2(8, 4));
+    t_arg(&o[n], S1(8));
+    r_arg(&o[n++], 0.7);
+    o[n++] = op("aten._local_scalar_dense", shp(0), 0);
+    m = run(o, n, false, S4(1, 4, 4, 4), S2(5, 4));
+    CHECK(method_is(&m, "postprocess"));
+    CHECK_COUNTS(
+        m,
+        4 * LOOP + 64 + 64 + 64 + 0 + 412,
+        0,
+        (4 + 4) * LOOP + 128 + 32 + (16 + 16) + (8 + 8) + (32 + 8 + 5) + 1);
+    CHECK_EQ_INT(m.r.estimates.rf.kind, TS_EST_NOT_APPLICABLE);
+
+    /* a matrix product is not post-processing: unsupported */
+    o[LOOP] = op("aten.mm", S2(16, 4), 512);
+    t_arg(&o[LOOP], S2(16, 8));
+    t_arg(&o[LOOP], S2(8, 4));
+    m = run(o, n, false, S4(1, 4, 4, 4), S2(5, 4));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(m.r.uncovered);
+    /* without a selection, a composite's elementwise steps are its glue */
+    m = run(o, LOOP, false, S1(4), S1(4));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(!m.r.uncovered);
+    /* a leaf longer than the window that only the windowed signatures
+     * would recognize (a pointwise chain) stays unsupported */
+    m = run(o, LOOP, true, S1(4), S1(4));
+    CHECK_EQ_INT(m.rc, 0);
+}
+
+/* RAFT's correlation, run by the model itself: the all-pairs product of
+ * two (1, 8, 4, 4) feature maps, a pyramid level (avg_pool2d), a lookup
+ * (grid_sampler_2d) and the final flow upsampling. */
+static void
+test_correlation(void)
+{
+    ts_match_op o[6];
+    matched m;
+    o[0] = op("aten.bmm", S3(1, 16, 16), 2 * 8 * 256);
+    t_arg(&o[0], S3(1, 16, 8));
+    t_arg(&o[0], S3(1, 8, 16));
+    o[1] = op("aten.div", S3(1, 16, 16), 256);
+    t_arg(&o[1], S3(1, 16, 16));
+    t_arg(&o[1], shp(0));
+    o[2] = op("aten.avg_pool2d", S4(16, 1, 2, 2), 64 * 4);
+    t_arg(&o[2], S4(16, 1, 4, 4));
+    o[3] = op("aten.grid_sampler_2d", S4(16, 1, 3, 3), 1000);
+    t_arg(&o[3], S4(16, 1, 4, 4));
+    t_arg(&o[3], S4(16, 3, 3, 2));
+    o[4] = op("aten.upsample_bilinear2d", S4(1, 2, 8, 8), 9 * 128);
+    t_arg(&o[4], S4(1, 2, 4, 4));
+    m = run(o, 5, false, S4(1, 3, 32, 32), S4(1, 2, 8, 8));
+    CHECK(method_is(&m, "correlation"));
+    /* the product by the module convention (2K - 1 per output), the
+     * upsampling by Upsample's (7 per output), the rest as counted */
+    CHECK_COUNTS(m,
+                 256 * 15 + 256 + 256 + 1000 + 7 * 128,
+                 256 * 8 + 4 * 128,
+                 (128 + 128 + 256) + (256 + 1 + 256) + (256 + 64)
+                     + (256 + 288 + 144) + 5 * 128);
+    /* without lookups, a product is not a correlation: unsupported */
+    o[3] = op("aten.relu", S4(16, 1, 2, 2), 64);
+    t_arg(&o[3], S4(16, 1, 2, 2));
+    m = run(o, 5, false, S4(1, 3, 32, 32), S4(1, 2, 8, 8));
+    CHECK_EQ_INT(m.rc, 0);
+    CHECK(m.r.uncovered);
+}
+
 /* ---- the session: recording and matching a call ---------------------------
  */
 
@@ -975,10 +1316,16 @@ main(void)
     test_pointwise();
     test_rotary();
     test_attention_fused();
+    test_attention_math_path();
     test_attention_eager();
     test_attention_child_softmax();
     test_router();
     test_experts();
+    test_grid();
+    test_resample();
+    test_roi_pool();
+    test_postprocess();
+    test_correlation();
     test_session();
     return ts_test_report();
 }

@@ -2884,7 +2884,8 @@ test_cpu_attention_backward(void)
     CHECK_EXACT(name, c, 1736);
     CHECK_MATRIX(1440);
     CHECK(ts_op_lookup(name)->flags
-          == (TS_OPF_EXTENSION | TS_OPF_ATTENTION | TS_OPF_MATRIX));
+          == (TS_OPF_EXTENSION | TS_OPF_ATTENTION | TS_OPF_MATRIX
+              | TS_OPF_SDPA_BACKWARD));
     c.args[7].i = 1;
     CHECK_EXACT(name, c, 1766);
     a_tensor(&c, F, "3,5");
