@@ -180,7 +180,7 @@ int ck_read_safetensors_index(ck_set *set,
                               const char *dir,
                               ts_error *err);
 
-/* ---- pickles (ckpt_pickle.c) ---- */
+/* ---- pickles (ckpt_pickle.c, ckpt_pickle_walk.c) ---- */
 
 /* Runs the pickle data[0..len) (the entry `what` of src, at file offset
  * `base`) on the symbolic machine and adds the tensors it describes, the
@@ -226,10 +226,29 @@ int ck_unpickle_value(const ck_source *src,
                       ck_pickle_value *out,
                       ts_error *err);
 
+/* ---- the names torch's pickles use (ckpt_torch_names.c) ---- */
+
 /* Whether torch.load(weights_only=True) in torch 2.13 allows a global
  * ("module.name"); the sorted allowlist itself (for tests). */
 bool ck_global_allowed(const char *name);
 size_t ck_allowed_globals(const char *const **names);
+
+/* A torch dtype: its name after "torch.", the full name, bytes per
+ * element. */
+typedef struct ck_torch_dtype {
+    const char *name, *full;
+    int itemsize;
+} ck_torch_dtype;
+
+/* The dtype a global such as "torch.float32" names; NULL when it is none. */
+const ck_torch_dtype *ck_dtype_of_global(const char *name);
+/* The dtype of a storage type global (torch.FloatStorage -> float32);
+ * untyped storages hold bytes (uint8); NULL when it is none. */
+const ck_torch_dtype *ck_dtype_of_storage(const char *name);
+/* The Python 3 name of the module m[0..*n) a protocol 2 pickle names
+ * (_compat_pickle's IMPORT_MAPPING); *n is set to its length. Returns m
+ * itself when it has no other name. */
+const char *ck_py3_module(const char *m, size_t *n);
 
 /* ---- PyTorch files (ckpt_zip.c, ckpt_legacy.c) ---- */
 

@@ -10,8 +10,10 @@
  * ids ('storage', type, key, location, numel) become storages of the set.
  * Every global is classified against the allowlist of
  * torch.load(weights_only=True) in torch 2.13 (torch/_weights_only_
- * unpickler.py: _get_allowed_globals); one outside it is reported with a
- * checkpoint_unsafe_global diagnostic and makes the totals partial.
+ * unpickler.py: _get_allowed_globals; the table is in ckpt_torch_names.c);
+ * one outside it is reported with a checkpoint_unsafe_global diagnostic
+ * and makes the totals partial. The tensors of the result are named by
+ * ckpt_pickle_walk.c.
  *
  * Bounds: the stack and the memo hold at most one value per byte of the
  * pickle; a memo index past that is refused; the walk that names tensors
@@ -20,72 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt_internal.h"
+#include "ckpt_pickle_internal.h"
 #include "record_util.h"
 
-#define PK_MAX_DEPTH 256
-#define PK_MAX_VISITS 4000000
-
-typedef enum {
-    PV_MARK,
-    PV_NONE,
-    PV_BOOL,
-    PV_INT,
-    PV_BIGINT, /* an integer past 64 bits: only its presence matters */
-    PV_FLOAT,
-    PV_STR,
-    PV_BYTES,
-    PV_TUPLE,
-    PV_LIST,
-    PV_DICT, /* items: key, value, key, value... */
-    PV_SET,
-    PV_GLOBAL,
-    PV_STORAGE,
-    PV_TENSOR, /* items: storage (or NONE), offset, size, stride, dtype */
-    PV_OBJECT, /* an opaque result: items are its arguments and state */
-} pv_kind;
-
-typedef struct pv pv;
-struct pv {
-    pv_kind kind;
-    bool parameter;   /* TENSOR: wrapped by a Parameter */
-    int64_t i;        /* BOOL, INT; STORAGE: its index in the set */
-    const char *s;    /* STR, BYTES: into the pickle; GLOBAL: text */
-    size_t n;         /* length of s */
-    const char *type; /* OBJECT: the global that made it (text) */
-    pv **items;
-    size_t nitems, cap;
-    pv *next_alloc; /* every value, for freeing */
-    char *owned;    /* GLOBAL: its name, malloc'd */
-};
-
-typedef struct pk {
-    ck_set *set;
-    const ck_source *src;
-    const char *what; /* the entry, for messages */
-    const uint8_t *data;
-    size_t len, pos;
-    uint64_t base;  /* file offset of data[0] */
-    bool truncated; /* read past the end of data */
-    pv **stack;
-    size_t nstack, cap_stack;
-    pv **memo;
-    size_t nmemo;
-    pv *values; /* the allocation list */
-    size_t nvalues;
-    json_t *global_index;  /* name -> row of set->globals */
-    json_t *storage_index; /* key -> index of set->storages */
-    int file;
-    bool legacy; /* persistent ids of the legacy format */
-    ts_error *err;
-} pk;
-
-static pv mark_value = {PV_MARK};
+pv ck_pk_mark = {PV_MARK};
 
 /* ---- errors ---- */
 
-static int
-pk_fail(pk *p, size_t at, const char *fmt, const char *detail)
+int
+ck_pk_fail(pk *p, size_t at, const char *fmt, const char *detail)
 {
     return ts_error_set(p->err,
                         TS_EFORMAT,
@@ -98,8 +43,8 @@ pk_fail(pk *p, size_t at, const char *fmt, const char *detail)
                         detail != NULL ? detail : "");
 }
 
-static int
-pk_nomem(pk *p)
+int
+ck_pk_nomem(pk *p)
 {
     return ts_error_set(p->err, TS_ENOMEM, "out of memory");
 }
@@ -112,12 +57,12 @@ pv_new(pk *p, pv_kind kind)
     pv *v;
     if (p->nvalues >= p->len + 16) {
         /* more values than bytes: impossible for a real pickle */
-        pk_fail(p, p->pos, "more values than the pickle has bytes", NULL);
+        ck_pk_fail(p, p->pos, "more values than the pickle has bytes", NULL);
         return NULL;
     }
     v = calloc(1, sizeof *v);
     if (v == NULL) {
-        pk_nomem(p);
+        ck_pk_nomem(p);
         return NULL;
     }
     v->kind = kind;
@@ -132,7 +77,7 @@ pv_append(pk *p, pv *to, pv *item)
 {
     if (grow((void **)&to->items, &to->cap, to->nitems + 1, sizeof *to->items)
         != TS_OK) {
-        return pk_nomem(p);
+        return ck_pk_nomem(p);
     }
     to->items[to->nitems++] = item;
     return TS_OK;
@@ -158,12 +103,12 @@ static int
 push(pk *p, pv *v)
 {
     if (v == NULL) {
-        return p->err->code != TS_OK ? p->err->code : pk_nomem(p);
+        return p->err->code != TS_OK ? p->err->code : ck_pk_nomem(p);
     }
     if (grow(
             (void **)&p->stack, &p->cap_stack, p->nstack + 1, sizeof *p->stack)
         != TS_OK) {
-        return pk_nomem(p);
+        return ck_pk_nomem(p);
     }
     p->stack[p->nstack++] = v;
     return TS_OK;
@@ -172,8 +117,8 @@ push(pk *p, pv *v)
 static pv *
 pop(pk *p, size_t at)
 {
-    if (p->nstack == 0 || p->stack[p->nstack - 1] == &mark_value) {
-        pk_fail(p, at, "pop from an empty stack", NULL);
+    if (p->nstack == 0 || p->stack[p->nstack - 1] == &ck_pk_mark) {
+        ck_pk_fail(p, at, "pop from an empty stack", NULL);
         return NULL;
     }
     return p->stack[--p->nstack];
@@ -182,8 +127,8 @@ pop(pk *p, size_t at)
 static pv *
 top(pk *p, size_t at)
 {
-    if (p->nstack == 0 || p->stack[p->nstack - 1] == &mark_value) {
-        pk_fail(p, at, "the stack is empty", NULL);
+    if (p->nstack == 0 || p->stack[p->nstack - 1] == &ck_pk_mark) {
+        ck_pk_fail(p, at, "the stack is empty", NULL);
         return NULL;
     }
     return p->stack[p->nstack - 1];
@@ -194,11 +139,11 @@ static long
 find_mark(pk *p, size_t at)
 {
     for (size_t k = p->nstack; k > 0; k--) {
-        if (p->stack[k - 1] == &mark_value) {
+        if (p->stack[k - 1] == &ck_pk_mark) {
             return (long)(k - 1);
         }
     }
-    pk_fail(p, at, "no mark on the stack", NULL);
+    ck_pk_fail(p, at, "no mark on the stack", NULL);
     return -1;
 }
 
@@ -227,7 +172,7 @@ take(pk *p, size_t n)
     const uint8_t *at;
     if (n > p->len - p->pos) {
         p->truncated = true;
-        pk_fail(
+        ck_pk_fail(
             p, p->pos, "truncated: the pickle ends inside an opcode", NULL);
         return NULL;
     }
@@ -244,317 +189,13 @@ take_line(pk *p, size_t *n)
     const uint8_t *nl = memchr(start, '\n', p->len - p->pos);
     if (nl == NULL) {
         p->truncated = true;
-        pk_fail(p, p->pos, "truncated: a GLOBAL line without its end", NULL);
+        ck_pk_fail(
+            p, p->pos, "truncated: a GLOBAL line without its end", NULL);
         return NULL;
     }
     *n = (size_t)(nl - start);
     p->pos += *n + 1;
     return (const char *)start;
-}
-
-/* ---- globals: torch 2.13's weights_only allowlist, sorted ---- */
-
-static const char *const allowed_globals[] = {
-    "_codecs.encode",
-    "builtins.bytearray",
-    "builtins.complex",
-    "builtins.set",
-    "collections.Counter",
-    "collections.OrderedDict",
-    "torch.BFloat16Storage",
-    "torch.BFloat16Tensor",
-    "torch.BoolStorage",
-    "torch.BoolTensor",
-    "torch.ByteStorage",
-    "torch.ByteTensor",
-    "torch.CharStorage",
-    "torch.CharTensor",
-    "torch.ComplexDoubleStorage",
-    "torch.ComplexFloatStorage",
-    "torch.DoubleStorage",
-    "torch.DoubleTensor",
-    "torch.FloatStorage",
-    "torch.FloatTensor",
-    "torch.HalfStorage",
-    "torch.HalfTensor",
-    "torch.IntStorage",
-    "torch.IntTensor",
-    "torch.LongStorage",
-    "torch.LongTensor",
-    "torch.QInt32Storage",
-    "torch.QInt8Storage",
-    "torch.QUInt2x4Storage",
-    "torch.QUInt4x2Storage",
-    "torch.QUInt8Storage",
-    "torch.ShortStorage",
-    "torch.ShortTensor",
-    "torch.Size",
-    "torch.Tensor",
-    "torch._tensor._rebuild_from_type_v2",
-    "torch._utils._rebuild_device_tensor_from_cpu_tensor",
-    "torch._utils._rebuild_device_tensor_from_numpy",
-    "torch._utils._rebuild_meta_tensor_no_storage",
-    "torch._utils._rebuild_nested_tensor",
-    "torch._utils._rebuild_parameter",
-    "torch._utils._rebuild_parameter_with_state",
-    "torch._utils._rebuild_qtensor",
-    "torch._utils._rebuild_sparse_tensor",
-    "torch._utils._rebuild_tensor",
-    "torch._utils._rebuild_tensor_v2",
-    "torch._utils._rebuild_tensor_v3",
-    "torch._utils._rebuild_wrapper_subclass",
-    "torch.bfloat16",
-    "torch.bits16",
-    "torch.bits1x8",
-    "torch.bits2x4",
-    "torch.bits4x2",
-    "torch.bits8",
-    "torch.bool",
-    "torch.complex128",
-    "torch.complex32",
-    "torch.complex64",
-    "torch.cuda.BFloat16Storage",
-    "torch.cuda.BFloat16Tensor",
-    "torch.cuda.BoolStorage",
-    "torch.cuda.BoolTensor",
-    "torch.cuda.ByteStorage",
-    "torch.cuda.ByteTensor",
-    "torch.cuda.CharStorage",
-    "torch.cuda.CharTensor",
-    "torch.cuda.ComplexDoubleStorage",
-    "torch.cuda.ComplexFloatStorage",
-    "torch.cuda.DoubleStorage",
-    "torch.cuda.DoubleTensor",
-    "torch.cuda.FloatStorage",
-    "torch.cuda.FloatTensor",
-    "torch.cuda.HalfStorage",
-    "torch.cuda.HalfTensor",
-    "torch.cuda.IntStorage",
-    "torch.cuda.IntTensor",
-    "torch.cuda.LongStorage",
-    "torch.cuda.LongTensor",
-    "torch.cuda.ShortStorage",
-    "torch.cuda.ShortTensor",
-    "torch.cuda.sparse.BFloat16Tensor",
-    "torch.cuda.sparse.ByteTensor",
-    "torch.cuda.sparse.CharTensor",
-    "torch.cuda.sparse.DoubleTensor",
-    "torch.cuda.sparse.FloatTensor",
-    "torch.cuda.sparse.HalfTensor",
-    "torch.cuda.sparse.IntTensor",
-    "torch.cuda.sparse.LongTensor",
-    "torch.cuda.sparse.ShortTensor",
-    "torch.device",
-    "torch.float16",
-    "torch.float32",
-    "torch.float4_e2m1fn_x2",
-    "torch.float64",
-    "torch.float8_e4m3fn",
-    "torch.float8_e4m3fnuz",
-    "torch.float8_e5m2",
-    "torch.float8_e5m2fnuz",
-    "torch.float8_e8m0fnu",
-    "torch.int1",
-    "torch.int16",
-    "torch.int2",
-    "torch.int3",
-    "torch.int32",
-    "torch.int4",
-    "torch.int5",
-    "torch.int6",
-    "torch.int64",
-    "torch.int7",
-    "torch.int8",
-    "torch.nn.parameter.Parameter",
-    "torch.per_channel_affine",
-    "torch.per_channel_affine_float_qparams",
-    "torch.per_channel_symmetric",
-    "torch.per_tensor_affine",
-    "torch.per_tensor_symmetric",
-    "torch.qint32",
-    "torch.qint8",
-    "torch.quint2x4",
-    "torch.quint4x2",
-    "torch.quint8",
-    "torch.serialization._get_layout",
-    "torch.sparse.BFloat16Tensor",
-    "torch.sparse.ByteTensor",
-    "torch.sparse.CharTensor",
-    "torch.sparse.DoubleTensor",
-    "torch.sparse.FloatTensor",
-    "torch.sparse.HalfTensor",
-    "torch.sparse.IntTensor",
-    "torch.sparse.LongTensor",
-    "torch.sparse.ShortTensor",
-    "torch.storage.TypedStorage",
-    "torch.storage.UntypedStorage",
-    "torch.uint1",
-    "torch.uint16",
-    "torch.uint2",
-    "torch.uint3",
-    "torch.uint32",
-    "torch.uint4",
-    "torch.uint5",
-    "torch.uint6",
-    "torch.uint64",
-    "torch.uint7",
-    "torch.uint8",
-};
-
-static int
-cmp_text(const void *key, const void *entry)
-{
-    return strcmp((const char *)key, *(const char *const *)entry);
-}
-
-bool
-ck_global_allowed(const char *name)
-{
-    return bsearch(name,
-                   allowed_globals,
-                   sizeof allowed_globals / sizeof allowed_globals[0],
-                   sizeof allowed_globals[0],
-                   cmp_text)
-           != NULL;
-}
-
-size_t
-ck_allowed_globals(const char *const **names)
-{
-    *names = allowed_globals;
-    return sizeof allowed_globals / sizeof allowed_globals[0];
-}
-
-/* torch dtypes: name (after "torch.") and bytes per element, sorted. */
-static const struct torch_dtype {
-    const char *name, *full;
-    int itemsize;
-} torch_dtypes[] = {
-    {"bfloat16", "torch.bfloat16", 2},
-    {"bits16", "torch.bits16", 2},
-    {"bits1x8", "torch.bits1x8", 1},
-    {"bits2x4", "torch.bits2x4", 1},
-    {"bits4x2", "torch.bits4x2", 1},
-    {"bits8", "torch.bits8", 1},
-    {"bool", "torch.bool", 1},
-    {"complex128", "torch.complex128", 16},
-    {"complex32", "torch.complex32", 4},
-    {"complex64", "torch.complex64", 8},
-    {"float16", "torch.float16", 2},
-    {"float32", "torch.float32", 4},
-    {"float4_e2m1fn_x2", "torch.float4_e2m1fn_x2", 1},
-    {"float64", "torch.float64", 8},
-    {"float8_e4m3fn", "torch.float8_e4m3fn", 1},
-    {"float8_e4m3fnuz", "torch.float8_e4m3fnuz", 1},
-    {"float8_e5m2", "torch.float8_e5m2", 1},
-    {"float8_e5m2fnuz", "torch.float8_e5m2fnuz", 1},
-    {"float8_e8m0fnu", "torch.float8_e8m0fnu", 1},
-    {"int1", "torch.int1", 1},
-    {"int16", "torch.int16", 2},
-    {"int2", "torch.int2", 1},
-    {"int3", "torch.int3", 1},
-    {"int32", "torch.int32", 4},
-    {"int4", "torch.int4", 1},
-    {"int5", "torch.int5", 1},
-    {"int6", "torch.int6", 1},
-    {"int64", "torch.int64", 8},
-    {"int7", "torch.int7", 1},
-    {"int8", "torch.int8", 1},
-    {"qint32", "torch.qint32", 4},
-    {"qint8", "torch.qint8", 1},
-    {"quint2x4", "torch.quint2x4", 1},
-    {"quint4x2", "torch.quint4x2", 1},
-    {"quint8", "torch.quint8", 1},
-    {"uint1", "torch.uint1", 1},
-    {"uint16", "torch.uint16", 2},
-    {"uint2", "torch.uint2", 1},
-    {"uint3", "torch.uint3", 1},
-    {"uint32", "torch.uint32", 4},
-    {"uint4", "torch.uint4", 1},
-    {"uint5", "torch.uint5", 1},
-    {"uint6", "torch.uint6", 1},
-    {"uint64", "torch.uint64", 8},
-    {"uint7", "torch.uint7", 1},
-    {"uint8", "torch.uint8", 1},
-};
-
-static int
-cmp_torch_dtype(const void *key, const void *entry)
-{
-    return strcmp((const char *)key,
-                  ((const struct torch_dtype *)entry)->name);
-}
-
-/* The dtype of a global such as "torch.float32"; NULL when it is none. */
-static const struct torch_dtype *
-dtype_of_global(const char *name)
-{
-    if (strncmp(name, "torch.", 6) != 0) {
-        return NULL;
-    }
-    return bsearch(name + 6,
-                   torch_dtypes,
-                   sizeof torch_dtypes / sizeof torch_dtypes[0],
-                   sizeof torch_dtypes[0],
-                   cmp_torch_dtype);
-}
-
-/* Legacy storage classes: torch.FloatStorage -> float32 ... */
-static const struct storage_class {
-    const char *name, *dtype;
-} storage_classes[] = {
-    {"BFloat16Storage", "bfloat16"},
-    {"BoolStorage", "bool"},
-    {"ByteStorage", "uint8"},
-    {"CharStorage", "int8"},
-    {"ComplexDoubleStorage", "complex128"},
-    {"ComplexFloatStorage", "complex64"},
-    {"DoubleStorage", "float64"},
-    {"FloatStorage", "float32"},
-    {"HalfStorage", "float16"},
-    {"IntStorage", "int32"},
-    {"LongStorage", "int64"},
-    {"QInt32Storage", "qint32"},
-    {"QInt8Storage", "qint8"},
-    {"QUInt2x4Storage", "quint2x4"},
-    {"QUInt4x2Storage", "quint4x2"},
-    {"QUInt8Storage", "quint8"},
-    {"ShortStorage", "int16"},
-};
-
-static int
-cmp_storage_class(const void *key, const void *entry)
-{
-    return strcmp((const char *)key,
-                  ((const struct storage_class *)entry)->name);
-}
-
-/* The dtype of a storage type global; untyped storages hold bytes. */
-static const struct torch_dtype *
-dtype_of_storage(const char *name)
-{
-    const struct storage_class *c;
-    const char *last = strrchr(name, '.');
-    if (strcmp(name, "torch.storage.UntypedStorage") == 0
-        || strcmp(name, "torch.UntypedStorage") == 0) {
-        return dtype_of_global("torch.uint8");
-    }
-    if (last == NULL || (strncmp(name, "torch.", 6) != 0)) {
-        return NULL;
-    }
-    c = bsearch(last + 1,
-                storage_classes,
-                sizeof storage_classes / sizeof storage_classes[0],
-                sizeof storage_classes[0],
-                cmp_storage_class);
-    if (c == NULL) {
-        return NULL;
-    }
-    return bsearch(c->dtype,
-                   torch_dtypes,
-                   sizeof torch_dtypes / sizeof torch_dtypes[0],
-                   sizeof torch_dtypes[0],
-                   cmp_torch_dtype);
 }
 
 /* Records a use of a global; the first use of one outside the allowlist
@@ -568,17 +209,17 @@ note_global(pk *p, const char *name)
         json_int_t uses = json_integer_value(json_object_get(row, "uses"));
         return json_object_set_new(row, "uses", json_integer(uses + 1)) == 0
                    ? TS_OK
-                   : pk_nomem(p);
+                   : ck_pk_nomem(p);
     }
     allowed = ck_global_allowed(name);
     row = json_pack(
         "{s:s, s:b, s:i}", "name", name, "allowed", allowed, "uses", 1);
     if (row == NULL || json_object_set(p->global_index, name, row) != 0) {
         json_decref(row);
-        return pk_nomem(p);
+        return ck_pk_nomem(p);
     }
     if (json_array_append_new(p->set->globals, row) != 0) {
-        return pk_nomem(p); /* the index still holds it */
+        return ck_pk_nomem(p); /* the index still holds it */
     }
     if (!allowed) {
         p->set->incomplete = true;
@@ -597,66 +238,26 @@ note_global(pk *p, const char *name)
     return TS_OK;
 }
 
-/* Python 2 module names that protocol 2 pickles write and Python 3 (and
- * torch.load) read as their Python 3 modules: _compat_pickle's
- * IMPORT_MAPPING, the entries a checkpoint may name. Sorted. */
-static const struct {
-    const char *py2, *py3;
-} module_names[] = {
-    {"ConfigParser", "configparser"},
-    {"Queue", "queue"},
-    {"SocketServer", "socketserver"},
-    {"StringIO", "io"},
-    {"UserDict", "collections"},
-    {"UserList", "collections"},
-    {"UserString", "collections"},
-    {"__builtin__", "builtins"},
-    {"cPickle", "pickle"},
-    {"cStringIO", "io"},
-    {"commands", "subprocess"},
-    {"copy_reg", "copyreg"},
-    {"exceptions", "builtins"},
-    {"httplib", "http.client"},
-    {"repr", "reprlib"},
-    {"urllib2", "urllib.request"},
-    {"urlparse", "urllib.parse"},
-    {"whichdb", "dbm"},
-};
-
-/* The Python 3 name of a module a pickle names. */
-static const char *
-py3_module(const char *module, size_t *n)
-{
-    for (size_t k = 0; k < sizeof module_names / sizeof module_names[0]; k++) {
-        if (strlen(module_names[k].py2) == *n
-            && memcmp(module_names[k].py2, module, *n) == 0) {
-            *n = strlen(module_names[k].py3);
-            return module_names[k].py3;
-        }
-    }
-    return module;
-}
-
 static pv *
 make_global(pk *p, const char *module, size_t nm, const char *name, size_t nn)
 {
     pv *v;
     char *text;
     if (nm > CK_MAX_NAME || nn > CK_MAX_NAME) {
-        pk_fail(p, p->pos, "a global name longer than 64 KiB", NULL);
+        ck_pk_fail(p, p->pos, "a global name longer than 64 KiB", NULL);
         return NULL;
     }
     if (memchr(module, '\0', nm) != NULL || memchr(name, '\0', nn) != NULL) {
-        pk_fail(p, p->pos, "a global name holding NUL", NULL);
+        ck_pk_fail(p, p->pos, "a global name holding NUL", NULL);
         return NULL;
     }
     if ((v = pv_new(p, PV_GLOBAL)) == NULL) {
         return NULL;
     }
-    module = py3_module(module, &nm);
+    module = ck_py3_module(module, &nm);
     text = malloc(nm + nn + 2);
     if (text == NULL) {
-        pk_nomem(p);
+        ck_pk_nomem(p);
         return NULL;
     }
     memcpy(text, module, nm);
@@ -685,7 +286,7 @@ is_str(const pv *v, const char *text)
 static pv *
 persistent_load(pk *p, pv *pid, size_t at)
 {
-    const struct torch_dtype *dt;
+    const ck_torch_dtype *dt;
     pv *v, *key, *loc, *numel;
     char keybuf[256];
     json_t *known;
@@ -694,11 +295,11 @@ persistent_load(pk *p, pv *pid, size_t at)
         || !is_str(pid->items[0], "storage")
         || pid->items[1]->kind != PV_GLOBAL || pid->items[2]->kind != PV_STR
         || pid->items[4]->kind != PV_INT || pid->items[4]->i < 0) {
-        pk_fail(p,
-                at,
-                "a persistent id that is not ('storage', type, key, "
-                "location, numel)",
-                NULL);
+        ck_pk_fail(p,
+                   at,
+                   "a persistent id that is not ('storage', type, key, "
+                   "location, numel)",
+                   NULL);
         return NULL;
     }
     key = pid->items[2];
@@ -706,19 +307,19 @@ persistent_load(pk *p, pv *pid, size_t at)
     numel = pid->items[4];
     if (key->n == 0 || key->n >= sizeof keybuf
         || memchr(key->s, '\0', key->n) != NULL) {
-        pk_fail(
+        ck_pk_fail(
             p, at, "a storage key that is empty, too long or holds NUL", NULL);
         return NULL;
     }
     memcpy(keybuf, key->s, key->n);
     keybuf[key->n] = '\0';
-    dt = dtype_of_storage(pid->items[1]->s);
+    dt = ck_dtype_of_storage(pid->items[1]->s);
     if (dt == NULL) {
-        pk_fail(p, at, "an unknown storage type ", pid->items[1]->s);
+        ck_pk_fail(p, at, "an unknown storage type ", pid->items[1]->s);
         return NULL;
     }
     if (pid->nitems > 5 && pid->items[5]->kind != PV_NONE) {
-        pk_fail(
+        ck_pk_fail(
             p, at, "storage views (legacy view metadata) are not read", NULL);
         return NULL;
     }
@@ -729,7 +330,7 @@ persistent_load(pk *p, pv *pid, size_t at)
         ck_storage *st;
         int64_t bytes;
         if (!ts_mul(numel->i, dt->itemsize, &bytes)) {
-            pk_fail(p, at, "a storage size that overflows", NULL);
+            ck_pk_fail(p, at, "a storage size that overflows", NULL);
             return NULL;
         }
         if ((s = ck_add_storage(p->set, keybuf, p->err)) < 0) {
@@ -737,7 +338,7 @@ persistent_load(pk *p, pv *pid, size_t at)
         }
         if (json_object_set_new(p->storage_index, keybuf, json_integer(s))
             != 0) {
-            pk_nomem(p);
+            ck_pk_nomem(p);
             return NULL;
         }
         st = &p->set->storages[s];
@@ -750,7 +351,7 @@ persistent_load(pk *p, pv *pid, size_t at)
             && memchr(loc->s, '\0', loc->n) == NULL) {
             st->location = malloc(loc->n + 1);
             if (st->location == NULL) {
-                pk_nomem(p);
+                ck_pk_nomem(p);
                 return NULL;
             }
             memcpy(st->location, loc->s, loc->n);
@@ -759,7 +360,7 @@ persistent_load(pk *p, pv *pid, size_t at)
     }
     else if (p->set->storages[s].elements != numel->i
              || strcmp(p->set->storages[s].dtype, dt->full) != 0) {
-        pk_fail(
+        ck_pk_fail(
             p, at, "storage key used twice with different sizes: ", keybuf);
         return NULL;
     }
@@ -787,7 +388,8 @@ rebuild_tensor(pk *p, pv *args, bool v3, size_t at)
     pv *t;
     pv *dtype = NULL;
     if (args->kind != PV_TUPLE || args->nitems < (v3 ? 7 : 4)) {
-        pk_fail(p, at, "a tensor rebuild call with too few arguments", NULL);
+        ck_pk_fail(
+            p, at, "a tensor rebuild call with too few arguments", NULL);
         return NULL;
     }
     if (v3) {
@@ -802,7 +404,7 @@ rebuild_tensor(pk *p, pv *args, bool v3, size_t at)
             return NULL;
         }
     }
-    if (pv_append(p, t, dtype != NULL ? dtype : &mark_value) != TS_OK) {
+    if (pv_append(p, t, dtype != NULL ? dtype : &ck_pk_mark) != TS_OK) {
         return NULL;
     }
     return t;
@@ -814,15 +416,16 @@ rebuild_meta(pk *p, pv *args, size_t at)
 {
     pv *t;
     if (args->kind != PV_TUPLE || args->nitems < 3) {
-        pk_fail(p, at, "a meta tensor rebuild with too few arguments", NULL);
+        ck_pk_fail(
+            p, at, "a meta tensor rebuild with too few arguments", NULL);
         return NULL;
     }
     if ((t = pv_new(p, PV_TENSOR)) == NULL) {
         return NULL;
     }
     /* no storage, offset 0 */
-    if (pv_append(p, t, &mark_value) != TS_OK
-        || pv_append(p, t, &mark_value) != TS_OK
+    if (pv_append(p, t, &ck_pk_mark) != TS_OK
+        || pv_append(p, t, &ck_pk_mark) != TS_OK
         || pv_append(p, t, args->items[1]) != TS_OK
         || pv_append(p, t, args->items[2]) != TS_OK
         || pv_append(p, t, args->items[0]) != TS_OK) {
@@ -913,14 +516,14 @@ memo_put(pk *p, uint64_t idx, size_t at)
         return TS_EFORMAT;
     }
     if (idx >= p->len + 16) {
-        return pk_fail(
+        return ck_pk_fail(
             p, at, "a memo index past what the pickle can hold", NULL);
     }
     if (idx >= p->nmemo) {
         size_t n = (size_t)idx + 1;
         pv **m = realloc(p->memo, n * sizeof *m);
         if (m == NULL) {
-            return pk_nomem(p);
+            return ck_pk_nomem(p);
         }
         memset(m + p->nmemo, 0, (n - p->nmemo) * sizeof *m);
         p->memo = m;
@@ -934,7 +537,7 @@ static int
 memo_get(pk *p, uint64_t idx, size_t at)
 {
     if (idx >= p->nmemo || p->memo[idx] == NULL) {
-        return pk_fail(p, at, "a memo reference to nothing", NULL);
+        return ck_pk_fail(p, at, "a memo reference to nothing", NULL);
     }
     return push(p, p->memo[idx]);
 }
@@ -984,7 +587,8 @@ text_value(pk *p, pv_kind kind, uint64_t n)
     pv *v;
     if (n > p->len - p->pos) {
         p->truncated = true;
-        pk_fail(p, p->pos, "truncated: a string ends past the pickle", NULL);
+        ck_pk_fail(
+            p, p->pos, "truncated: a string ends past the pickle", NULL);
         return NULL;
     }
     s = take(p, (size_t)n);
@@ -1004,12 +608,12 @@ tuple_of(pk *p, size_t n, size_t at)
         return NULL;
     }
     if (p->nstack < n) {
-        pk_fail(p, at, "a tuple of more items than the stack holds", NULL);
+        ck_pk_fail(p, at, "a tuple of more items than the stack holds", NULL);
         return NULL;
     }
     for (size_t k = p->nstack - n; k < p->nstack; k++) {
-        if (p->stack[k] == &mark_value) {
-            pk_fail(p, at, "a mark inside a tuple", NULL);
+        if (p->stack[k] == &ck_pk_mark) {
+            ck_pk_fail(p, at, "a mark inside a tuple", NULL);
             return NULL;
         }
         if (pv_append(p, t, p->stack[k]) != TS_OK) {
@@ -1025,11 +629,11 @@ static int
 add_items(pk *p, pv *to, pv **items, size_t n, size_t at, bool pairs)
 {
     if (pairs && n % 2 != 0) {
-        return pk_fail(p, at, "SETITEMS with an odd number of items", NULL);
+        return ck_pk_fail(p, at, "SETITEMS with an odd number of items", NULL);
     }
     if (to->kind != PV_DICT && to->kind != PV_LIST && to->kind != PV_SET
         && to->kind != PV_OBJECT) {
-        return pk_fail(
+        return ck_pk_fail(
             p, at, "items added to a value that is no container", NULL);
     }
     for (size_t k = 0; k < n; k++) {
@@ -1056,7 +660,7 @@ step(pk *p, bool *stop)
                 return TS_EFORMAT;
             }
             if (*b < 2 || *b > 5) {
-                return pk_fail(p, at, "pickle protocol outside 2..5", NULL);
+                return ck_pk_fail(p, at, "pickle protocol outside 2..5", NULL);
             }
             return TS_OK;
         case 0x95: /* FRAME */
@@ -1065,7 +669,7 @@ step(pk *p, bool *stop)
             *stop = true;
             return TS_OK;
         case '(': /* MARK */
-            return push(p, &mark_value);
+            return push(p, &ck_pk_mark);
         case '}':
             return push(p, pv_new(p, PV_DICT));
         case ']':
@@ -1162,7 +766,8 @@ step(pk *p, bool *stop)
                 return p->err->code;
             }
             if (v->nitems % 2 != 0) {
-                return pk_fail(p, at, "DICT of an odd number of items", NULL);
+                return ck_pk_fail(
+                    p, at, "DICT of an odd number of items", NULL);
             }
             return push(p, v);
         case 0x91: /* FROZENSET */
@@ -1191,9 +796,9 @@ step(pk *p, bool *stop)
         {
             long m = find_mark(p, at);
             int rc;
-            if (m < 1 || p->stack[m - 1] == &mark_value) {
+            if (m < 1 || p->stack[m - 1] == &ck_pk_mark) {
                 return m < 0 ? TS_EFORMAT
-                             : pk_fail(
+                             : ck_pk_fail(
                                  p, at, "no container below the mark", NULL);
             }
             rc = add_items(p,
@@ -1228,11 +833,11 @@ step(pk *p, bool *stop)
                 return TS_EFORMAT;
             }
             if (v->kind != PV_STR || w->kind != PV_STR) {
-                return pk_fail(p,
-                               at,
-                               "STACK_GLOBAL of values that are not "
-                               "text",
-                               NULL);
+                return ck_pk_fail(p,
+                                  at,
+                                  "STACK_GLOBAL of values that are not "
+                                  "text",
+                                  NULL);
             }
             return push(p, make_global(p, v->s, v->n, w->s, w->n));
         case 'Q': /* BINPERSID */
@@ -1271,7 +876,7 @@ step(pk *p, bool *stop)
             return TS_OK;
         case '0': /* POP */
             if (p->nstack == 0) {
-                return pk_fail(p, at, "pop from an empty stack", NULL);
+                return ck_pk_fail(p, at, "pop from an empty stack", NULL);
             }
             p->nstack--;
             return TS_OK;
@@ -1288,265 +893,9 @@ step(pk *p, bool *stop)
         default: {
             char code[8];
             snprintf(code, sizeof code, "0x%02x", *b);
-            return pk_fail(
+            return ck_pk_fail(
                 p, at, "an opcode this reader does not run: ", code);
         }
-    }
-}
-
-/* ---- naming the tensors ---- */
-
-typedef struct walk {
-    pk *p;
-    char *path;
-    size_t len, cap;
-    size_t visits;
-    bool cut; /* the depth or visit bound was reached */
-} walk;
-
-static bool
-path_push(walk *w, const char *text, size_t n, size_t *saved)
-{
-    size_t need = w->len + n + 2;
-    *saved = w->len;
-    if (need > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        char *p;
-        while (cap < need) {
-            cap *= 2;
-        }
-        if ((p = realloc(w->path, cap)) == NULL) {
-            return false;
-        }
-        w->path = p;
-        w->cap = cap;
-    }
-    if (w->len > 0) {
-        w->path[w->len++] = '.';
-    }
-    memcpy(w->path + w->len, text, n);
-    w->len += n;
-    w->path[w->len] = '\0';
-    return true;
-}
-
-static bool
-int_items(const pv *t, int64_t *out, int ndim)
-{
-    for (int k = 0; k < ndim; k++) {
-        if (t->items[k]->kind != PV_INT || t->items[k]->i < 0) {
-            return false;
-        }
-        out[k] = t->items[k]->i;
-    }
-    return true;
-}
-
-/* Adds the tensor record of a TENSOR value named w->path. */
-static int
-add_tensor(walk *w, const pv *v)
-{
-    pk *p = w->p;
-    const pv *storage = v->items[0], *offset = v->items[1];
-    const pv *size = v->items[2], *stride = v->items[3], *dtype = v->items[4];
-    const struct torch_dtype *dt = NULL;
-    const char *name = w->len ? w->path : "";
-    int64_t extent = 0, bytes;
-    ck_tensor *t;
-    int ndim;
-    if ((size->kind != PV_TUPLE && size->kind != PV_LIST)
-        || (stride->kind != PV_TUPLE && stride->kind != PV_LIST)
-        || size->nitems != stride->nitems || size->nitems > CK_MAX_DIMS) {
-        return ts_error_set(p->err,
-                            TS_EFORMAT,
-                            "%s: %s: tensor '%s': size and stride are not "
-                            "two lists of one length (at most %d)",
-                            p->src->name,
-                            p->what,
-                            name,
-                            CK_MAX_DIMS);
-    }
-    ndim = (int)size->nitems;
-    t = ck_add_tensor(p->set, name, w->len, ndim, p->err);
-    if (t == NULL) {
-        return p->err->code;
-    }
-    t->has_stride = true;
-    t->file = p->file;
-    if (!int_items(size, t->dims, ndim)
-        || !int_items(stride, t->dims + ndim, ndim)
-        || (offset != &mark_value && offset->kind != PV_INT)
-        || (offset != &mark_value && offset->i < 0)) {
-        return ts_error_set(p->err,
-                            TS_EFORMAT,
-                            "%s: %s: tensor '%s': size, stride and offset "
-                            "must be non-negative integers",
-                            p->src->name,
-                            p->what,
-                            name);
-    }
-    t->storage_offset = offset != &mark_value ? offset->i : 0;
-    if (dtype != &mark_value) {
-        dt = dtype->kind == PV_GLOBAL ? dtype_of_global(dtype->s) : NULL;
-        if (dt == NULL) {
-            return ts_error_set(p->err,
-                                TS_EFORMAT,
-                                "%s: %s: tensor '%s': its dtype is not a "
-                                "torch dtype",
-                                p->src->name,
-                                p->what,
-                                name);
-        }
-    }
-    if (!ck_numel(t->dims, ndim, &t->elements)) {
-        return ts_error_set(p->err,
-                            TS_EFORMAT,
-                            "%s: %s: tensor '%s': its size overflows",
-                            p->src->name,
-                            p->what,
-                            name);
-    }
-    if (storage->kind == PV_STORAGE) {
-        const ck_storage *st = &p->set->storages[storage->i];
-        t->storage = (int)storage->i;
-        if (dt == NULL) {
-            dt = dtype_of_global(st->dtype);
-        }
-    }
-    else if (storage != &mark_value) {
-        return ts_error_set(p->err,
-                            TS_EFORMAT,
-                            "%s: %s: tensor '%s': its storage is not a "
-                            "persistent id",
-                            p->src->name,
-                            p->what,
-                            name);
-    }
-    t->dtype = dt->full;
-    if (!ts_mul(t->elements, dt->itemsize, &t->bytes)) {
-        return ts_error_set(p->err,
-                            TS_EFORMAT,
-                            "%s: %s: tensor '%s': its size overflows",
-                            p->src->name,
-                            p->what,
-                            name);
-    }
-    if (t->storage < 0) {
-        t->bytes = 0; /* a meta tensor: no data */
-        return TS_OK;
-    }
-    /* the view must lie inside its storage */
-    if (t->elements > 0) {
-        extent = t->storage_offset;
-        for (int k = 0; k < ndim; k++) {
-            int64_t reach;
-            if (!ts_mul(t->dims[k] - 1, t->dims[ndim + k], &reach)
-                || !ts_add(extent, reach, &extent)) {
-                extent = INT64_MAX - 1;
-                break;
-            }
-        }
-        extent += 1;
-    }
-    {
-        const ck_storage *st = &p->set->storages[t->storage];
-        if (!ts_mul(extent, dt->itemsize, &bytes) || bytes > st->bytes) {
-            return ts_error_set(p->err,
-                                TS_EFORMAT,
-                                "%s: %s: tensor '%s': its view (offset "
-                                "%lld, %d dims) reaches past storage '%s' "
-                                "(%lld bytes)",
-                                p->src->name,
-                                p->what,
-                                name,
-                                (long long)t->storage_offset,
-                                ndim,
-                                st->key,
-                                (long long)st->bytes);
-        }
-        if (st->offset >= 0) {
-            t->offset = st->offset + t->storage_offset * dt->itemsize;
-        }
-    }
-    return TS_OK;
-}
-
-static int walk_value(walk *w, const pv *v, int depth);
-
-static int
-walk_child(walk *w, const char *text, size_t n, const pv *child, int depth)
-{
-    size_t saved;
-    int rc;
-    if (!path_push(w, text, n, &saved)) {
-        return pk_nomem(w->p);
-    }
-    rc = walk_value(w, child, depth + 1);
-    w->len = saved;
-    if (w->path != NULL) {
-        w->path[saved] = '\0';
-    }
-    return rc;
-}
-
-static int
-walk_value(walk *w, const pv *v, int depth)
-{
-    char num[32];
-    if (depth > PK_MAX_DEPTH || ++w->visits > PK_MAX_VISITS) {
-        w->cut = true;
-        return TS_OK;
-    }
-    switch (v->kind) {
-        case PV_TENSOR:
-            return add_tensor(w, v);
-        case PV_DICT:
-            for (size_t k = 0; k + 1 < v->nitems; k += 2) {
-                const pv *key = v->items[k];
-                int rc;
-                if (key->kind == PV_STR) {
-                    if (memchr(key->s, '\0', key->n) != NULL
-                        || key->n > CK_MAX_NAME) {
-                        continue;
-                    }
-                    rc = walk_child(w, key->s, key->n, v->items[k + 1], depth);
-                }
-                else if (key->kind == PV_INT) {
-                    snprintf(num, sizeof num, "%lld", (long long)key->i);
-                    rc = walk_child(
-                        w, num, strlen(num), v->items[k + 1], depth);
-                }
-                else {
-                    rc = walk_child(w, "?", 1, v->items[k + 1], depth);
-                }
-                if (rc != TS_OK) {
-                    return rc;
-                }
-            }
-            return TS_OK;
-        case PV_LIST:
-        case PV_TUPLE:
-        case PV_SET:
-            for (size_t k = 0; k < v->nitems; k++) {
-                int rc;
-                snprintf(num, sizeof num, "%zu", k);
-                if ((rc = walk_child(w, num, strlen(num), v->items[k], depth))
-                    != TS_OK) {
-                    return rc;
-                }
-            }
-            return TS_OK;
-        case PV_OBJECT:
-            /* its arguments and state, under the same name */
-            for (size_t k = 0; k < v->nitems; k++) {
-                int rc = walk_value(w, v->items[k], depth + 1);
-                if (rc != TS_OK) {
-                    return rc;
-                }
-            }
-            return TS_OK;
-        default:
-            return TS_OK;
     }
 }
 
@@ -1565,11 +914,9 @@ ck_unpickle(ck_set *set,
             ts_error *err)
 {
     pk p;
-    walk w;
     bool stop = false;
     int rc = TS_OK;
     memset(&p, 0, sizeof p);
-    memset(&w, 0, sizeof w);
     p.set = set;
     p.src = src;
     p.what = what;
@@ -1596,7 +943,7 @@ ck_unpickle(ck_set *set,
                     json_string_value(json_object_get(row, "name")),
                     row)
                 != 0) {
-                rc = pk_nomem(&p);
+                rc = ck_pk_nomem(&p);
                 goto done;
             }
         }
@@ -1606,36 +953,20 @@ ck_unpickle(ck_set *set,
             goto done;
         }
     }
-    if (p.nstack != 1 || p.stack[0] == &mark_value) {
-        rc = pk_fail(&p,
-                     p.pos - 1,
-                     "STOP with a stack that does not hold "
-                     "one value",
-                     NULL);
+    if (p.nstack != 1 || p.stack[0] == &ck_pk_mark) {
+        rc = ck_pk_fail(&p,
+                        p.pos - 1,
+                        "STOP with a stack that does not hold "
+                        "one value",
+                        NULL);
         goto done;
     }
     *end = p.pos;
-    w.p = &p;
-    rc = walk_value(&w, p.stack[0], 0);
-    if (rc == TS_OK && w.cut) {
-        set->incomplete = true;
-        rc = ck_diagnose(set,
-                         "checkpoint_unknown_object",
-                         NULL,
-                         err,
-                         "%s: %s: the pickle's values nest deeper than %d "
-                         "or reach more than %d values; the rest was not "
-                         "searched for tensors",
-                         src->name,
-                         what,
-                         PK_MAX_DEPTH,
-                         PK_MAX_VISITS);
-    }
+    rc = ck_pk_name_tensors(&p, p.stack[0]);
 done:
     if (truncated != NULL) {
         *truncated = p.truncated;
     }
-    free(w.path);
     free(p.stack);
     free(p.memo);
     pk_free_values(&p);
@@ -1686,12 +1017,12 @@ ck_unpickle_value(const ck_source *src,
         }
     }
     out->end = p.pos;
-    if (p.nstack != 1 || p.stack[0] == &mark_value) {
-        rc = pk_fail(&p,
-                     p.pos - 1,
-                     "STOP with a stack that does not hold "
-                     "one value",
-                     NULL);
+    if (p.nstack != 1 || p.stack[0] == &ck_pk_mark) {
+        rc = ck_pk_fail(&p,
+                        p.pos - 1,
+                        "STOP with a stack that does not hold "
+                        "one value",
+                        NULL);
         goto done;
     }
     {
@@ -1704,7 +1035,7 @@ ck_unpickle_value(const ck_source *src,
             out->kind = CK_PICKLED_KEYS;
             out->keys = json_array();
             if (out->keys == NULL) {
-                rc = pk_nomem(&p);
+                rc = ck_pk_nomem(&p);
                 goto done;
             }
             for (size_t k = 0; k < v->nitems; k++) {
@@ -1713,11 +1044,11 @@ ck_unpickle_value(const ck_source *src,
                     || json_array_append_new(out->keys,
                                              json_stringn(key->s, key->n))
                            != 0) {
-                    rc = pk_fail(&p,
-                                 0,
-                                 "a storage key list of other than "
-                                 "text",
-                                 NULL);
+                    rc = ck_pk_fail(&p,
+                                    0,
+                                    "a storage key list of other than "
+                                    "text",
+                                    NULL);
                     goto done;
                 }
             }
