@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "calc.h"
 #include "torchscan/module_match.h"
 
 #define METHOD_PREFIX "torchscan_module_formula:signature_"
@@ -259,33 +260,7 @@ op_class ts_mm_class_of(const ts_match_op *op);
 
 /* ---- checked arithmetic and operator helpers ---------------------------- */
 
-/* A sticky overflow flag: Python integers never overflow, so an int64
- * overflow makes the estimates an OverflowError rather than a wrong count. */
-typedef struct calc {
-    bool overflow;
-} calc;
-
-static inline int64_t
-c_add(calc *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!ts_add(a, b, &r)) {
-        c->overflow = true;
-        return 0;
-    }
-    return r;
-}
-
-static inline int64_t
-c_mul(calc *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!ts_mul(a, b, &r)) {
-        c->overflow = true;
-        return 0;
-    }
-    return r;
-}
+/* calc, c_add, c_mul: calc.h. c_numel here: 0 for no shape. */
 
 static inline int64_t
 c_numel(calc *c, const ts_shape *s)

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "calc.h"
 #include "torchscan/op_formulas.h"
 
 /* ---- messages -----------------------------------------------------------
@@ -196,56 +197,7 @@ shapes_equal(const ts_shape *a, const ts_shape *b)
     return true;
 }
 
-/* ---- checked arithmetic -------------------------------------------------
- * A formula threads one calc through its arithmetic; after an overflow the
- * operations return 0 and the final check reports TS_EOVERFLOW, which keeps
- * the formulas readable while every product stays checked. */
-
-typedef struct calc {
-    bool overflow;
-} calc;
-
-static inline int64_t
-c_mul(calc *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!ts_mul(a, b, &r)) {
-        c->overflow = true;
-        return 0;
-    }
-    return r;
-}
-
-static inline int64_t
-c_add(calc *c, int64_t a, int64_t b)
-{
-    int64_t r;
-    if (!ts_add(a, b, &r)) {
-        c->overflow = true;
-        return 0;
-    }
-    return r;
-}
-
-static inline int64_t
-c_sub(calc *c, int64_t a, int64_t b)
-{
-    if (b == INT64_MIN) {
-        c->overflow = true;
-        return 0;
-    }
-    return c_add(c, a, -b);
-}
-
-static inline int64_t
-c_prod(calc *c, const int64_t *values, int n)
-{
-    int64_t r = 1;
-    for (int i = 0; i < n; i++) {
-        r = c_mul(c, r, values[i]);
-    }
-    return r;
-}
+/* ---- checked arithmetic (calc.h) ------------------------------------- */
 
 static inline int64_t
 c_numel(calc *c, const ts_shape *s)
