@@ -14,53 +14,11 @@
 #include <string.h>
 
 #include "harness.h"
+#include "op_calls.h"
 #include "torchscan/attention_match.h"
 
 #define F TS_DTYPE_FLOAT
 #define BOOL TS_DTYPE_BOOL
-
-static ts_shape
-shape(ts_dtype_class dtype, const char *dims)
-{
-    ts_shape s;
-    const char *p = dims;
-    memset(&s, 0, sizeof s);
-    s.dtype = dtype;
-    s.dense = true;
-    while (*p != '\0' && s.ndim < TS_MAX_DIMS) {
-        char *end;
-        s.dims[s.ndim++] = strtoll(p, &end, 10);
-        p = *end == ',' ? end + 1 : end;
-    }
-    return s;
-}
-
-static void
-a_tensor(ts_op_call *c, ts_dtype_class dtype, const char *dims)
-{
-    c->args[c->nargs].kind = TS_ARG_TENSOR;
-    c->args[c->nargs++].tensor = shape(dtype, dims);
-}
-
-static void
-a_real(ts_op_call *c, double v)
-{
-    c->args[c->nargs].kind = TS_ARG_REAL;
-    c->args[c->nargs++].r = v;
-}
-
-static void
-a_int(ts_op_call *c, int64_t v)
-{
-    c->args[c->nargs].kind = TS_ARG_INT;
-    c->args[c->nargs++].i = v;
-}
-
-static void
-o_tensor(ts_op_call *c, ts_dtype_class dtype, const char *dims)
-{
-    c->outs[c->nouts++] = shape(dtype, dims);
-}
 
 /* ---- a counter in miniature ----------------------------------------------
  */
@@ -470,14 +428,6 @@ test_sequences_and_kernels(void)
 /* ---- the backward of the math path ----------------------------------------
  */
 
-static void
-a_ints(ts_op_call *c, int64_t v)
-{
-    c->args[c->nargs].kind = TS_ARG_INTS;
-    c->args[c->nargs].nints = 1;
-    c->args[c->nargs++].ints[0] = v;
-}
-
 /* The sums of dK and dV over the 4 query heads of each key/value head. */
 static void
 group_sums(fixture *f)
@@ -485,14 +435,14 @@ group_sums(fixture *f)
     ts_op_call c;
     memset(&c, 0, sizeof c);
     a_tensor(&c, F, "2,2,4,7,16");
-    a_ints(&c, 2);
+    a_ints(&c, "2");
     c.args[c.nargs].kind = TS_ARG_BOOL;
     c.args[c.nargs++].i = 1;
     o_tensor(&c, F, "2,2,1,7,16");
     feed(f, "aten.sum.dim_IntList", &c);
     memset(&c, 0, sizeof c);
     a_tensor(&c, F, "2,2,4,7,12");
-    a_ints(&c, 2);
+    a_ints(&c, "2");
     c.args[c.nargs].kind = TS_ARG_BOOL;
     c.args[c.nargs++].i = 1;
     o_tensor(&c, F, "2,2,1,7,12");
