@@ -165,7 +165,7 @@ mask_operand(const ts_match_op *op, int64_t scores)
 /* The operators of one core, marked in `member` only when the core is
  * recognized. */
 typedef struct core_marks {
-    size_t at[64];
+    size_t at[128];
     size_t n;
 } core_marks;
 
@@ -241,6 +241,82 @@ prescaled(const ts_match_call *call,
     return true;
 }
 
+/* What SDPA's math path (a prescaled core) did for its own sake before
+ * QK^T, which the fused kernels do inside. */
+typedef struct math_path {
+    int64_t causal; /* the elements of the is_causal mask it built (ones,
+                       tril, where); 0: none */
+    int64_t groups; /* query heads per key/value head it repeated k and v
+                       for (enable_gqa: a copy to (B, Hkv, g, S, D)) */
+    bool cast;      /* q, k and v cast to float (half, bfloat16) */
+    /* the fused kernels write their output in q's layout when q is not
+     * contiguous ((B, T, H, D) for heads split by a view and a transpose),
+     * contiguous (B, H, T, D) otherwise; the math path shows which: it
+     * copies a non-contiguous q for QK^T, unless B or H is 1 (any layout
+     * folds to (B H, T, D) then: taken as not contiguous, the common
+     * case) */
+    bool q_strided;
+} math_path;
+
+/* Marks the math path's own operators from the casts before the first
+ * scaling (ops[from]) to QK^T (ops[first]) as the core's, and fills *mp.
+ * q: QK^T's first operand, (B H, T, D). false when the marks are full. */
+static bool
+math_path_internals(const ts_match_call *call,
+                    size_t from,
+                    size_t first,
+                    const ts_shape *q,
+                    core_marks *m,
+                    math_path *mp)
+{
+    size_t casts = 0;
+    memset(mp, 0, sizeof *mp);
+    mp->groups = 1;
+    /* for half and bfloat16 it computes in float: q, k and v cast just
+     * before q's scaling, q's cast first */
+    while (casts < 3 && casts < from
+           && call->ops[from - casts - 1].code == M_TO_COPY) {
+        casts++;
+    }
+    if (casts > 0
+        && numel_or(out0(&call->ops[from - casts]), -1)
+               == numel_or(tensor(&call->ops[from], 0), -2)) {
+        from -= casts;
+        mp->cast = true;
+    }
+    else {
+        casts = 0; /* the block's own copies */
+    }
+    {
+        const ts_shape *scaled = out0(&call->ops[from + casts]);
+        mp->q_strided = scaled != NULL && scaled->ndim == 4
+                        && (scaled->dims[0] == 1 || scaled->dims[1] == 1);
+    }
+    for (size_t j = from; j < first; j++) {
+        const ts_match_op *op = &call->ops[j];
+        const ts_shape *o = out0(op);
+        if (op->code == M_MUL) {
+            continue; /* a scaling, marked by prescaled */
+        }
+        if (op->code == M_WHERE) {
+            mp->causal = numel_or(o, 0);
+        }
+        if (j >= from + casts && class_of(op) == OPC_COPY && o != NULL) {
+            if (o->ndim == 5 && o->dims[2] > 1) {
+                mp->groups = o->dims[2];
+            }
+            else if (o->ndim == 4 && numel_or(o, -1) == numel_or(q, -2)
+                     && o->dims[2] == q->dims[1] && o->dims[3] == q->dims[2]) {
+                mp->q_strided = true; /* q copied for the product */
+            }
+        }
+        if (!mark(m, j)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The unfused attention core that eager attention runs: QK^T (a bmm to
  * (BH, T, S)), steps on the scores, a softmax over S, then weights x V (a
  * bmm from (BH, T, S)); q and k^T may be scaled before the product (SDPA's
@@ -260,7 +336,8 @@ eager_core(calc *c,
     const ts_shape *v;
     int64_t scores;
     double scale = 1.0, factor = 1.0;
-    bool softmax = false, unknown_scale = false;
+    bool softmax = false, unknown_scale = false, prescale = false;
+    math_path mp = {0, 1, false, false};
     core_marks marks;
     size_t i;
     if (qk->code != M_BMM || q == NULL || k == NULL || s == NULL
@@ -271,7 +348,12 @@ eager_core(calc *c,
     memset(a, 0, sizeof *a);
     marks.n = 0;
     if (prescaled(call, first, q, k, &marks, &factor)) {
+        size_t from = marks.at[0] < marks.at[1] ? marks.at[0] : marks.at[1];
         scale *= factor;
+        prescale = true;
+        if (!math_path_internals(call, from, first, q, &marks, &mp)) {
+            return false;
+        }
     }
     for (i = first + 1; i < call->nops; i++) {
         const ts_match_op *op = &call->ops[i];
@@ -314,10 +396,19 @@ eager_core(calc *c,
             else if (step == SCORE_MASK) {
                 const ts_shape *m = mask_operand(op, scores);
                 a->masks++;
-                a->mask_elements = c_add(c, a->mask_elements, numel_or(m, 0));
+                if (mp.causal > 0 && numel_or(m, 0) == mp.causal) {
+                    mp.causal = 0; /* is_causal's: the kernel reads none */
+                }
+                else {
+                    a->mask_elements =
+                        c_add(c, a->mask_elements, numel_or(m, 0));
+                }
                 if (!mark(&marks, i)) {
                     return false;
                 }
+            }
+            else if (prescale && step == SCORE_SKIP && !mark(&marks, i)) {
+                return false;
             }
             continue;
         }
@@ -325,7 +416,11 @@ eager_core(calc *c,
             op_class cls = class_of(op);
             if (cls == OPC_VIEW || cls == OPC_COPY || cls == OPC_CREATE
                 || cls == OPC_CHILD) {
-                continue; /* a child's dropout does its own work */
+                /* a child's dropout does its own work */
+                if (prescale && cls != OPC_CHILD && !mark(&marks, i)) {
+                    return false;
+                }
+                continue;
             }
             return false; /* dropout or anything else between */
         }
@@ -343,6 +438,36 @@ eager_core(calc *c,
     if (!mark(&marks, first) || !mark(&marks, i)) {
         return false;
     }
+    if (prescale) {
+        /* After weights x V the math path casts its output back (when it
+         * cast q, k and v), and its output is (B, H, T, Dv) where the fused
+         * kernels write q's layout: the block's transpose back is a view
+         * there, and its copy for a reshape the math path's own (when q was
+         * not contiguous). */
+        int64_t out = numel_or(out0(wv), -1);
+        bool cast = mp.cast, layout = mp.q_strided;
+        for (size_t j = i + 1; j < call->nops && (cast || layout); j++) {
+            const ts_match_op *op = &call->ops[j];
+            op_class cls = class_of(op);
+            bool sized = numel_or(out0(op), -2) == out;
+            if (cls == OPC_COPY && sized && cast && op->code == M_TO_COPY) {
+                cast = false;
+            }
+            else if (cls == OPC_COPY && sized && layout
+                     && op->code != M_TO_COPY) {
+                layout = false;
+            }
+            else if (cls == OPC_VIEW || op->code == M_TO_COPY) {
+                continue; /* the block's own cast keeps the layout */
+            }
+            else {
+                break;
+            }
+            if (!mark(&marks, j)) {
+                return false;
+            }
+        }
+    }
     for (size_t j = 0; j < marks.n; j++) {
         member[marks.at[j]] = true;
     }
@@ -353,6 +478,11 @@ eager_core(calc *c,
     a->q = c_numel(c, q);
     a->k = c_numel(c, k);
     a->v = c_numel(c, v);
+    if (a->k % mp.groups == 0 && a->v % mp.groups == 0) {
+        /* the fused kernels read k and v before the repeat */
+        a->k /= mp.groups;
+        a->v /= mp.groups;
+    }
     a->out = c_numel(c, out0(wv));
     a->scaled = unknown_scale || scale != 1.0;
     return true;

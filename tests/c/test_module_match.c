@@ -764,10 +764,12 @@ test_attention_math_path(void)
     CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE);
     CHECK_EQ_INT(m.r.estimates.flops.value.i, fused.r.estimates.flops.value.i);
     CHECK_EQ_INT(m.r.estimates.macs.value.i, fused.r.estimates.macs.value.i);
-    /* DMAs: the core's (q, k, v and the mask read, the output written, the
-     * scores 4 R S) and the expansion's copy, read and written */
-    dmas = 256 + 256 + 256 + 256 + 128 + 4 * 512 + 2 * 256;
+    /* DMAs: the core's, as the fused kernel's (q, k and v before the
+     * grouped-query repeat and the mask read, the output written, the scores
+     * 4 R S); the repeat's copy is the math path's own, as its views */
+    dmas = 256 + 128 + 128 + 256 + 128 + 4 * 512;
     CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas);
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, fused.r.estimates.dmas.value.i);
 
     /* a scale of 1 (T5's): the scalings multiply by 1, nothing to count */
     n = math_path_ops(o, 1.0, 1.0);
@@ -780,7 +782,122 @@ test_attention_math_path(void)
     m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
     CHECK(method_is(&m, "attention"));
     CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE - 256 + 256);
+    /* not SDPA's math path: the expanded k and v read, the repeat's copy
+     * and q's scaling read and written */
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i,
+                 256 + 256 + 256 + 256 + 128 + 4 * 512 + 2 * 256 + 2 * 256);
+}
+
+/* SDPA's math path as it runs for a causal, grouped-query attention in
+ * bfloat16 on meta (torch 2.13): q, k and v cast to float, q scaled, the
+ * causal mask built (ones, tril, where), k and v repeated for the query
+ * heads (copies to (B, Hkv, g, S, D)), k^T scaled, q copied for the product
+ * when it is not contiguous (`q_contiguous` false), QK^T, the mask added,
+ * _safe_softmax, the weights cast, weights x V, the output cast back, then
+ * the block's transpose and the copy for its reshape. */
+static size_t
+causal_math_path_ops(ts_match_op *o, bool q_contiguous)
+{
+    size_t n = 0;
+    o[n] = op("aten._to_copy", S4(2, 4, 8, 4), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    o[n] = op("aten._to_copy", S4(2, 2, 8, 4), 0);
+    t_arg(&o[n++], S4(2, 2, 8, 4));
+    o[n] = op("aten._to_copy", S4(2, 2, 8, 4), 0);
+    t_arg(&o[n++], S4(2, 2, 8, 4));
+    o[n] = op("aten.mul", S4(2, 4, 8, 4), 256);
+    t_arg(&o[n], S4(2, 4, 8, 4));
+    r_arg(&o[n++], 0.7071067811865476);
+    o[n++] = op("aten.ones", S2(8, 8), 0);
+    o[n] = op("aten.tril", S2(8, 8), 0);
+    t_arg(&o[n++], S2(8, 8));
+    o[n] = op("aten.where", S2(8, 8), 0);
+    t_arg(&o[n], S2(8, 8));
+    t_arg(&o[n], shp(0));
+    t_arg(&o[n++], shp(0));
+    for (int kv = 0; kv < 2; kv++) {
+        o[n] = op("aten.clone", shp(5, 2LL, 2LL, 2LL, 8LL, 4LL), 0);
+        t_arg(&o[n++], shp(5, 2LL, 2LL, 2LL, 8LL, 4LL));
+        o[n] = op("aten.view", S4(2, 4, 8, 4), 0);
+        t_arg(&o[n++], shp(5, 2LL, 2LL, 2LL, 8LL, 4LL));
+    }
+    o[n] = op("aten.transpose", S4(2, 4, 4, 8), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    o[n] = op("aten.mul", S4(2, 4, 4, 8), 256);
+    t_arg(&o[n], S4(2, 4, 4, 8));
+    r_arg(&o[n++], 0.7071067811865476);
+    o[n] = op(q_contiguous ? "aten.view" : "aten.clone", S4(2, 4, 8, 4), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    o[n] = op("aten.bmm", S3(8, 8, 8), 4096);
+    t_arg(&o[n], S3(8, 8, 4));
+    t_arg(&o[n++], S3(8, 4, 8));
+    o[n] = op("aten.add", S4(2, 4, 8, 8), 512);
+    t_arg(&o[n], S4(2, 4, 8, 8));
+    t_arg(&o[n++], S2(8, 8));
+    o[n] = op("aten._safe_softmax", S4(2, 4, 8, 8), 5 * 512 - 128 + 512);
+    t_arg(&o[n], S4(2, 4, 8, 8));
+    i_arg(&o[n++], -1);
+    o[n] = op("aten._to_copy", S4(2, 4, 8, 8), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 8));
+    o[n] = op("aten.bmm", S3(8, 8, 4), 4096);
+    t_arg(&o[n], S3(8, 8, 8));
+    t_arg(&o[n++], S3(8, 8, 4));
+    o[n] = op("aten._to_copy", S4(2, 4, 8, 4), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    o[n] = op("aten.transpose", S4(2, 8, 4, 4), 0);
+    t_arg(&o[n++], S4(2, 4, 8, 4));
+    o[n] = op("aten.clone", S4(2, 8, 4, 4), 0);
+    t_arg(&o[n++], S4(2, 8, 4, 4));
+    return n;
+}
+
+static void
+test_attention_math_path_internals(void)
+{
+    ts_match_op o[32];
+    size_t n = causal_math_path_ops(o, false);
+    matched m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    matched fused;
+    /* DMAs of the core: q, k and v before the repeat, the output, no mask
+     * read (is_causal), the scores 4 R S; everything else the math path
+     * did is the core's: the fused kernel's estimate, equal */
+    int64_t dmas = 256 + 128 + 128 + 256 + 4 * 512;
+    CHECK(method_is(&m, "attention"));
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas);
+    o[0] = sdpa(false, 0.5);
+    o[0].args[4].i = 1; /* is_causal */
+    fused = run(o, 1, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK_EQ_INT(fused.r.estimates.dmas.value.i, dmas);
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, fused.r.estimates.flops.value.i);
+    CHECK_EQ_INT(m.r.estimates.flops.value.i, CORE);
+    CHECK_EQ_INT(m.r.estimates.macs.value.i, fused.r.estimates.macs.value.i);
+
+    /* q contiguous: the fused kernels write a contiguous (B, H, T, Dv)
+     * output too, so the block's copy for its reshape runs on every path:
+     * read and written, as an operator of the block */
+    n = causal_math_path_ops(o, true);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
     CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas + 2 * 256);
+
+    /* batch 1: the math path views any q for QK^T, so it shows nothing of
+     * q's layout; taken as a transposed one (heads split by a view), whose
+     * output the fused kernels write as (B, T, H, Dv): the copy is the math
+     * path's */
+    n = causal_math_path_ops(o, true);
+    o[3].outs[0] = S4(1, 8, 8, 4);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i, dmas);
+
+    /* the casts before the scaling are not q's (another size): the block's
+     * own, as the cast of the output; each read and written. The copy for
+     * the reshape is still the math path's (a cast keeps the layout) */
+    n = causal_math_path_ops(o, false);
+    o[0].outs[0] = S4(2, 4, 8, 2);
+    m = run(o, n, false, S3(2, 8, 16), S3(2, 8, 16));
+    CHECK(method_is(&m, "attention"));
+    CHECK_EQ_INT(m.r.estimates.dmas.value.i,
+                 dmas + 2 * 128 + 2 * 128 + 2 * 128 + 2 * 256);
 }
 
 /* The same attention as eager_attention_forward runs it (after repeat_kv):
@@ -1317,6 +1434,7 @@ main(void)
     test_rotary();
     test_attention_fused();
     test_attention_math_path();
+    test_attention_math_path_internals();
     test_attention_eager();
     test_attention_child_softmax();
     test_router();

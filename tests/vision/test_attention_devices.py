@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from torchscan import measure_flops
+from torchscan import crawl_module, measure_flops
 
 torchvision = pytest.importorskip("torchvision")
 
@@ -51,3 +51,37 @@ def test_timm_vit_counts_the_same_on_cpu_and_meta() -> None:
     assert cpu["by_operator"]["aten.scaled_dot_product_attention"] == 12 * (2 * scores * 128 + 6 * scores - 2 * rows)
     assert set(cpu["matrix_product_flops"]) >= {"aten._scaled_dot_product_flash_attention_for_cpu"}
     assert "aten._scaled_dot_product_flash_attention_for_cpu" not in meta["matrix_product_flops"]
+
+
+def _module_totals(name: str, batch: int) -> dict[str, dict[str, Any]]:
+    timm = pytest.importorskip("timm")
+    totals = {}
+    for device in ("cpu", "meta"):
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = timm.create_model(name, pretrained=False).eval()
+        report = crawl_module(model, args=(torch.randn(batch, 3, 224, 224, device=device),))
+        assert report["diagnostics"] == []
+        totals[device] = {k: report["totals"][k] for k in ("module_flops", "macs", "dmas")}
+        assert all(t["status"] == "complete" for t in totals[device].values())
+    return totals
+
+
+@pytest.mark.parametrize(("name", "batch"), [("vit_tiny_patch16_224", 1), ("eva02_tiny_patch14_224.mim_in22k", 2)])
+def test_timm_module_metrics_count_the_same_on_cpu_and_meta(name: str, batch: int) -> None:
+    """Module FLOPs, MACs and DMAs: on meta, SDPA's math path runs inside each attention block; its own copies
+    are the core's, whose DMAs are the fused kernel's convention, as is the block's copy for its reshape when the
+    fused kernel would have written q's layout (ViT's q is a slice of qkv: not contiguous)."""
+    totals = _module_totals(name, batch)
+    assert totals["cpu"] == totals["meta"]
+
+
+def test_eva_at_batch_1_counts_the_block_copy_the_cpu_kernel_makes() -> None:
+    """EVA's q is contiguous (a concatenation after its rotary embedding), so the CPU kernel writes a contiguous
+    (B, H, T, D) output and the block's transpose and reshape copy it; at batch 1 the math path can view any q
+    for its products and shows nothing of q's layout, so meta takes it as the common transposed layout and does
+    not count that copy: 2 B T C per block less (documented in docs/module-formulas.md)."""
+    totals = _module_totals("eva02_tiny_patch14_224.mim_in22k", 1)
+    for metric in ("module_flops", "macs"):
+        assert totals["cpu"][metric] == totals["meta"][metric]
+    assert totals["cpu"]["dmas"]["value"] - totals["meta"]["dmas"]["value"] == 12 * 2 * 257 * 192
