@@ -59,7 +59,7 @@ typedef struct tsx_counter {
      * propagation (metadata), run uncounted; unless the DTensor's own local
      * tensors are fake (a fake-tensor analysis of a sharded model) */
     bool skip_fake;
-    int backward_id;  /* and of its backward's listing */
+    int backward_id; /* and of its backward's listing */
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
