@@ -632,6 +632,16 @@ def build_reports() -> list[tuple[str, str, Any]]:
         measure_workload(workload, device="cpu", metrics=(), print_summary=False, **TIMING),
     )
     add(
+        "measure_workload, achieved FLOP/s against a declared peak",
+        "BenchmarkReport",
+        measure_workload(workload, device="cpu", metrics=("flops", "latency"), peak_flops=1e12, print_summary=False, **TIMING),
+    )
+    add(
+        "measure_workload, achieved FLOP/s without latency",
+        "BenchmarkReport",
+        measure_workload(workload, device="cpu", metrics=("flops",), peak_flops=1e12, print_summary=False, **TIMING),
+    )
+    add(
         "measure_workload, memory unavailable",
         "BenchmarkReport",
         measure_workload(lambda: None, device="cpu", metrics=("memory", "throughput"), print_summary=False, **TIMING),
