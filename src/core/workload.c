@@ -426,6 +426,33 @@ put_metric(text_buf *t, const total_spec *spec, const json_t *metric)
     }
 }
 
+/* The phases of a training step under the Operator FLOPs line, when the
+ * FlopReport has them:
+ *     forward: 204.000 FLOPs
+ *     backward: 275.000 FLOPs
+ *     optimizer: 92.000 FLOPs */
+static void
+put_phases(text_buf *t, const json_t *flops)
+{
+    static const char *const names[] = {"forward", "backward", "optimizer"};
+    static const total_spec phase_specs[] = {
+        {"forward", TS_WORKLOAD_FLOPS, "FLOPs", "workload", "  forward"},
+        {"backward", TS_WORKLOAD_FLOPS, "FLOPs", "workload", "  backward"},
+        {"optimizer", TS_WORKLOAD_FLOPS, "FLOPs", "workload", "  optimizer"},
+    };
+    const json_t *phases = json_object_get(flops, "phases");
+    if (!json_is_object(phases)) {
+        return;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *total =
+            json_object_get(json_object_get(phases, names[i]), "total");
+        if (json_is_object(total)) {
+            put_metric(t, &phase_specs[i], total);
+        }
+    }
+}
+
 /* The Profiler line's status, with "_" shown as " ". It says what the
  * report holds. An attached profile is "complete", or "partial" when it has
  * diagnostics (measure_workload's rule for context.profile_status), whatever
@@ -493,6 +520,9 @@ ts_workload_summary(const json_t *report, ts_error *err)
         const json_t *metric = json_object_get(totals, totals_table[i].name);
         if (json_is_object(metric)) {
             put_metric(&t, &totals_table[i], metric);
+            if (totals_table[i].flag == TS_WORKLOAD_FLOPS) {
+                put_phases(&t, json_object_get(report, "operator_flops"));
+            }
         }
     }
     put(&t, "\n  Profiler: ");

@@ -428,10 +428,53 @@ test_achieved(void)
     json_decref(totals);
 }
 
+/* The summary lists the phases of a training step under Operator FLOPs. */
+static void
+test_summary_phases(void)
+{
+    ts_error err;
+    json_t *report = json_pack(
+        "{s:{s:s, s:i}, s:{s:o}, s:{s:{s:{s:o}, s:{s:o}, s:{s:o}}}, s:[]}",
+        "context",
+        "device",
+        "cpu",
+        "num_threads",
+        1,
+        "totals",
+        "operator_flops",
+        ts_metric_new(TS_COMPLETE, ts_int(571), "FLOPs", "workload", "m"),
+        "operator_flops",
+        "phases",
+        "forward",
+        "total",
+        ts_metric_new(TS_COMPLETE, ts_int(204), "FLOPs", "workload", "m"),
+        "backward",
+        "total",
+        ts_metric_new(TS_COMPLETE, ts_int(275), "FLOPs", "workload", "m"),
+        "optimizer",
+        "total",
+        ts_metric_new(TS_PARTIAL, ts_int(92), "FLOPs", "workload", "m"),
+        "diagnostics");
+    char *text;
+    ts_error_clear(&err);
+    text = ts_workload_summary(report, &err);
+    CHECK(text != NULL);
+    CHECK_EQ_STR(text,
+                 "Workload on cpu (1 PyTorch threads)\n"
+                 "  Operator FLOPs: 571.000 FLOPs\n"
+                 "    forward: 204.000 FLOPs\n"
+                 "    backward: 275.000 FLOPs\n"
+                 "    optimizer: partial (known lower bound: 92.000 FLOPs)\n"
+                 "  Profiler: not requested (separate instrumented pass)");
+    free(text);
+    json_decref(report);
+}
+
 int
 main(void)
 {
     test_grouped();
+    test_summary_phases();
     test_achieved();
     test_totals();
     test_summary();

@@ -72,7 +72,9 @@ def _unavailable(report: dict[str, Any], name: str) -> str:
 def test_partial_flops_make_it_unavailable() -> None:
     model, x = _linear()
     # aten.sinc has no formula: the FLOPs are a lower bound, and a rate from a lower bound is not given
-    report = measure_workload(lambda: model(x).sinc(), device="cpu", metrics=("flops", "latency"), peak_flops=1e12, **FAST)
+    report = measure_workload(
+        lambda: model(x).sinc(), device="cpu", metrics=("flops", "latency"), peak_flops=1e12, **FAST
+    )
     assert report["totals"]["operator_flops"]["status"] == "partial"
     assert report["totals"]["latency"]["status"] == "complete"
     assert "operator FLOPs are partial" in _unavailable(report, "achieved_flops")

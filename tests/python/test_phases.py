@@ -304,3 +304,25 @@ def test_llama_backward_products_match_flopcountermode() -> None:
     ours = report["phases"]["backward"]["by_operator"]
     for op in ("aten.mm", "aten.bmm"):
         assert ours[op] == counts[op], op
+
+
+def test_workload_summary_and_page_show_the_phases() -> None:
+    model, x = _mlp("cpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step() -> None:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    step()
+    report = torchscan.measure_workload(step, device="cpu", metrics=("flops",), print_summary=False)
+    phases = report["operator_flops"]["phases"]
+    expected = [f"    {name}: {phases[name]['total']['value']:,.3f} FLOPs" for name in PHASES]
+    summary = torchscan._engine.workload_summary(report)
+    lines = summary.splitlines()
+    start = lines.index(f"  Operator FLOPs: {report['totals']['operator_flops']['value']:,.3f} FLOPs")
+    assert lines[start + 1 : start + 4] == expected
+    page = torchscan.render_report(report)
+    for line in expected:
+        assert line in page

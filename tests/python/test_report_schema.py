@@ -634,7 +634,9 @@ def build_reports() -> list[tuple[str, str, Any]]:
     add(
         "measure_workload, achieved FLOP/s against a declared peak",
         "BenchmarkReport",
-        measure_workload(workload, device="cpu", metrics=("flops", "latency"), peak_flops=1e12, print_summary=False, **TIMING),
+        measure_workload(
+            workload, device="cpu", metrics=("flops", "latency"), peak_flops=1e12, print_summary=False, **TIMING
+        ),
     )
     add(
         "measure_workload, achieved FLOP/s without latency",
