@@ -6,7 +6,10 @@ backward, optimizer.step(), zero_grad), with one thread:
   calls   aten calls of one step, counted once with a recording TorchDispatchMode
   plain   the step alone
   empty   the step under an empty TorchDispatchMode subclass: the floor of any Python-visible counter
-  ours    measure_flops(step): TorchScan's C counter with the full formula table, report included
+  ours    measure_flops(step): TorchScan's C counter with the full formula table, report included; it tells
+          the phases of the step apart (one torch._C._current_graph_task_id() call per operator)
+  layers  measure_flops(step, modules=model): the same with per-layer attribution, where each backward
+          operator also asks the autograd engine for its node's sequence number (the phases joined to layers)
   fcm     the step under torch.utils.flop_counter.FlopCounterMode(display=False)
 
 and prints, per aten call, the overhead (time minus plain, divided by calls) of each and the ratios to the
@@ -65,7 +68,8 @@ def per_call_time(fn: Callable[[], object], budget: float) -> float:
 
 
 def bench(name: str, optimizer: str, rounds: int, budget: float) -> dict[str, float]:
-    step = zoo.training_step(zoo.fresh(name), optimizer)
+    case = zoo.fresh(name)
+    step = zoo.training_step(case, optimizer)
     recorder = RecordingMode()
     with recorder:
         step()
@@ -82,6 +86,7 @@ def bench(name: str, optimizer: str, rounds: int, budget: float) -> dict[str, fl
         "plain": step,
         "empty": under(EmptyMode),
         "ours": lambda: torchscan.measure_flops(step),
+        "layers": lambda: torchscan.measure_flops(step, modules=case.model),
         "fcm": under(lambda: FlopCounterMode(display=False)),
     }
     # Warm-up: a timed loop per case (caches, the allocator, lazy imports, the
@@ -95,7 +100,7 @@ def bench(name: str, optimizer: str, rounds: int, budget: float) -> dict[str, fl
             gc.collect()
             samples[key].append(per_call_time(fn, budget))
     t = {key: min(values) for key, values in samples.items()}
-    per_call = {key: (t[key] - t["plain"]) / calls for key in ("empty", "ours", "fcm")}
+    per_call = {key: (t[key] - t["plain"]) / calls for key in ("empty", "ours", "layers", "fcm")}
     # Paired ratio: within one round the four cases run back to back, so
     # machine drift hits them alike; the median over rounds resists bursts.
     paired = [
@@ -127,7 +132,10 @@ def main() -> int:
         f"rounds of ~{budget}s loops per case; overhead = (time - plain) / aten calls;\n"
         f"'paired' = median over rounds of (ours - plain) / (empty - plain) measured back to back"
     )
-    header = f"{'workload':16s} {'calls':>6s} {'plain ms':>9s} {'empty us':>9s} {'ours us':>8s} {'fcm us':>8s}"
+    header = (
+        f"{'workload':16s} {'calls':>6s} {'plain ms':>9s} {'empty us':>9s} {'ours us':>8s} {'layers us':>9s} "
+        f"{'fcm us':>8s}"
+    )
     print(header + f" {'ours/empty':>10s} {'paired':>7s} {'fcm/empty':>9s} {'fcm/ours':>8s}")
     ratios, paired = [], []
     for name in names:
@@ -141,8 +149,8 @@ def main() -> int:
         paired.append(r["paired"])
         print(
             f"{name:16s} {r['calls']:6d} {r['plain'] * 1e3:9.2f} {r['empty_us']:9.2f} {r['ours_us']:8.2f} "
-            f"{r['fcm_us']:8.2f} {ratio:10.2f} {r['paired']:7.2f} {r['fcm_us'] / r['empty_us']:9.2f} "
-            f"{r['fcm_us'] / r['ours_us']:8.2f}"
+            f"{r['layers_us']:9.2f} {r['fcm_us']:8.2f} {ratio:10.2f} {r['paired']:7.2f} "
+            f"{r['fcm_us'] / r['empty_us']:9.2f} {r['fcm_us'] / r['ours_us']:8.2f}"
         )
     if ratios:
         print(

@@ -49,6 +49,7 @@ LAYERS = [
     "module_desc",  # one reader per family
     "masks",  # mask arguments of attention calls: shape and value summary
     "module_call",  # the parts of a call the formulas need
+    "phase",  # the phase of the running operator (autograd engine, optimizer steps)
     "counter",  # the operator counter (type Counter)
     "handlers",  # custom module handlers: matching, normalising
     "attribution",  # parameters/buffers of layer calls, model totals

@@ -52,6 +52,7 @@
 
 #include "torchscan/op_formulas.h"
 #include "torchscan/opstats.h"
+#include "torchscan/phase.h"
 #include "torchscan/session.h"
 
 #ifdef __cplusplus
@@ -81,6 +82,9 @@ ts_attn_role ts_attn_role_of(const char *overload_name);
 typedef struct ts_counted_call {
     int id;               /* opstats id of its packet */
     int layer;            /* session layer it is attributed to, or -1 */
+    ts_phase phase;       /* its phase (phase.h) */
+    int phase_layer;      /* the layer its phase attributes it to
+                             (ts_session_add_phase_op), or -1 */
     int64_t flops;        /* its formula's count (complete) */
     int64_t matrix_flops; /* its matrix products, or -1 when its packet
                              lists none (not TS_OPF_MATRIX) */

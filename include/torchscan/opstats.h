@@ -8,6 +8,7 @@
 #define TORCHSCAN_OPSTATS_H
 
 #include "torchscan/core.h"
+#include "torchscan/phase.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +55,28 @@ int ts_opstats_record(ts_opstats *stats,
                       const char *message,
                       const char *ignore_reason);
 
+/* ts_opstats_record for an operator of phase `phase` (phase.h):
+ * ts_opstats_record is this with TS_PHASE_FORWARD. Each phase keeps its
+ * own counted sums (per operator and in all), which add up to the
+ * statistics' sums, and its own status: an uncounted, refused, overflowing
+ * or incomplete call makes its phase partial. TS_EINVAL also for a phase
+ * out of range. */
+int ts_opstats_record_in(ts_opstats *stats,
+                         ts_phase phase,
+                         int id,
+                         ts_opcall_kind kind,
+                         int64_t flops,
+                         bool incomplete,
+                         const char *message,
+                         const char *ignore_reason);
+
+/* Whether a call of the backward or the optimizer phase was recorded (any
+ * kind): the FlopReport then has "phases". */
+bool ts_opstats_has_phases(const ts_opstats *stats);
+
+/* The counted FLOPs of one phase (0 for a phase out of range). */
+int64_t ts_opstats_phase_total(const ts_opstats *stats, ts_phase phase);
+
 /* Adds `matrix_flops`, the matrix products of one call of operator `id`
  * counted as FlopCounterMode counts them, to the operator's
  * matrix_product_flops entry (listed, possibly with 0, once this was
@@ -86,6 +109,18 @@ json_t *ts_opstats_report(const ts_opstats *stats,
                           const char *torch_version,
                           const char *method,
                           json_t *by_module);
+
+/* ts_opstats_report, plus, when ts_opstats_has_phases, "phases":
+ * {forward, backward, optimizer}, each {total (MetricResult, scope
+ * workload, `method`), by_operator {name: flops of the calls of that
+ * phase}, by_module, layers}. `phase_layers` (stolen, also on failure;
+ * NULL: none) is {phase name: {by_module, layers}} as
+ * ts_session_phase_layers writes it; a phase it lacks gets {} and []. */
+json_t *ts_opstats_report_phased(const ts_opstats *stats,
+                                 const char *torch_version,
+                                 const char *method,
+                                 json_t *by_module,
+                                 json_t *phase_layers);
 
 /* The FlopReport stub of structure mode (everything not_requested). New
  * reference, or NULL when an allocation failed. */

@@ -71,7 +71,8 @@ int ts_metric_result_check(const json_t *metric,
  *  - totals: an object of MetricResults;
  *  - additive costs not negative: the known_value of calls, module_flops,
  *    macs, dmas, operator_flops and the parameter and buffer totals;
- *  - operator_flops: schema_version 1, total a MetricResult equal to
+ *  - operator_flops: as ts_flop_report_check (phases included) and
+ *    schema_version 1, total a MetricResult equal to
  *    totals.operator_flops ("must match"), by_operator and by_module
  *    values non-negative ints, ignored_operators values {calls: a
  *    non-negative int, reason: a str};
@@ -88,6 +89,19 @@ int ts_metric_result_check(const json_t *metric,
 int ts_analysis_report_check(const json_t *report,
                              const char *where,
                              ts_error *err);
+
+/* Checks one FlopReport as ts_analysis_report_check checks its
+ * operator_flops: schema_version 1, total a MetricResult that is not
+ * negative, by_operator / matrix_product_flops / by_module {key:
+ * non-negative int}, ignored_operators, diagnostics; and, when present,
+ * "phases": exactly forward, backward and optimizer, each {total (a
+ * MetricResult), by_operator (adding up to that total), by_module, layers
+ * [{path, call_index, operator_flops (a MetricResult)}]}, the three totals
+ * adding up to total, which is partial exactly when one of them is.
+ * Returns TS_OK or TS_EFORMAT with err naming where. */
+int ts_flop_report_check(const json_t *flops,
+                         const char *where,
+                         ts_error *err);
 
 /* ts_analysis_report_check with the text rule of ts_json_data_check for
  * every string (a renderer's check: the page displays the text), in the

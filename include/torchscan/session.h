@@ -11,6 +11,7 @@
 #include "torchscan/core.h"
 #include "torchscan/module_formulas.h"
 #include "torchscan/module_match.h"
+#include "torchscan/phase.h"
 #include "torchscan/op_formulas.h"
 #include "torchscan/opstats.h"
 
@@ -185,6 +186,39 @@ void ts_session_add_layer_op(ts_session *session,
                              int layer,
                              int64_t flops,
                              bool complete);
+
+/* The phases of a training step (phase.h). `clock` (NULL: none) returns
+ * the autograd engine's next sequence number; with one, the session marks
+ * it now and whenever the innermost call changes (a call begins or ends),
+ * so that ts_session_layer_of_seq can name the layer call whose forward
+ * created an autograd node. `ctx` is passed to it, borrowed. */
+void ts_session_set_clock(ts_session *session,
+                          uint64_t (*clock)(void *ctx),
+                          void *ctx);
+
+/* The layer whose call created the autograd node of sequence number `seq`
+ * (its innermost open call then), or -1: created outside every call, an
+ * AccumulateGrad node (TS_PHASE_NO_SEQ), or no clock was set. */
+int ts_session_layer_of_seq(const ts_session *session, uint64_t seq);
+
+/* Attributes one operator call of phase `phase` to a layer record: the
+ * per-phase counterpart of ts_session_add_layer_op (which the binding
+ * still calls for the innermost call; LayerReport.operator_flops and
+ * FlopReport.by_module keep their meaning). Backward operators go to the
+ * layer call whose forward created their node. Ignored when layer < 0. */
+void ts_session_add_phase_op(ts_session *session,
+                             int layer,
+                             ts_phase phase,
+                             int64_t flops,
+                             bool complete);
+
+/* {phase name: {by_module: {path: FLOPs of that phase summed over the
+ * module's calls}, layers: [{path, call_index, operator_flops}]}} for the
+ * three phases: every layer call in call order, its operator_flops a
+ * MetricResult (FLOPs, scope module_call_self, torchscan_dispatch_counter;
+ * partial when an operator of that phase in it was not counted). New
+ * reference, NULL on allocation failure. */
+json_t *ts_session_phase_layers(const ts_session *session);
 
 /* Whether the innermost active call records its operators (full mode, a
  * matchable module): the binding then describes each operator for

@@ -17,6 +17,9 @@ enum {
     TS_WORKLOAD_FLOPS = 1 << 2,
     TS_WORKLOAD_MEMORY = 1 << 3,
     TS_WORKLOAD_RSS = 1 << 4,
+    /* achieved_flops, and flops_utilization with a declared peak
+     * (ts_workload_achieved) */
+    TS_WORKLOAD_ACHIEVED = 1 << 5,
 };
 
 /* The seven totals of a workload report, in report order:
@@ -37,6 +40,27 @@ json_t *ts_workload_totals(const json_t *measured,
                            const char *memory_scope,
                            const char *memory_method,
                            ts_error *err);
+
+/* Achieved FLOP/s from a report's own totals: adds to `totals`
+ *   achieved_flops     totals.operator_flops / totals.latency (FLOPs/s,
+ *                      scope warmed_block_average, method
+ *                      operator_flops_over_latency): the operator FLOPs of
+ *                      one call over the warmed per-call latency;
+ *   flops_utilization  (only when peak_flops > 0) achieved_flops /
+ *                      peak_flops (unit fraction, same scope, method
+ *                      achieved_over_declared_peak), the peak the caller
+ *                      declared.
+ * Each is complete when operator_flops is complete and latency is a
+ * complete positive number; otherwise unavailable (method unavailable) and
+ * a measurement_unavailable diagnostic for it, appended to `diagnostics`,
+ * says why (FLOPs partial or not measured, latency not measured). The
+ * caller validates peak_flops (a positive finite number); a value that is
+ * not one is TS_EINVAL here. TS_OK, TS_EINVAL, TS_EFORMAT (totals not an
+ * object) or TS_ENOMEM, with err set. */
+int ts_workload_achieved(json_t *totals,
+                         double peak_flops,
+                         json_t *diagnostics,
+                         ts_error *err);
 
 /* The terminal summary of a BenchmarkReport (contract 5.2), without a
  * trailing newline:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _engine
 from ._distributed import context_fields
+from ._phases import optimizer_step_hooks
 from .report import Diagnostic, MetricResult
 
 __all__ = ["FlopReport", "measure_flops"]
@@ -28,6 +29,7 @@ class FlopReport(TypedDict):
     matrix_product_flops: dict[str, int]
     ignored_operators: dict[str, dict[str, Any]]
     diagnostics: list[Diagnostic]
+    phases: NotRequired[dict[str, dict[str, Any]]]
 
 
 class _OperatorCounter(_engine.Counter, TorchDispatchMode):
@@ -52,8 +54,10 @@ class _OperatorCounter(_engine.Counter, TorchDispatchMode):
         TorchDispatchMode.__init__(self)
         self._configure(custom_mapping)
 
-    def report(self, by_module: dict[str, int] | None = None) -> FlopReport:
-        report: FlopReport = self._report(torch.__version__, METHOD, by_module)
+    def report(
+        self, by_module: dict[str, int] | None = None, by_phase: dict[str, Any] | None = None
+    ) -> FlopReport:
+        report: FlopReport = self._report(torch.__version__, METHOD, by_module, by_phase)
         report["context"].update(context_fields())  # rank, world_size, ... inside a process group
         return report
 
@@ -107,6 +111,17 @@ def measure_flops(
             returns a whole number of FLOPs (an int, or a float such as 12.0);
             a fraction is an ``unsupported_operator_formula`` diagnostic.
 
+    A workload that runs a training step (forward, ``backward()``, an
+    optimizer's ``step()``) is told apart in ``phases``: ``forward``,
+    ``backward`` and ``optimizer``, whose totals add up to ``total``.
+    ``backward`` is what the autograd engine ran (AccumulateGrad and
+    backward hooks included), ``optimizer`` what ran inside
+    ``torch.optim.Optimizer.step`` (global step hooks, removed afterwards),
+    ``forward`` the rest (the model's forward, the loss, ``zero_grad``).
+    With ``modules``, each phase also has ``by_module`` and ``layers``
+    (``(path, call_index)`` rows); backward operators count for the layer
+    call whose forward they differentiate.
+
     Returns:
         a :class:`FlopReport`.
 
@@ -136,9 +151,11 @@ def measure_flops(
         # inside the try: a Ctrl-C that lands as install returns still uninstalls
         if crawl is not None:
             crawl.install(counter, False)  # observe only: no eval(), no flag change
-        with counter:
+        with optimizer_step_hooks(counter), counter:
             workload()
     finally:
         if crawl is not None:
             crawl.uninstall()
-    return counter.report(crawl.operator_flops_by_path() if crawl is not None else None)
+    if crawl is None:
+        return counter.report()
+    return counter.report(crawl.operator_flops_by_path(), crawl.operator_flops_by_phase())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import math
+
 import torch
 
 from . import _engine
@@ -24,6 +26,7 @@ _METRICS = {
     "throughput": _engine.WORKLOAD_THROUGHPUT,
     "flops": _engine.WORKLOAD_FLOPS,
     "memory": _engine.WORKLOAD_MEMORY,
+    "achieved_flops": _engine.WORKLOAD_ACHIEVED,
 }
 
 # Method of totals.peak_memory by backend: what measure_peak_memory uses.
@@ -87,12 +90,28 @@ def _selection(metrics: object) -> int:
     return mask
 
 
+def _check_peak_flops(peak_flops: object) -> float | None:
+    if peak_flops is None:
+        return None
+    if isinstance(peak_flops, bool) or not isinstance(peak_flops, (int, float)):
+        raise TypeError(f"peak_flops must be a positive finite number of FLOP/s, not a {type(peak_flops).__name__}.")
+    value = float(peak_flops)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"peak_flops must be a positive finite number of FLOP/s, got {peak_flops!r}.")
+    return value
+
+
 def measure_workload(
     workload: Callable[[], Any],
     *,
     device: str | torch.device,
     inputs: Any = None,
-    metrics: Sequence[Literal["flops", "latency", "throughput", "memory"]] = ("flops", "latency", "throughput", "memory"),
+    metrics: Sequence[Literal["flops", "latency", "throughput", "memory", "achieved_flops"]] = (
+        "flops",
+        "latency",
+        "throughput",
+        "memory",
+    ),
     work_units: float = 1,
     work_unit: str = "samples",
     warmup: int = 5,
@@ -101,6 +120,7 @@ def measure_workload(
     profile: bool = False,
     rss_command: Sequence[str] | None = None,
     print_summary: bool = True,
+    peak_flops: float | None = None,
 ) -> BenchmarkReport:
     """Measure the selected resources of ``workload`` and print a short summary.
 
@@ -120,6 +140,16 @@ def measure_workload(
     5. ``rss_command``: :func:`torchscan.process.measure_peak_rss` of that
        command (a fresh process that reconstructs the workload) into
        ``totals.process_peak_rss``.
+
+    ``"achieved_flops"`` (or ``peak_flops``) adds ``totals.achieved_flops``:
+    the report's own operator FLOPs of one call over its warmed latency
+    (FLOPs/s; select ``"flops"`` and ``"latency"`` too), and with
+    ``peak_flops`` ``totals.flops_utilization``, that over the peak you
+    declare (a fraction; ``context.peak_flops`` records it). Both are
+    computed in C from ``totals.operator_flops`` and ``totals.latency``, and
+    are ``unavailable``, with a ``measurement_unavailable`` diagnostic giving
+    the reason, when the FLOPs are not complete (an operator without a
+    formula makes them a lower bound) or the latency was not measured.
 
     ``totals`` always has ``first_call_latency``, ``latency``,
     ``latency_iqr``, ``throughput``, ``operator_flops``, ``peak_memory`` and
@@ -151,6 +181,8 @@ def measure_workload(
         rss_command: argv of a command whose peak RSS to measure, or None.
         print_summary: print the short summary (a bool, 0 and 1 accepted;
             default True).
+        peak_flops: the peak FLOP/s you declare for the device (a positive
+            finite int or float), or None; implies ``"achieved_flops"``.
 
     Returns:
         a :class:`BenchmarkReport` with the passes' extra keys.
@@ -162,13 +194,17 @@ def measure_workload(
             ``rss_command`` that is a str, empty or has non-str elements
             (ValueError; FileNotFoundError/PermissionError when its program
             cannot be started), and ``profile``/``print_summary`` that are not
-            bools or 0/1 (TypeError); RuntimeError
+            bools or 0/1 (TypeError), ``peak_flops`` that is not a number
+            (TypeError) or not positive and finite (ValueError); RuntimeError
             when memory on cpu or ``profile`` needs the PyTorch profiler and
             one is running, or inside the workload of measure_peak_memory or
             profile_workload.
     """
     units, run_time = _validate_timing_settings(workload, work_units, work_unit, warmup, min_run_time, min_repeats)
     selected = _selection(metrics)
+    peak = _check_peak_flops(peak_flops)
+    if peak is not None:
+        selected |= _engine.WORKLOAD_ACHIEVED
     command = None if rss_command is None else _check_command(rss_command)
     profile = _check_flag("profile", profile)
     print_summary = _check_flag("print_summary", print_summary)
@@ -247,11 +283,17 @@ def measure_workload(
 
     report["context"]["profile_status"] = profile_status
     report["totals"] = _engine.workload_totals(measured, selected, work_unit, memory_scope, memory_method)
+    achieved_diagnostics: list[Diagnostic] = []
+    if selected & _engine.WORKLOAD_ACHIEVED:
+        report["totals"], achieved_diagnostics = _engine.workload_achieved(report["totals"], peak or 0.0)
+        if peak is not None:
+            report["context"]["peak_flops"] = peak
     report["diagnostics"] = [
         *collector_diagnostics,
         *(flop_report["diagnostics"] if flop_report is not None else []),
         *(profile_report["diagnostics"] if profile_report is not None else []),
         *rss_diagnostics,
+        *achieved_diagnostics,
     ]
     if print_summary:
         print(_engine.workload_summary(report))  # noqa: T201 - the summary is this option's job

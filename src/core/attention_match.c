@@ -80,15 +80,28 @@ reset_sequence(ts_attn_matcher *m)
 
 /* ---- recording ---------------------------------------------------------- */
 
+/* Records `flops` under operator `id` for the call `at` stands for (its
+ * layer, phase and the layer its phase is attributed to). */
 static int
-record_as(const ts_attn_sink *sink, int id, int layer, int64_t flops)
+record_as(const ts_attn_sink *sink,
+          int id,
+          const ts_counted_call *at,
+          int64_t flops)
 {
-    int rc = ts_opstats_record(
-        sink->stats, id, TS_OPCALL_COUNTED, flops, false, NULL, NULL);
+    int rc = ts_opstats_record_in(sink->stats,
+                                  at->phase,
+                                  id,
+                                  TS_OPCALL_COUNTED,
+                                  flops,
+                                  false,
+                                  NULL,
+                                  NULL);
     if (rc == TS_EOVERFLOW) {
         /* noted unsupported by the statistics; the layer is partial */
         if (sink->session != NULL) {
-            ts_session_add_layer_op(sink->session, layer, 0, false);
+            ts_session_add_layer_op(sink->session, at->layer, 0, false);
+            ts_session_add_phase_op(
+                sink->session, at->phase_layer, at->phase, 0, false);
         }
         return TS_OK;
     }
@@ -96,7 +109,9 @@ record_as(const ts_attn_sink *sink, int id, int layer, int64_t flops)
         return rc;
     }
     if (sink->session != NULL) {
-        ts_session_add_layer_op(sink->session, layer, flops, true);
+        ts_session_add_layer_op(sink->session, at->layer, flops, true);
+        ts_session_add_phase_op(
+            sink->session, at->phase_layer, at->phase, flops, true);
     }
     return TS_OK;
 }
@@ -112,7 +127,7 @@ add_matrix(const ts_attn_sink *sink, const ts_counted_call *call)
 int
 ts_attn_record(const ts_attn_sink *sink, const ts_counted_call *call)
 {
-    int rc = record_as(sink, call->id, call->layer, call->flops);
+    int rc = record_as(sink, call->id, call, call->flops);
     return rc == TS_OK ? add_matrix(sink, call) : rc;
 }
 
@@ -134,7 +149,7 @@ ts_attn_record_kernel(ts_attn_matcher *m,
 {
     int rc = ts_attn_flush(m, sink);
     if (rc == TS_OK) {
-        rc = record_as(sink, sink->attention_id, call->layer, call->flops);
+        rc = record_as(sink, sink->attention_id, call, call->flops);
     }
     return rc == TS_OK ? add_matrix(sink, call) : rc;
 }
@@ -146,7 +161,7 @@ ts_attn_record_backward_kernel(ts_attn_matcher *m,
 {
     int rc = ts_attn_flush(m, sink);
     if (rc == TS_OK) {
-        rc = record_as(sink, sink->backward_id, call->layer, call->flops);
+        rc = record_as(sink, sink->backward_id, call, call->flops);
     }
     return rc == TS_OK ? add_matrix(sink, call) : rc;
 }
@@ -602,14 +617,14 @@ bw_complete(ts_attn_matcher *m,
 {
     ts_attn_seen *e = &m->seen[m->bw_seen];
     int64_t flops = 0;
-    int layer = m->pending[0].layer;
+    ts_counted_call first = m->pending[0];
     int rc = backward_flops(e, m->bw_hk, &flops);
     if (rc != TS_OK) {
         /* no convention for these shapes: as themselves */
         rc = ts_attn_flush(m, sink);
         return rc == TS_OK ? ts_attn_record(sink, call) : rc;
     }
-    rc = record_as(sink, sink->backward_id, layer, flops);
+    rc = record_as(sink, sink->backward_id, &first, flops);
     for (int i = 0; i < m->npending && rc == TS_OK; i++) {
         rc = add_matrix(sink, &m->pending[i]);
     }
@@ -640,6 +655,7 @@ bw_feed(ts_attn_matcher *m,
     unsigned done = BW_DV | BW_DP | BW_DS | BW_DKT | BW_DQ | BW_MK | BW_MQ;
     *taken = false;
     if (step == 0 || call->layer != m->pending[0].layer
+        || call->phase != m->pending[0].phase
         || m->npending == TS_ATTN_MAX_PENDING) {
         return TS_OK;
     }
@@ -660,14 +676,14 @@ complete(ts_attn_matcher *m,
          const ts_counted_call *call)
 {
     int64_t flops = 0;
-    int layer = m->pending[0].layer;
+    ts_counted_call first = m->pending[0];
     int rc = attention_flops(m, tensor_arg(args, 1)->dims[2], &flops);
     if (rc != TS_OK) {
         /* no convention for these shapes (an overflow): as themselves */
         rc = ts_attn_flush(m, sink);
         return rc == TS_OK ? ts_attn_record(sink, call) : rc;
     }
-    rc = record_as(sink, sink->attention_id, layer, flops);
+    rc = record_as(sink, sink->attention_id, &first, flops);
     for (int i = 0; i < m->npending && rc == TS_OK; i++) {
         rc = add_matrix(sink, &m->pending[i]);
     }
@@ -706,7 +722,8 @@ ts_attn_feed(ts_attn_matcher *m,
         }
     }
     else if (m->state != IDLE) {
-        bool same_layer = call->layer == m->pending[0].layer;
+        bool same_layer = call->layer == m->pending[0].layer
+                          && call->phase == m->pending[0].phase;
         if (same_layer && completes(m, role, args)) {
             return complete(m, sink, args, call);
         }

@@ -7,6 +7,7 @@
 #include "record_util.h"
 #include "torchscan/op_formulas.h"
 #include "torchscan/opstats.h"
+#include "torchscan/phase.h"
 
 typedef struct op_record {
     char *name;
@@ -25,6 +26,9 @@ typedef struct op_record {
     char *incomplete_note;
     bool incomplete;
     bool unsupported;
+    /* per phase (phase.h): counted FLOPs and counted calls */
+    int64_t phase_flops[TS_PHASE_COUNT];
+    int64_t phase_calls[TS_PHASE_COUNT];
 } op_record;
 
 typedef struct unsupported_note {
@@ -41,6 +45,11 @@ struct ts_opstats {
     int64_t collective_bytes;
     bool any_collective;
     bool bytes_partial; /* a call's bytes unknown, or a sum overflowed */
+    /* per phase: counted FLOPs, whether a call of that phase made the
+     * count a lower bound, whether any call of that phase was recorded */
+    int64_t phase_total[TS_PHASE_COUNT];
+    bool phase_partial[TS_PHASE_COUNT];
+    bool phase_seen[TS_PHASE_COUNT];
 };
 
 ts_opstats *
@@ -131,13 +140,35 @@ ts_opstats_record(ts_opstats *stats,
                   const char *message,
                   const char *ignore_reason)
 {
+    return ts_opstats_record_in(stats,
+                                TS_PHASE_FORWARD,
+                                id,
+                                kind,
+                                flops,
+                                incomplete,
+                                message,
+                                ignore_reason);
+}
+
+int
+ts_opstats_record_in(ts_opstats *stats,
+                     ts_phase phase,
+                     int id,
+                     ts_opcall_kind kind,
+                     int64_t flops,
+                     bool incomplete,
+                     const char *message,
+                     const char *ignore_reason)
+{
     op_record *rec;
     int64_t op_sum, total;
     int rc;
-    if (id < 0 || (size_t)id >= stats->nops) {
+    if (id < 0 || (size_t)id >= stats->nops
+        || (unsigned)phase >= TS_PHASE_COUNT) {
         return TS_EINVAL;
     }
     rec = &stats->ops[id];
+    stats->phase_seen[phase] = true;
     switch (kind) {
         case TS_OPCALL_COUNTED:
             if (ts_add(rec->flops, flops, &op_sum)
@@ -145,7 +176,12 @@ ts_opstats_record(ts_opstats *stats,
                 rec->flops = op_sum;
                 stats->total = total;
                 rec->counted_calls++;
+                /* each phase's sums are parts of the total: they fit */
+                rec->phase_flops[phase] += flops;
+                rec->phase_calls[phase]++;
+                stats->phase_total[phase] += flops;
                 rec->incomplete |= incomplete;
+                stats->phase_partial[phase] |= incomplete;
                 if (incomplete && message != NULL && message[0] != '\0'
                     && rec->incomplete_note == NULL) {
                     rec->incomplete_note = dup_string(message);
@@ -157,6 +193,7 @@ ts_opstats_record(ts_opstats *stats,
             }
             /* The sums keep what fits; the call is noted like a formula
              * whose count does not fit (the total becomes partial). */
+            stats->phase_partial[phase] = true;
             rc = note_unsupported(stats,
                                   rec,
                                   id,
@@ -170,8 +207,10 @@ ts_opstats_record(ts_opstats *stats,
             return TS_OK;
         case TS_OPCALL_UNCOUNTED:
             rec->uncounted_calls++;
+            stats->phase_partial[phase] = true;
             return TS_OK;
         case TS_OPCALL_UNSUPPORTED:
+            stats->phase_partial[phase] = true;
             return note_unsupported(stats, rec, id, message);
         default:
             return TS_EINVAL;
@@ -412,11 +451,105 @@ add_collectives(const ts_opstats *stats,
     return TS_OK;
 }
 
+bool
+ts_opstats_has_phases(const ts_opstats *stats)
+{
+    return stats->phase_seen[TS_PHASE_BACKWARD]
+           || stats->phase_seen[TS_PHASE_OPTIMIZER];
+}
+
+int64_t
+ts_opstats_phase_total(const ts_opstats *stats, ts_phase phase)
+{
+    return (unsigned)phase < TS_PHASE_COUNT ? stats->phase_total[phase] : 0;
+}
+
+/* One phase's entry {total, by_operator, by_module, layers}; `layers`
+ * (borrowed, may be NULL) is the session's {by_module, layers} of that
+ * phase. New reference, or NULL when out of memory. */
+static json_t *
+phase_entry(const ts_opstats *stats,
+            const op_record *const *sorted,
+            ts_phase phase,
+            const char *method,
+            json_t *layers)
+{
+    json_t *by_op = json_object(), *total, *by_module, *rows;
+    for (size_t i = 0; by_op != NULL && i < stats->nops; i++) {
+        const op_record *rec = sorted[i];
+        if (rec->phase_calls[phase] > 0
+            && json_object_set_new(
+                by_op, rec->name, json_integer(rec->phase_flops[phase]))) {
+            json_decref(by_op);
+            return NULL;
+        }
+    }
+    total =
+        ts_metric_new(stats->phase_partial[phase] ? TS_PARTIAL : TS_COMPLETE,
+                      ts_int(stats->phase_total[phase]),
+                      "FLOPs",
+                      "workload",
+                      method);
+    by_module = layers ? json_object_get(layers, "by_module") : NULL;
+    rows = layers ? json_object_get(layers, "layers") : NULL;
+    by_module = by_module ? json_incref(by_module) : json_object();
+    rows = rows ? json_incref(rows) : json_array();
+    /* json_pack's "o" steals every reference, also on error */
+    return json_pack("{s:o, s:o, s:o, s:o}",
+                     "total",
+                     total,
+                     "by_operator",
+                     by_op,
+                     "by_module",
+                     by_module,
+                     "layers",
+                     rows);
+}
+
+/* "phases" {forward, backward, optimizer}, set on the report. TS_OK or
+ * TS_ENOMEM. */
+static int
+add_phases(const ts_opstats *stats,
+           const op_record *const *sorted,
+           const char *method,
+           json_t *phase_layers,
+           json_t *report)
+{
+    json_t *phases = json_object();
+    if (phases == NULL || json_object_set_new(report, "phases", phases)) {
+        return TS_ENOMEM;
+    }
+    for (int p = 0; p < TS_PHASE_COUNT; p++) {
+        const char *name = ts_phase_name((ts_phase)p);
+        json_t *entry = phase_entry(
+            stats,
+            sorted,
+            (ts_phase)p,
+            method,
+            phase_layers ? json_object_get(phase_layers, name) : NULL);
+        if (entry == NULL || json_object_set_new(phases, name, entry)) {
+            return TS_ENOMEM;
+        }
+    }
+    return TS_OK;
+}
+
 json_t *
 ts_opstats_report(const ts_opstats *stats,
                   const char *torch_version,
                   const char *method,
                   json_t *by_module)
+{
+    return ts_opstats_report_phased(
+        stats, torch_version, method, by_module, NULL);
+}
+
+json_t *
+ts_opstats_report_phased(const ts_opstats *stats,
+                         const char *torch_version,
+                         const char *method,
+                         json_t *by_module,
+                         json_t *phase_layers)
 {
     json_t *report = NULL, *by_op = NULL, *ignored = NULL, *diags = NULL;
     json_t *matrix = NULL;
@@ -478,15 +611,21 @@ ts_opstats_report(const ts_opstats *stats,
         "diagnostics",
         diags);
     /* json_pack's "o" stole every reference, also on error */
-    if (report != NULL && stats->any_collective
-        && add_collectives(stats, sorted, report) != TS_OK) {
+    if (report != NULL
+        && ((stats->any_collective
+             && add_collectives(stats, sorted, report) != TS_OK)
+            || (ts_opstats_has_phases(stats)
+                && add_phases(stats, sorted, method, phase_layers, report)
+                       != TS_OK))) {
         json_decref(report);
         report = NULL;
     }
     free(sorted);
+    json_decref(phase_layers);
     return report;
 error:
     free(sorted);
+    json_decref(phase_layers);
     json_decref(by_module);
     json_decref(by_op);
     json_decref(matrix);

@@ -205,6 +205,8 @@ static const struct {
     {"operator_flops", "Operator FLOPs"},
     {"peak_memory", "PyTorch peak memory"},
     {"process_peak_rss", "Process peak RSS"},
+    {"achieved_flops", "Achieved FLOP/s"},
+    {"flops_utilization", "FLOP/s utilization"},
 };
 
 static const char *

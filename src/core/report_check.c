@@ -666,6 +666,154 @@ ignored_check(checker *c, const json_t *ignored)
     return TS_OK;
 }
 
+/* The known value of a MetricResult already checked (0 when none). */
+static int64_t
+known_of(const json_t *metric)
+{
+    const json_t *v = json_object_get(metric, "known_value");
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+static bool
+is_partial(const json_t *metric)
+{
+    const char *status = json_string_value(json_object_get(metric, "status"));
+    return status != NULL && strcmp(status, "partial") == 0;
+}
+
+/* The sum of {key: int} (checked counts); false when it overflows. */
+static bool
+sum_counts(const json_t *counts, int64_t *sum)
+{
+    const char *key;
+    const json_t *value;
+    *sum = 0;
+    json_object_foreach((json_t *)counts, key, value)
+    {
+        if (!ts_add(*sum, (int64_t)json_integer_value(value), sum)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One phase's layer rows: [{path, call_index, operator_flops}]. */
+static int
+phase_layers_check(checker *c, const json_t *rows)
+{
+    int rc = check_list(c, rows);
+    for (size_t k = 0; rc == TS_OK && k < json_array_size(rows); k++) {
+        const json_t *row = json_array_get(rows, k);
+        size_t saved = push_index(c, k), inner;
+        if ((rc = check_object(c,
+                               row,
+                               "an object {path, call_index, "
+                               "operator_flops}"))
+                != TS_OK
+            || (rc = check_member_str(c, row, "path", false)) != TS_OK
+            || (rc = check_member_count(c, row, "call_index")) != TS_OK) {
+            return rc;
+        }
+        inner = push_key(c, "operator_flops");
+        if ((rc = metric_check(c, json_object_get(row, "operator_flops")))
+            != TS_OK) {
+            return rc;
+        }
+        pop(c, inner);
+        pop(c, saved);
+    }
+    return rc;
+}
+
+/* One phase {total, by_operator, by_module, layers}: its by_operator add
+ * up to its total. */
+static int
+phase_check(checker *c, const json_t *phase)
+{
+    const json_t *total = json_object_get(phase, "total");
+    int64_t sum;
+    size_t saved;
+    int rc = check_object(c,
+                          phase,
+                          "an object {total, by_operator, "
+                          "by_module, layers}");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    saved = push_key(c, "total");
+    if ((rc = metric_check(c, total)) != TS_OK) {
+        return rc;
+    }
+    if (is_negative(json_object_get(total, "known_value"))) {
+        push_key(c, "known_value");
+        return fail(c, "a cost cannot be negative");
+    }
+    pop(c, saved);
+    saved = push_key(c, "by_operator");
+    if ((rc = counts_check(c, json_object_get(phase, "by_operator")))
+        != TS_OK) {
+        return rc;
+    }
+    if (!sum_counts(json_object_get(phase, "by_operator"), &sum)
+        || sum != known_of(total)) {
+        return fail(c, "must add up to the phase's total");
+    }
+    pop(c, saved);
+    saved = push_key(c, "by_module");
+    if ((rc = counts_check(c, json_object_get(phase, "by_module"))) != TS_OK) {
+        return rc;
+    }
+    pop(c, saved);
+    saved = push_key(c, "layers");
+    if ((rc = phase_layers_check(c, json_object_get(phase, "layers")))
+        != TS_OK) {
+        return rc;
+    }
+    pop(c, saved);
+    return TS_OK;
+}
+
+/* "phases" {forward, backward, optimizer}: each a phase, their totals
+ * adding up to the report's, partial exactly when one of them is. */
+static int
+phases_check(checker *c, const json_t *flops, const json_t *phases)
+{
+    static const char *const names[] = {"forward", "backward", "optimizer"};
+    const json_t *total = json_object_get(flops, "total");
+    int64_t sum = 0;
+    bool any_partial = false;
+    int rc = check_object(c,
+                          phases,
+                          "an object {forward, backward, "
+                          "optimizer}");
+    if (rc != TS_OK) {
+        return rc;
+    }
+    if (json_object_size(phases) != 3) {
+        return fail(c, "expected exactly forward, backward and optimizer");
+    }
+    for (int i = 0; i < 3; i++) {
+        const json_t *phase = json_object_get(phases, names[i]);
+        size_t saved = push_key(c, names[i]);
+        if ((rc = phase_check(c, phase)) != TS_OK) {
+            return rc;
+        }
+        pop(c, saved);
+        any_partial |= is_partial(json_object_get(phase, "total"));
+        if (!ts_add(sum, known_of(json_object_get(phase, "total")), &sum)) {
+            return fail(c, "the phases' totals overflow");
+        }
+    }
+    if (sum != known_of(total)) {
+        return fail(c, "the phases' totals must add up to total");
+    }
+    if (any_partial != is_partial(total)) {
+        return fail(c,
+                    "total must be partial exactly when a phase's total is");
+    }
+    return TS_OK;
+}
+
 static int
 flop_report_check(checker *c, const json_t *flops)
 {
@@ -691,6 +839,14 @@ flop_report_check(checker *c, const json_t *flops)
     OPTIONAL_MEMBER(c, flops, "by_module", counts_check);
     OPTIONAL_MEMBER(c, flops, "ignored_operators", ignored_check);
     OPTIONAL_MEMBER(c, flops, "diagnostics", diagnostics_check);
+    if (json_object_get(flops, "phases") != NULL) {
+        saved = push_key(c, "phases");
+        if ((rc = phases_check(c, flops, json_object_get(flops, "phases")))
+            != TS_OK) {
+            return rc;
+        }
+        pop(c, saved);
+    }
     return TS_OK;
 }
 
@@ -1123,6 +1279,14 @@ report_check(const json_t *report,
         }
     }
     return calls_check(&c, layers);
+}
+
+int
+ts_flop_report_check(const json_t *flops, const char *where, ts_error *err)
+{
+    checker c;
+    checker_init(&c, where, err);
+    return flop_report_check(&c, flops);
 }
 
 int

@@ -71,6 +71,8 @@ set_row_name(ts_session *session, module_record *m)
     return TS_OK;
 }
 
+static void mark_innermost(ts_session *session);
+
 ts_session *
 ts_session_new(bool full)
 {
@@ -112,6 +114,7 @@ ts_session_free(ts_session *session)
     free(session->stack);
     free(session->ops);
     json_decref(session->diagnostics);
+    ts_phase_marks_free(&session->marks);
     free(session);
 }
 
@@ -295,6 +298,7 @@ ts_session_begin_owned_call(ts_session *session,
     layer->owns = (uint8_t)(owns & TS_ALL_ESTIMATES & ~layer->covered);
     session->nlayers++;
     session->stack[session->depth++] = (int)(session->nlayers - 1);
+    mark_innermost(session);
     return (int)(session->nlayers - 1);
 }
 
@@ -365,6 +369,57 @@ ts_session_add_diagnostic(ts_session *session,
     }
     return ts_diagnostic_append(
         session->diagnostics, code, metric, path, NULL, message);
+}
+
+/* With a clock: from the autograd sequence number now on, nodes belong to
+ * the innermost open call. A mark that cannot be kept (out of memory)
+ * leaves the map without answers rather than with wrong ones. */
+static void
+mark_innermost(ts_session *session)
+{
+    if (session->clock != NULL
+        && ts_phase_marks_add(&session->marks,
+                              session->clock(session->clock_ctx),
+                              ts_session_current_layer(session))
+               != TS_OK) {
+        session->marks.unordered = true;
+    }
+}
+
+void
+ts_session_set_clock(ts_session *session,
+                     uint64_t (*clock)(void *ctx),
+                     void *ctx)
+{
+    session->clock = clock;
+    session->clock_ctx = ctx;
+    if (clock != NULL) {
+        mark_innermost(session);
+    }
+}
+
+int
+ts_session_layer_of_seq(const ts_session *session, uint64_t seq)
+{
+    return ts_phase_marks_find(&session->marks, seq);
+}
+
+void
+ts_session_add_phase_op(ts_session *session,
+                        int layer,
+                        ts_phase phase,
+                        int64_t flops,
+                        bool complete)
+{
+    if (layer >= 0 && (size_t)layer < session->nlayers
+        && (unsigned)phase < TS_PHASE_COUNT) {
+        layer_record *l = &session->layers[layer];
+        if (!ts_add(l->phase_flops[phase], flops, &l->phase_flops[phase])) {
+            l->phase_flops[phase] = INT64_MAX;
+            l->phase_incomplete[phase] = true;
+        }
+        l->phase_incomplete[phase] |= !complete;
+    }
 }
 
 int
@@ -723,6 +778,7 @@ ts_session_end_call(ts_session *session,
     }
     index = session->stack[pos - 1];
     session->depth = pos - 1;
+    mark_innermost(session);
     layer = &session->layers[index];
     m = &session->modules[module];
     json_decref(layer->output);

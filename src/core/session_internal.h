@@ -6,6 +6,7 @@
 #define TORCHSCAN_SESSION_INTERNAL_H
 
 #include "torchscan/module_match.h"
+#include "torchscan/phase.h"
 #include "torchscan/session.h"
 
 /* The method of the built-in module formulas. */
@@ -70,6 +71,9 @@ typedef struct layer_record {
      * when none) */
     json_t *tokens;
     json_t *token_diagnostic;
+    /* operator FLOPs per phase (ts_session_add_phase_op) */
+    int64_t phase_flops[TS_PHASE_COUNT];
+    bool phase_incomplete[TS_PHASE_COUNT];
 } layer_record;
 
 /* Module paths and type names (session.c: session_text). */
@@ -89,6 +93,11 @@ struct ts_session {
     ts_match_op *ops;
     size_t nops, ops_cap;
     json_t *diagnostics;
+    /* the autograd sequence number of each change of the innermost call
+     * (ts_session_set_clock), which joins backward operators to layers */
+    uint64_t (*clock)(void *ctx);
+    void *clock_ctx;
+    ts_phase_marks marks;
 };
 
 #endif /* TORCHSCAN_SESSION_INTERNAL_H */

@@ -24,8 +24,16 @@ compare_path_sums(const void *a, const void *b)
     return strcmp(((const path_sum *)a)->path, ((const path_sum *)b)->path);
 }
 
-json_t *
-ts_session_op_flops_by_path(const ts_session *session)
+/* A layer's operator FLOPs: its own (phase < 0) or one phase's. */
+static int64_t
+layer_flops(const layer_record *l, int phase)
+{
+    return phase < 0 ? l->op_flops : l->phase_flops[phase];
+}
+
+/* {path: operator FLOPs} (phase < 0) or that phase's. */
+static json_t *
+flops_by_path(const ts_session *session, int phase)
 {
     json_t *by_path = json_object();
     path_sum *sums =
@@ -42,8 +50,9 @@ ts_session_op_flops_by_path(const ts_session *session)
     for (size_t i = 0; i < session->nlayers; i++) {
         const layer_record *l = &session->layers[i];
         called[l->module] = true;
-        if (!ts_add(
-                sums[l->module].flops, l->op_flops, &sums[l->module].flops)) {
+        if (!ts_add(sums[l->module].flops,
+                    layer_flops(l, phase),
+                    &sums[l->module].flops)) {
             sums[l->module].flops = INT64_MAX;
         }
     }
@@ -69,6 +78,66 @@ error:
     free(called);
     json_decref(by_path);
     return NULL;
+}
+
+json_t *
+ts_session_op_flops_by_path(const ts_session *session)
+{
+    return flops_by_path(session, -1);
+}
+
+/* [{path, call_index, operator_flops}] of one phase, in call order. */
+static json_t *
+phase_rows(const ts_session *session, int phase)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; rows != NULL && i < session->nlayers; i++) {
+        const layer_record *l = &session->layers[i];
+        json_t *metric = ts_metric_new(
+            l->phase_incomplete[phase] ? TS_PARTIAL : TS_COMPLETE,
+            ts_int(l->phase_flops[phase]),
+            "FLOPs",
+            "module_call_self",
+            TS_OPERATOR_METHOD);
+        if (metric == NULL
+            || json_array_append_new(
+                rows,
+                json_pack("{s:s, s:i, s:o}",
+                          "path",
+                          session->modules[l->module].path,
+                          "call_index",
+                          (int)l->call_index,
+                          "operator_flops",
+                          metric))) {
+            json_decref(rows);
+            return NULL;
+        }
+    }
+    return rows;
+}
+
+json_t *
+ts_session_phase_layers(const ts_session *session)
+{
+    json_t *out = json_object();
+    for (int p = 0; out != NULL && p < TS_PHASE_COUNT; p++) {
+        json_t *by_module = flops_by_path(session, p);
+        json_t *rows = by_module ? phase_rows(session, p) : NULL;
+        json_t *entry;
+        if (rows == NULL) {
+            json_decref(by_module);
+            json_decref(out);
+            return NULL;
+        }
+        /* "o" steals both, also on failure */
+        entry =
+            json_pack("{s:o, s:o}", "by_module", by_module, "layers", rows);
+        if (json_object_set_new(out, ts_phase_name((ts_phase)p), entry)) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 #define TRY_EMIT(expr)     \

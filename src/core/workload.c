@@ -6,6 +6,7 @@
 
 #include "torchscan/workload.h"
 
+#include "record_util.h"
 #include "text_buf.h"
 
 #define FAIL(err, code, ...) (ts_error_set((err), (code), __VA_ARGS__), (code))
@@ -54,6 +55,17 @@ static const total_spec totals_table[] = {
      "bytes",
      "child_process_lifetime",
      "Process peak RSS"},
+    /* present only when requested (ts_workload_achieved adds them) */
+    {"achieved_flops",
+     TS_WORKLOAD_ACHIEVED,
+     "FLOPs/s",
+     "warmed_block_average",
+     "Achieved FLOP/s (operator FLOPs / latency)"},
+    {"flops_utilization",
+     TS_WORKLOAD_ACHIEVED,
+     "fraction",
+     "warmed_block_average",
+     "FLOP/s utilization (of the declared peak)"},
 };
 #define NTOTALS (sizeof totals_table / sizeof totals_table[0])
 
@@ -87,6 +99,9 @@ ts_workload_totals(const json_t *measured,
         const char *scope = spec->scope;
         const char *method = "unavailable";
         json_t *metric;
+        if (spec->flag == TS_WORKLOAD_ACHIEVED) {
+            continue; /* ts_workload_achieved */
+        }
         if (!(selected & spec->flag)) {
             method = "not_requested";
         }
@@ -122,6 +137,137 @@ cleanup:
     json_decref(totals);
     free(rate_unit);
     return result;
+}
+
+/* ---- achieved FLOP/s ---- */
+
+/* Why `metric` (a total) gives no number for achieved FLOP/s, or NULL when
+ * it gives one (*value). */
+static const char *
+why_not(const json_t *metric, const char *what, double *value)
+{
+    const char *status = json_string_value(json_object_get(metric, "status"));
+    const char *method = json_string_value(json_object_get(metric, "method"));
+    const json_t *v = json_object_get(metric, "value");
+    bool flops = strcmp(what, "flops") == 0;
+    if (!json_is_object(metric)) {
+        return flops ? "operator FLOPs were not measured"
+                     : "latency was not measured";
+    }
+    if (method != NULL && strcmp(method, "not_requested") == 0) {
+        return flops ? "operator FLOPs were not measured (select \"flops\")"
+                     : "latency was not measured (select \"latency\")";
+    }
+    if (status != NULL && strcmp(status, "partial") == 0) {
+        return flops ? "operator FLOPs are partial, a lower bound (see the "
+                       "flops diagnostics)"
+                     : "latency is partial";
+    }
+    if (status == NULL || strcmp(status, "complete") != 0
+        || !(json_is_integer(v) || json_is_real(v))) {
+        return flops ? "operator FLOPs are unavailable (see diagnostics)"
+                     : "latency is unavailable (see diagnostics)";
+    }
+    *value = json_is_integer(v) ? (double)json_integer_value(v)
+                                : json_real_value(v);
+    if (!flops && !(*value > 0.0)) {
+        return "latency is not a positive number of seconds";
+    }
+    return NULL;
+}
+
+/* totals[name] = a complete value, or unavailable with its diagnostic. */
+static int
+set_achieved(json_t *totals,
+             json_t *diagnostics,
+             const total_spec *spec,
+             const char *method,
+             const char *reason,
+             double value)
+{
+    char message[320];
+    json_t *metric =
+        ts_metric_new(reason == NULL ? TS_COMPLETE : TS_UNAVAILABLE,
+                      ts_real(reason == NULL ? value : 0.0),
+                      spec->unit,
+                      spec->scope,
+                      reason == NULL ? method : "unavailable");
+    if (metric == NULL || json_object_set_new(totals, spec->name, metric)) {
+        return TS_ENOMEM;
+    }
+    if (reason == NULL) {
+        return TS_OK;
+    }
+    snprintf(
+        message, sizeof message, "%s is unavailable: %s.", spec->name, reason);
+    return ts_diagnostic_append(diagnostics,
+                                "measurement_unavailable",
+                                spec->name,
+                                NULL,
+                                NULL,
+                                message)
+               ? TS_ENOMEM
+               : TS_OK;
+}
+
+int
+ts_workload_achieved(json_t *totals,
+                     double peak_flops,
+                     json_t *diagnostics,
+                     ts_error *err)
+{
+    double flops = 0.0, latency = 0.0, achieved = 0.0;
+    const char *reason;
+    char both[200];
+    int rc;
+    if (!json_is_object(totals) || !json_is_array(diagnostics)) {
+        return FAIL(err,
+                    TS_EFORMAT,
+                    "achieved FLOP/s needs an object of totals and a list "
+                    "of diagnostics");
+    }
+    if (peak_flops != 0.0 && !(isfinite(peak_flops) && peak_flops > 0.0)) {
+        return FAIL(err,
+                    TS_EINVAL,
+                    "peak_flops must be a positive finite number of FLOP/s, "
+                    "got %g",
+                    peak_flops);
+    }
+    {
+        const char *no_flops = why_not(
+            json_object_get(totals, "operator_flops"), "flops", &flops);
+        const char *no_latency =
+            why_not(json_object_get(totals, "latency"), "latency", &latency);
+        reason = no_flops != NULL ? no_flops : no_latency;
+        if (no_flops != NULL && no_latency != NULL) {
+            snprintf(both, sizeof both, "%s; %s", no_flops, no_latency);
+            reason = both;
+        }
+    }
+    if (reason == NULL) {
+        achieved = flops / latency;
+        if (!isfinite(achieved)) {
+            reason = "operator FLOPs / latency is not a finite number";
+        }
+    }
+    rc = set_achieved(totals,
+                      diagnostics,
+                      &totals_table[NTOTALS - 2],
+                      "operator_flops_over_latency",
+                      reason,
+                      achieved);
+    if (rc == TS_OK && peak_flops > 0.0) {
+        rc = set_achieved(totals,
+                          diagnostics,
+                          &totals_table[NTOTALS - 1],
+                          "achieved_over_declared_peak",
+                          reason,
+                          reason == NULL ? achieved / peak_flops : 0.0);
+    }
+    if (rc != TS_OK) {
+        return FAIL(err, rc, "out of memory");
+    }
+    return TS_OK;
 }
 
 /* ---- text ---- */
@@ -280,6 +426,33 @@ put_metric(text_buf *t, const total_spec *spec, const json_t *metric)
     }
 }
 
+/* The phases of a training step under the Operator FLOPs line, when the
+ * FlopReport has them:
+ *     forward: 204.000 FLOPs
+ *     backward: 275.000 FLOPs
+ *     optimizer: 92.000 FLOPs */
+static void
+put_phases(text_buf *t, const json_t *flops)
+{
+    static const char *const names[] = {"forward", "backward", "optimizer"};
+    static const total_spec phase_specs[] = {
+        {"forward", TS_WORKLOAD_FLOPS, "FLOPs", "workload", "  forward"},
+        {"backward", TS_WORKLOAD_FLOPS, "FLOPs", "workload", "  backward"},
+        {"optimizer", TS_WORKLOAD_FLOPS, "FLOPs", "workload", "  optimizer"},
+    };
+    const json_t *phases = json_object_get(flops, "phases");
+    if (!json_is_object(phases)) {
+        return;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *total =
+            json_object_get(json_object_get(phases, names[i]), "total");
+        if (json_is_object(total)) {
+            put_metric(t, &phase_specs[i], total);
+        }
+    }
+}
+
 /* The Profiler line's status, with "_" shown as " ". It says what the
  * report holds. An attached profile is "complete", or "partial" when it has
  * diagnostics (measure_workload's rule for context.profile_status), whatever
@@ -347,6 +520,9 @@ ts_workload_summary(const json_t *report, ts_error *err)
         const json_t *metric = json_object_get(totals, totals_table[i].name);
         if (json_is_object(metric)) {
             put_metric(&t, &totals_table[i], metric);
+            if (totals_table[i].flag == TS_WORKLOAD_FLOPS) {
+                put_phases(&t, json_object_get(report, "operator_flops"));
+            }
         }
     }
     put(&t, "\n  Profiler: ");

@@ -8,6 +8,7 @@
  * life of the module, so every new counter starts warm. */
 #include "fail.h"
 #include "counter.h"
+#include "phase.h"
 
 #include "torchscan/attention_match.h"
 
@@ -52,6 +53,7 @@ typedef struct tsx_counter {
     /* SDPA's math path grouped into one attention (attention_match.h) */
     ts_attn_matcher match;
     int attention_id; /* opstats id of aten.scaled_dot_product_attention */
+    int backward_id;  /* and of its backward's listing */
     /* > 0: inside a DTensor operator, whose local operators are counted
      * (dtensor_region) */
     int dtensor_depth;
@@ -59,7 +61,12 @@ typedef struct tsx_counter {
      * propagation (metadata), run uncounted; unless the DTensor's own local
      * tensors are fake (a fake-tensor analysis of a sharded model) */
     bool skip_fake;
-    int backward_id; /* and of its backward's listing */
+    /* phases (phase.h): optimizer steps open (the global step hooks call
+     * _optimizer_step_pre/_post), and of the operator being counted, its
+     * phase and the layer that phase attributes it to (read_phase) */
+    int optimizer_depth;
+    ts_phase phase;
+    int phase_layer;
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -765,6 +772,8 @@ record_counted(tsx_counter *c,
     int rc;
     cc.id = id;
     cc.layer = c->session ? ts_session_current_layer(c->session) : -1;
+    cc.phase = c->phase;
+    cc.phase_layer = c->phase_layer;
     cc.flops = res->flops;
     cc.matrix_flops =
         (s->entry->flags & TS_OPF_MATRIX) != 0 ? res->matrix_flops : -1;
@@ -787,6 +796,28 @@ record_counted(tsx_counter *c,
     return 0;
 }
 
+/* The phase of the operator being counted, and the layer that phase
+ * attributes it to: the innermost call, or, for a backward operator
+ * outside every call, the call whose forward created the autograd node the
+ * engine runs. 0, or -1 with an exception. */
+static int
+read_phase(tsx_counter *c)
+{
+    int layer = c->session ? ts_session_current_layer(c->session) : -1;
+    if (tsx_phase_now(c->st, c->optimizer_depth, &c->phase) < 0) {
+        return -1;
+    }
+    if (c->phase == TS_PHASE_BACKWARD && layer < 0 && c->session != NULL) {
+        uint64_t seq;
+        if (tsx_phase_node_seq(c->st, &seq) < 0) {
+            return -1;
+        }
+        layer = ts_session_layer_of_seq(c->session, seq);
+    }
+    c->phase_layer = layer;
+    return 0;
+}
+
 static int
 count(tsx_counter *c,
       const op_slot *s,
@@ -806,6 +837,9 @@ count(tsx_counter *c,
 
     memset(&res, 0, sizeof res);
     message[0] = '\0';
+    if (read_phase(c) < 0) {
+        return -1;
+    }
     if (custom != NULL) {
         rc = tsx_run_formula(c->st,
                              custom,
@@ -870,13 +904,14 @@ count(tsx_counter *c,
         && flush_attention(c) < 0) {
         return -1;
     }
-    rc = ts_opstats_record(c->stats,
-                           id,
-                           kind,
-                           res.flops,
-                           res.incomplete,
-                           message,
-                           s->entry ? s->entry->ignore_reason : NULL);
+    rc = ts_opstats_record_in(c->stats,
+                              c->phase,
+                              id,
+                              kind,
+                              res.flops,
+                              res.incomplete,
+                              message,
+                              s->entry ? s->entry->ignore_reason : NULL);
     if (rc == TS_EOVERFLOW) {
         kind = TS_OPCALL_UNSUPPORTED; /* noted, not counted */
     }
@@ -910,6 +945,11 @@ count(tsx_counter *c,
     if (c->session != NULL && kind != TS_OPCALL_IGNORED) {
         ts_session_add_layer_op(c->session,
                                 ts_session_current_layer(c->session),
+                                kind == TS_OPCALL_COUNTED ? res.flops : 0,
+                                kind == TS_OPCALL_COUNTED && !res.incomplete);
+        ts_session_add_phase_op(c->session,
+                                c->phase_layer,
+                                c->phase,
                                 kind == TS_OPCALL_COUNTED ? res.flops : 0,
                                 kind == TS_OPCALL_COUNTED && !res.incomplete);
     }
@@ -1024,6 +1064,7 @@ run_higher_order(tsx_counter *c, op_slot *s, PyObject *args, PyObject *kwargs)
                            && i < ts_session_layer_count(c->session);
          i++) {
         ts_session_add_layer_op(c->session, (int)i, 0, false);
+        ts_session_add_phase_op(c->session, (int)i, c->phase, 0, false);
     }
     return out;
 }
@@ -1280,7 +1321,14 @@ tsx_counter_attach(tsx_state *st,
      * is attached (or detached) all the same. */
     int rc = flush_attention(c);
     Py_XSETREF(c->owner, session != NULL ? Py_XNewRef(owner) : NULL);
+    if (c->session != NULL && c->session != session) {
+        ts_session_set_clock(c->session, NULL, NULL);
+    }
     c->session = session;
+    if (session != NULL) {
+        /* backward operators find their layer by the node's number */
+        ts_session_set_clock(session, tsx_phase_clock, st);
+    }
     return rc;
 }
 
@@ -1308,14 +1356,37 @@ tsx_counter_flop_report(PyObject *counter, const char *torch_version)
     return report;
 }
 
+/* A global optimizer step pre-hook (optimizer, args, kwargs): one more
+ * step open, whose operators are the optimizer phase. */
+static PyObject *
+counter_step_pre(tsx_counter *c, PyObject *args)
+{
+    c->optimizer_depth++;
+    Py_RETURN_NONE;
+}
+
+/* Its post-hook: that step closed. */
+static PyObject *
+counter_step_post(tsx_counter *c, PyObject *args)
+{
+    if (c->optimizer_depth > 0) {
+        c->optimizer_depth--;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 counter_report(tsx_counter *c, PyObject *args)
 {
     const char *torch_version, *method;
-    PyObject *by_module = Py_None, *result;
-    json_t *jbm = NULL, *report;
-    if (!PyArg_ParseTuple(
-            args, "ss|O:_report", &torch_version, &method, &by_module)) {
+    PyObject *by_module = Py_None, *by_phase = Py_None, *result;
+    json_t *jbm = NULL, *jbp = NULL, *report;
+    if (!PyArg_ParseTuple(args,
+                          "ss|OO:_report",
+                          &torch_version,
+                          &method,
+                          &by_module,
+                          &by_phase)) {
         return NULL;
     }
     if (flush_attention(c) < 0) {
@@ -1327,7 +1398,15 @@ counter_report(tsx_counter *c, PyObject *args)
             return NULL;
         }
     }
-    report = ts_opstats_report(c->stats, torch_version, method, jbm);
+    if (by_phase != Py_None) {
+        jbp = tsx_to_json(by_phase, "by_phase");
+        if (jbp == NULL) {
+            json_decref(jbm);
+            return NULL;
+        }
+    }
+    report =
+        ts_opstats_report_phased(c->stats, torch_version, method, jbm, jbp);
     if (report == NULL) {
         return tsx_raise_status(TS_ENOMEM, NULL);
     }
@@ -1378,7 +1457,17 @@ static PyMethodDef counter_methods[] = {
     {"_report",
      (PyCFunction)counter_report,
      METH_VARARGS,
-     "_report(torch_version, method, by_module=None) -> FlopReport"},
+     "_report(torch_version, method, by_module=None, by_phase=None) -> "
+     "FlopReport"},
+    {"_optimizer_step_pre",
+     (PyCFunction)counter_step_pre,
+     METH_VARARGS,
+     "A global optimizer step pre-hook: its operators are the optimizer "
+     "phase."},
+    {"_optimizer_step_post",
+     (PyCFunction)counter_step_post,
+     METH_VARARGS,
+     "A global optimizer step post-hook."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -610,6 +610,19 @@ crawl_by_path(tsx_crawl *c, PyObject *unused)
     return result;
 }
 
+static PyObject *
+crawl_by_phase(tsx_crawl *c, PyObject *unused)
+{
+    json_t *by_phase = ts_session_phase_layers(c->session);
+    PyObject *result;
+    if (by_phase == NULL) {
+        return tsx_raise_status(TS_ENOMEM, NULL);
+    }
+    result = tsx_from_json(c->st, by_phase);
+    json_decref(by_phase);
+    return result;
+}
+
 static int
 crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
 {
@@ -725,6 +738,11 @@ static PyMethodDef crawl_methods[] = {
      METH_NOARGS,
      "operator_flops_by_path() -> {path: operator FLOPs of that module's "
      "own work, summed over its calls}"},
+    {"operator_flops_by_phase",
+     (PyCFunction)crawl_by_phase,
+     METH_NOARGS,
+     "operator_flops_by_phase() -> {phase: {by_module, layers}}: each "
+     "phase's operator FLOPs per module path and per layer call"},
     {"uninstall",
      (PyCFunction)crawl_uninstall,
      METH_NOARGS,

@@ -365,6 +365,45 @@ tsx_engine_workload_totals(PyObject *module, PyObject *args)
     return result;
 }
 
+/* workload_achieved(totals, peak_flops) -> (totals with achieved_flops
+ * and, for peak_flops > 0, flops_utilization; the diagnostics of those that
+ * are unavailable). */
+PyObject *
+tsx_engine_workload_achieved(PyObject *module, PyObject *args)
+{
+    PyObject *totals, *result = NULL;
+    double peak = 0.0;
+    json_t *jt, *diags = NULL;
+    ts_error err;
+    if (!PyArg_ParseTuple(
+            args, "O!d:workload_achieved", &PyDict_Type, &totals, &peak)) {
+        return NULL;
+    }
+    jt = report_json(totals, "totals");
+    if (jt == NULL) {
+        return NULL;
+    }
+    diags = json_array();
+    ts_error_clear(&err);
+    if (diags == NULL) {
+        ts_error_set(&err, TS_ENOMEM, "out of memory");
+    }
+    if (diags == NULL
+        || ts_workload_achieved(jt, peak, diags, &err) != TS_OK) {
+        result = tsx_raise(&err);
+    }
+    else {
+        PyObject *t = tsx_from_json(tsx_get_state(module), jt);
+        PyObject *d = t ? tsx_from_json(tsx_get_state(module), diags) : NULL;
+        result = d ? PyTuple_Pack(2, t, d) : NULL;
+        Py_XDECREF(t);
+        Py_XDECREF(d);
+    }
+    json_decref(diags);
+    json_decref(jt);
+    return result;
+}
+
 PyObject *
 tsx_engine_workload_summary(PyObject *module, PyObject *report)
 {
@@ -490,6 +529,9 @@ tsx_measure_constants(PyObject *module)
                module, "WORKLOAD_MEMORY", TS_WORKLOAD_MEMORY)
                < 0
         || PyModule_AddIntConstant(module, "WORKLOAD_RSS", TS_WORKLOAD_RSS) < 0
+        || PyModule_AddIntConstant(
+               module, "WORKLOAD_ACHIEVED", TS_WORKLOAD_ACHIEVED)
+               < 0
         || PyModule_AddStringConstant(module, "TIMER_METHOD", TS_TIMER_METHOD)
                < 0
         || PyModule_AddStringConstant(

@@ -9,6 +9,7 @@ PyObject *tsx_engine_memory_peak(PyObject *module, PyObject *args);
 PyObject *tsx_engine_profile_rows(PyObject *module, PyObject *args);
 PyObject *tsx_engine_workload_totals(PyObject *module, PyObject *args);
 PyObject *tsx_engine_workload_summary(PyObject *module, PyObject *report);
+PyObject *tsx_engine_workload_achieved(PyObject *module, PyObject *args);
 PyObject *tsx_engine_compare_benchmarks(PyObject *module, PyObject *args);
 PyObject *tsx_engine_rss_parse(PyObject *module, PyObject *args);
 /* The WORKLOAD_* and method-name constants. 0, or -1 with an exception. */

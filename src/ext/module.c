@@ -136,6 +136,11 @@ static PyMethodDef engine_methods[] = {
      METH_VARARGS,
      "workload_totals(measured, selected, work_unit, memory_scope=None, "
      "memory_method=None) -> totals"},
+    {"workload_achieved",
+     tsx_engine_workload_achieved,
+     METH_VARARGS,
+     "workload_achieved(totals, peak_flops) -> (totals, diagnostics): "
+     "achieved FLOP/s and utilization"},
     {"workload_summary",
      tsx_engine_workload_summary,
      METH_O,

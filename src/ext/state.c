@@ -169,6 +169,15 @@ import_torch(tsx_state *st)
                == NULL
         || (st->has_kernel = import_attr(
                 "torch._C", "_dispatch_has_kernel_for_dispatch_key"))
+               == NULL
+        || (st->graph_task_id =
+                import_attr("torch._C", "_current_graph_task_id"))
+               == NULL
+        || (st->autograd_node =
+                import_attr("torch._C", "_current_autograd_node"))
+               == NULL
+        || (st->sequence_nr =
+                import_attr("torch._C._autograd", "_get_sequence_nr"))
                == NULL) {
         return -1;
     }
@@ -211,6 +220,7 @@ interned(tsx_state *st, size_t i)
         &st->s_getattribute,
         &st->s_forward_hooks,
         &st->s_global_forward_hooks,
+        &st->s_sequence_nr,
         NULL,
     };
     return fields[i];
@@ -253,6 +263,7 @@ tsx_state_init(tsx_state *st)
     INTERN(s_getattribute, "__getattribute__");
     INTERN(s_forward_hooks, "_forward_hooks");
     INTERN(s_global_forward_hooks, "_global_forward_hooks");
+    INTERN(s_sequence_nr, "_sequence_nr");
     /* lives as long as the object type */
     st->object_getattribute =
         _PyType_Lookup(&PyBaseObject_Type, st->s_getattribute);
@@ -284,6 +295,9 @@ tsx_state_traverse(tsx_state *st, visitproc visit, void *arg)
     Py_VISIT(st->mapping_abc);
     Py_VISIT(st->hop_type);
     Py_VISIT(st->has_kernel);
+    Py_VISIT(st->graph_task_id);
+    Py_VISIT(st->autograd_node);
+    Py_VISIT(st->sequence_nr);
     Py_VISIT(st->crawl_type);
     Py_VISIT(st->observed);
     Py_VISIT(st->hook_type);
@@ -318,6 +332,9 @@ tsx_state_clear(tsx_state *st)
     Py_CLEAR(st->mapping_abc);
     Py_CLEAR(st->hop_type);
     Py_CLEAR(st->has_kernel);
+    Py_CLEAR(st->graph_task_id);
+    Py_CLEAR(st->autograd_node);
+    Py_CLEAR(st->sequence_nr);
     Py_CLEAR(st->crawl_type);
     Py_CLEAR(st->observed);
     Py_CLEAR(st->hook_type);

@@ -14,6 +14,8 @@
  *   masks        mask arguments of attention and Transformer calls: shape
  *                and the engine's summary of their values
  *   module_call  the parts of a module call the formulas need
+ *   phase        the phase of the running operator (autograd engine,
+ *                sequence numbers; the rule is the core's phase.h)
  *   counter      the operator counter (Python type Counter)
  *   handlers     custom module handlers: matching, normalising results
  *   attribution  parameter/buffer attribution and model totals
@@ -77,7 +79,10 @@ typedef struct tsx_state {
     PyObject *sequential;       /* torch.nn.Sequential */
     PyObject *nn_module_mod;    /* the module torch.nn.modules.module */
     PyObject *hop_type;         /* torch._ops.HigherOrderOperator */
-    PyTypeObject *crawl_type;   /* the types (module.c creates them) */
+    /* the phase readers (phase.c): torch._C._current_graph_task_id,
+     * torch._C._current_autograd_node, torch._C._autograd._get_sequence_nr */
+    PyObject *graph_task_id, *autograd_node, *sequence_nr;
+    PyTypeObject *crawl_type; /* the types (module.c creates them) */
     PyTypeObject *hook_type;
     PyTypeObject *counter_type;
     /* interned attribute names */
@@ -87,7 +92,7 @@ typedef struct tsx_state {
         *s_register_pre, *s_register_post, *s_always_call,
         *s_is_floating_point, *s_is_complex, *s_itemsize, *s_forward,
         *s_is_cpu, *s_cpu, *s_is_meta, *s_call_outside_dynamo, *s_getattribute,
-        *s_forward_hooks, *s_global_forward_hooks;
+        *s_forward_hooks, *s_global_forward_hooks, *s_sequence_nr;
     PyObject *object_getattribute; /* object.__getattribute__ (borrowed) */
     /* nn.Module.__getattr__ as its class dictionary holds it (callbacks.c's
      * module reader; strong, read on first use) */

@@ -68,6 +68,8 @@ feed(fixture *f, const char *overload, const ts_op_call *call)
     CHECK(!r.incomplete);
     cc.id = ts_opstats_intern(f->stats, packet);
     cc.layer = f->layer;
+    cc.phase = TS_PHASE_FORWARD;
+    cc.phase_layer = f->layer;
     cc.flops = r.flops;
     cc.matrix_flops = (e->flags & TS_OPF_MATRIX) != 0 ? r.matrix_flops : -1;
     if ((e->flags & TS_OPF_SDPA_FORWARD) != 0) {

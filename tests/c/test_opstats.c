@@ -262,10 +262,136 @@ test_matrix_products(void)
     json_decref(r);
 }
 
+/* Calls recorded in phases: each phase's sums and status, their sum the
+ * total; no "phases" in a forward-only report. */
+static void
+test_phases(void)
+{
+    ts_opstats *ops = ts_opstats_new();
+    int mm = ts_opstats_intern(ops, "aten.mm");
+    int add = ts_opstats_intern(ops, "aten.add_");
+    int sin_id = ts_opstats_intern(ops, "aten.sin");
+    json_t *r, *phases, *p;
+    ts_opstats_record(ops, mm, TS_OPCALL_COUNTED, 48, false, NULL, NULL);
+    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    CHECK(json_object_get(r, "phases") == NULL);
+    CHECK(!ts_opstats_has_phases(ops));
+    json_decref(r);
+    CHECK_EQ_INT(ts_opstats_record_in(ops,
+                                      TS_PHASE_BACKWARD,
+                                      mm,
+                                      TS_OPCALL_COUNTED,
+                                      96,
+                                      false,
+                                      NULL,
+                                      NULL),
+                 TS_OK);
+    ts_opstats_record_in(ops,
+                         TS_PHASE_OPTIMIZER,
+                         add,
+                         TS_OPCALL_COUNTED,
+                         10,
+                         false,
+                         NULL,
+                         NULL);
+    ts_opstats_record_in(ops,
+                         TS_PHASE_BACKWARD,
+                         sin_id,
+                         TS_OPCALL_UNCOUNTED,
+                         0,
+                         false,
+                         NULL,
+                         NULL);
+    CHECK_EQ_INT(ts_opstats_record_in(ops,
+                                      (ts_phase)TS_PHASE_COUNT,
+                                      mm,
+                                      TS_OPCALL_COUNTED,
+                                      1,
+                                      false,
+                                      NULL,
+                                      NULL),
+                 TS_EINVAL);
+    CHECK(ts_opstats_has_phases(ops));
+    CHECK_EQ_INT(ts_opstats_total(ops), 154);
+    CHECK_EQ_INT(ts_opstats_phase_total(ops, TS_PHASE_FORWARD), 48);
+    CHECK_EQ_INT(ts_opstats_phase_total(ops, TS_PHASE_BACKWARD), 96);
+    CHECK_EQ_INT(ts_opstats_phase_total(ops, TS_PHASE_OPTIMIZER), 10);
+    r = ts_opstats_report_phased(ops,
+                                 "2.13.0",
+                                 "m",
+                                 NULL,
+                                 json_pack("{s:{s:{s:i}, s:[]}}",
+                                           "backward",
+                                           "by_module",
+                                           "0",
+                                           96,
+                                           "layers"));
+    phases = json_object_get(r, "phases");
+    CHECK_EQ_INT(json_object_size(phases), 3);
+    p = json_object_get(phases, "forward");
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(p, "total"), "status")),
+                 "complete");
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_object_get(p, "total"), "value")),
+                 48);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(p, "by_operator"), "aten.mm")),
+                 48);
+    CHECK_EQ_INT(json_object_size(json_object_get(p, "by_module")), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(p, "layers")), 0);
+    p = json_object_get(phases, "backward");
+    /* the uncounted aten.sin ran in the backward: that phase is partial */
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(p, "total"), "status")),
+                 "partial");
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(p, "total"), "known_value")),
+                 96);
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_object_get(p, "by_module"), "0")),
+                 96);
+    CHECK(json_object_get(json_object_get(p, "by_operator"), "aten.add_")
+          == NULL);
+    p = json_object_get(phases, "optimizer");
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(p, "total"), "status")),
+                 "complete");
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(p, "by_operator"), "aten.add_")),
+                 10);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(r, "total"), "status")),
+                 "partial");
+    json_decref(r);
+    ts_opstats_free(ops);
+
+    /* an ignored call alone makes a phase present, with 0 and complete */
+    ops = ts_opstats_new();
+    add = ts_opstats_intern(ops, "aten.detach");
+    ts_opstats_record_in(ops,
+                         TS_PHASE_BACKWARD,
+                         add,
+                         TS_OPCALL_IGNORED,
+                         0,
+                         false,
+                         NULL,
+                         "Metadata-only tensor view.");
+    r = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    p = json_object_get(json_object_get(r, "phases"), "backward");
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_object_get(p, "total"), "value")),
+                 0);
+    CHECK_EQ_INT(json_object_size(json_object_get(p, "by_operator")), 0);
+    json_decref(r);
+    ts_opstats_free(ops);
+}
+
 int
 main(void)
 {
     test_opstats();
+    test_phases();
     test_matrix_products();
     test_diagnostic_order();
     test_incomplete_reason();

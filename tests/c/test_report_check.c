@@ -302,6 +302,93 @@ test_valid(void)
     json_decref(report);
 }
 
+/* FlopReport.phases: additive, with statuses per phase. */
+#define PHASE(status, value, known, op)                               \
+    "{\"total\":{\"status\":" status ",\"value\":" value              \
+    ",\"known_value\":" known                                         \
+    ",\"unit\":\"FLOPs\",\"scope\":\"workload\",\"method\":\"m\"},"   \
+    "\"by_operator\":{\"aten.addmm\":" op                             \
+    "},\"by_module\":{\"\":0},"                                       \
+    "\"layers\":[{\"path\":\"\",\"call_index\":0,\"operator_flops\":" \
+    "{\"status\":\"complete\",\"value\":0,\"known_value\":0,"         \
+    "\"unit\":\"FLOPs\",\"scope\":\"module_call_self\",\"method\":"   \
+    "\"m\"}}]}"
+
+static void
+test_phases(void)
+{
+    static const struct {
+        const char *forward, *backward, *total_status, *expected;
+    } phase_cases[] = {
+        {PHASE("\"complete\"", "24", "24", "24"),
+         PHASE("\"complete\"", "40", "40", "40"),
+         "\"complete\"",
+         ""},
+        /* the phases' totals must add up */
+        {PHASE("\"complete\"", "24", "24", "24"),
+         PHASE("\"complete\"", "41", "41", "41"),
+         "\"complete\"",
+         "r: phases: the phases' totals must add up to total"},
+        /* a phase's operators must add up to it */
+        {PHASE("\"complete\"", "24", "24", "23"),
+         PHASE("\"complete\"", "40", "40", "40"),
+         "\"complete\"",
+         "r: phases.forward.by_operator: must add up to the phase's total"},
+        /* partial exactly when a phase is */
+        {PHASE("\"complete\"", "24", "24", "24"),
+         PHASE("\"partial\"", "null", "40", "40"),
+         "\"complete\"",
+         "r: phases: total must be partial exactly when a phase's total is"},
+        {PHASE("\"complete\"", "24", "24", "24"),
+         PHASE("\"complete\"", "-40", "-40", "40"),
+         "\"complete\"",
+         "r: phases.backward.total.known_value: a cost cannot be negative"},
+    };
+    for (size_t k = 0; k < sizeof phase_cases / sizeof phase_cases[0]; k++) {
+        json_error_t error;
+        char text[4096];
+        json_t *flops;
+        ts_error err;
+        snprintf(text,
+                 sizeof text,
+                 "{\"schema_version\":1,\"total\":{\"status\":%s,"
+                 "\"value\":%s,\"known_value\":64,\"unit\":\"FLOPs\","
+                 "\"scope\":\"workload\",\"method\":\"m\"},"
+                 "\"by_operator\":{\"aten.addmm\":64},\"phases\":{"
+                 "\"forward\":%s,\"backward\":%s,\"optimizer\":%s}}",
+                 phase_cases[k].total_status,
+                 strcmp(phase_cases[k].total_status, "\"complete\"") == 0
+                     ? "64"
+                     : "null",
+                 phase_cases[k].forward,
+                 phase_cases[k].backward,
+                 PHASE("\"complete\"", "0", "0", "0"));
+        flops = json_loads(text, 0, &error);
+        CHECK(flops != NULL);
+        ts_error_clear(&err);
+        CHECK_EQ_INT(ts_flop_report_check(flops, "r", &err),
+                     phase_cases[k].expected[0] ? TS_EFORMAT : TS_OK);
+        CHECK_EQ_STR(err.message, phase_cases[k].expected);
+        if (k == 0) {
+            /* inside an AnalysisReport, and the set of phases */
+            json_t *report = valid_report();
+            json_t *phases = json_object_get(flops, "phases");
+            json_object_set(
+                json_object_get(report, "operator_flops"), "phases", phases);
+            CHECK_EQ_INT(ts_analysis_report_check(report, "before", &err),
+                         TS_OK);
+            json_object_del(phases, "optimizer");
+            CHECK_EQ_INT(ts_analysis_report_check(report, "before", &err),
+                         TS_EFORMAT);
+            CHECK_EQ_STR(err.message,
+                         "before: operator_flops.phases: expected exactly "
+                         "forward, backward and optimizer");
+            json_decref(report);
+        }
+        json_decref(flops);
+    }
+}
+
 static void
 test_hostile(void)
 {
@@ -407,6 +494,7 @@ main(void)
 {
     test_valid();
     test_hostile();
+    test_phases();
     test_compare();
     test_parts();
     return ts_test_report();

@@ -254,6 +254,90 @@ test_failed_call_and_structure(void)
     ts_session_free(s);
 }
 
+static uint64_t fake_seq;
+
+static uint64_t
+fake_clock(void *ctx)
+{
+    (void)ctx;
+    return fake_seq;
+}
+
+/* Per-phase layer FLOPs and the sequence-number map that joins backward
+ * operators to the layer calls that created their nodes. */
+static void
+test_phase_layers(void)
+{
+    ts_session *s = ts_session_new(true);
+    int root = ts_session_add_module(s, "", "Net", NULL, false);
+    int lin = ts_session_add_module(s, "fc", "Mystery", NULL, true);
+    int l_root, l_fc0, l_fc1;
+    json_t *out, *bw, *rows;
+    fake_seq = 5;
+    ts_session_set_clock(s, fake_clock, NULL);
+    l_root =
+        ts_session_begin_call(s, root, call_meta(tensor_meta(2, 4)), NULL);
+    fake_seq = 6; /* the root's own node 5 */
+    l_fc0 = ts_session_begin_call(s, lin, call_meta(tensor_meta(2, 4)), NULL);
+    fake_seq = 8; /* nodes 6, 7 */
+    ts_session_end_call(s, lin, tensor_meta(2, 4), false, NULL);
+    l_fc1 = ts_session_begin_call(s, lin, call_meta(tensor_meta(2, 4)), NULL);
+    fake_seq = 9; /* node 8 */
+    ts_session_end_call(s, lin, tensor_meta(2, 4), false, NULL);
+    ts_session_end_call(s, root, tensor_meta(2, 4), false, NULL);
+    fake_seq = 10; /* node 9: the loss, outside every call */
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, 4), -1);
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, 5), l_root);
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, 6), l_fc0);
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, 7), l_fc0);
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, 8), l_fc1);
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, 9), -1);
+    CHECK_EQ_INT(ts_session_layer_of_seq(s, TS_PHASE_NO_SEQ), -1);
+    ts_session_add_phase_op(s, l_fc0, TS_PHASE_FORWARD, 40, true);
+    ts_session_add_phase_op(s, l_fc0, TS_PHASE_BACKWARD, 80, true);
+    ts_session_add_phase_op(s, l_fc1, TS_PHASE_BACKWARD, 8, false);
+    ts_session_add_phase_op(s, -1, TS_PHASE_BACKWARD, 1000, true);
+    ts_session_add_phase_op(s, l_fc1, (ts_phase)TS_PHASE_COUNT, 1, true);
+    out = ts_session_phase_layers(s);
+    bw = json_object_get(out, "backward");
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_object_get(bw, "by_module"), "fc")),
+                 88);
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_object_get(bw, "by_module"), "")),
+                 0);
+    rows = json_object_get(bw, "layers");
+    CHECK_EQ_INT(json_array_size(rows), 3);
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(rows, 2), "path")),
+        "fc");
+    CHECK_EQ_INT(json_integer_value(
+                     json_object_get(json_array_get(rows, 2), "call_index")),
+                 1);
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(rows, 2), "operator_flops"),
+            "status")),
+        "partial");
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_object_get(json_array_get(rows, 1), "operator_flops"),
+            "value")),
+        80);
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(out, "forward"), "by_module"),
+            "fc")),
+        40);
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(out, "optimizer"), "by_module"),
+            "fc")),
+        0);
+    json_decref(out);
+    ts_session_free(s);
+}
+
 /* A handler on the root owns module_flops for its subtree. */
 static void
 test_ownership(void)
@@ -466,6 +550,7 @@ main(void)
     test_ownership();
     test_crawl_report();
     test_failed_call_and_structure();
+    test_phase_layers();
     test_token_dependencies();
     return ts_test_report();
 }

@@ -336,10 +336,146 @@ test_summary(void)
     json_decref(report);
 }
 
+/* Achieved FLOP/s: hand arithmetic on the totals, the unavailable paths
+ * with their reasons, the peak's check. */
+static void
+test_achieved(void)
+{
+    json_t *totals = json_pack(
+        "{s:o, s:o}",
+        "operator_flops",
+        ts_metric_new(TS_COMPLETE, ts_int(3000), "FLOPs", "workload", "m"),
+        "latency",
+        ts_metric_new(TS_COMPLETE,
+                      ts_real(0.002),
+                      "seconds",
+                      "warmed_block_average",
+                      "t"));
+    json_t *diags = json_array();
+    json_t *m;
+    ts_error err;
+    ts_error_clear(&err);
+    CHECK_EQ_INT(ts_workload_achieved(totals, 3e6, diags, &err), TS_OK);
+    m = json_object_get(totals, "achieved_flops");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")), "complete");
+    CHECK(fabs(json_real_value(json_object_get(m, "value")) - 1.5e6) < 1e-6);
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "unit")), "FLOPs/s");
+    m = json_object_get(totals, "flops_utilization");
+    CHECK(fabs(json_real_value(json_object_get(m, "value")) - 0.5) < 1e-12);
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "method")),
+                 "achieved_over_declared_peak");
+    CHECK_EQ_INT(json_array_size(diags), 0);
+    /* no peak: no utilization */
+    json_object_del(totals, "flops_utilization");
+    CHECK_EQ_INT(ts_workload_achieved(totals, 0.0, diags, &err), TS_OK);
+    CHECK(json_object_get(totals, "flops_utilization") == NULL);
+    /* partial FLOPs: unavailable, one diagnostic each */
+    json_object_set_new(
+        totals,
+        "operator_flops",
+        ts_metric_new(TS_PARTIAL, ts_int(3000), "FLOPs", "workload", "m"));
+    CHECK_EQ_INT(ts_workload_achieved(totals, 1e9, diags, &err), TS_OK);
+    m = json_object_get(totals, "achieved_flops");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "status")),
+                 "unavailable");
+    CHECK(json_is_null(json_object_get(m, "value")));
+    CHECK_EQ_INT(json_array_size(diags), 2);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_array_get(diags, 0), "message")),
+                 "achieved_flops is unavailable: operator FLOPs are partial, "
+                 "a lower bound (see the flops diagnostics).");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(json_array_get(diags, 1), "metric")),
+        "flops_utilization");
+    /* latency not requested, and zero latency */
+    json_array_clear(diags);
+    json_object_set_new(
+        totals,
+        "operator_flops",
+        ts_metric_new(TS_COMPLETE, ts_int(3000), "FLOPs", "workload", "m"));
+    json_object_set_new(totals,
+                        "latency",
+                        ts_metric_new(TS_UNAVAILABLE,
+                                      ts_int(0),
+                                      "seconds",
+                                      "warmed_block_average",
+                                      "not_requested"));
+    CHECK_EQ_INT(ts_workload_achieved(totals, 0.0, diags, &err), TS_OK);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_array_get(diags, 0), "message")),
+                 "achieved_flops is unavailable: latency was not measured "
+                 "(select \"latency\").");
+    json_array_clear(diags);
+    json_object_set_new(totals,
+                        "latency",
+                        ts_metric_new(TS_COMPLETE,
+                                      ts_real(0.0),
+                                      "seconds",
+                                      "warmed_block_average",
+                                      "t"));
+    CHECK_EQ_INT(ts_workload_achieved(totals, 0.0, diags, &err), TS_OK);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_array_get(diags, 0), "message")),
+                 "achieved_flops is unavailable: latency is not a positive "
+                 "number of seconds.");
+    /* the peak: positive and finite */
+    CHECK_EQ_INT(ts_workload_achieved(totals, -1.0, diags, &err), TS_EINVAL);
+    CHECK_EQ_INT(ts_workload_achieved(totals, INFINITY, diags, &err),
+                 TS_EINVAL);
+    CHECK_EQ_INT(ts_workload_achieved(json_null(), 0.0, diags, &err),
+                 TS_EFORMAT);
+    json_decref(diags);
+    json_decref(totals);
+}
+
+/* The summary lists the phases of a training step under Operator FLOPs. */
+static void
+test_summary_phases(void)
+{
+    ts_error err;
+    json_t *report = json_pack(
+        "{s:{s:s, s:i}, s:{s:o}, s:{s:{s:{s:o}, s:{s:o}, s:{s:o}}}, s:[]}",
+        "context",
+        "device",
+        "cpu",
+        "num_threads",
+        1,
+        "totals",
+        "operator_flops",
+        ts_metric_new(TS_COMPLETE, ts_int(571), "FLOPs", "workload", "m"),
+        "operator_flops",
+        "phases",
+        "forward",
+        "total",
+        ts_metric_new(TS_COMPLETE, ts_int(204), "FLOPs", "workload", "m"),
+        "backward",
+        "total",
+        ts_metric_new(TS_COMPLETE, ts_int(275), "FLOPs", "workload", "m"),
+        "optimizer",
+        "total",
+        ts_metric_new(TS_PARTIAL, ts_int(92), "FLOPs", "workload", "m"),
+        "diagnostics");
+    char *text;
+    ts_error_clear(&err);
+    text = ts_workload_summary(report, &err);
+    CHECK(text != NULL);
+    CHECK_EQ_STR(text,
+                 "Workload on cpu (1 PyTorch threads)\n"
+                 "  Operator FLOPs: 571.000 FLOPs\n"
+                 "    forward: 204.000 FLOPs\n"
+                 "    backward: 275.000 FLOPs\n"
+                 "    optimizer: partial (known lower bound: 92.000 FLOPs)\n"
+                 "  Profiler: not requested (separate instrumented pass)");
+    free(text);
+    json_decref(report);
+}
+
 int
 main(void)
 {
     test_grouped();
+    test_summary_phases();
+    test_achieved();
     test_totals();
     test_summary();
     return ts_test_report();

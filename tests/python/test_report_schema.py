@@ -595,6 +595,14 @@ def build_reports() -> list[tuple[str, str, Any]]:
         ),
     )
     add("measure_flops modules=[...]", "FlopReport", measure_flops(lambda: model(x), modules=[model, model[0]]))
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def training_step() -> None:
+        sgd.zero_grad()
+        model(x).sinc().sum().backward()  # sinc has no formula: forward and backward are partial
+        sgd.step()
+
+    add("measure_flops of a training step (phases)", "FlopReport", measure_flops(training_step, modules=model))
 
     lin = nn.Linear(4, 2)
     inputs = torch.ones(3, 4)
@@ -622,6 +630,18 @@ def build_reports() -> list[tuple[str, str, Any]]:
         "measure_workload metrics=()",
         "BenchmarkReport",
         measure_workload(workload, device="cpu", metrics=(), print_summary=False, **TIMING),
+    )
+    add(
+        "measure_workload, achieved FLOP/s against a declared peak",
+        "BenchmarkReport",
+        measure_workload(
+            workload, device="cpu", metrics=("flops", "latency"), peak_flops=1e12, print_summary=False, **TIMING
+        ),
+    )
+    add(
+        "measure_workload, achieved FLOP/s without latency",
+        "BenchmarkReport",
+        measure_workload(workload, device="cpu", metrics=("flops",), peak_flops=1e12, print_summary=False, **TIMING),
     )
     add(
         "measure_workload, memory unavailable",
@@ -844,6 +864,18 @@ def test_flop_report_rules(walked: Findings) -> None:
         assert total["status"] == ("partial" if report["diagnostics"] else "complete"), where
         assert _known(total) == sum(report["by_operator"].values()), where
         assert sum(report["by_module"].values()) <= _known(total), where
+        if "phases" in report:
+            phases = report["phases"]
+            assert set(phases) == {"forward", "backward", "optimizer"}, where
+            assert sum(_known(p["total"]) for p in phases.values()) == _known(total), where
+            assert (total["status"] == "partial") == any(p["total"]["status"] == "partial" for p in phases.values())
+            for op, flops in report["by_operator"].items():
+                assert sum(p["by_operator"].get(op, 0) for p in phases.values()) == flops, where
+            for p in phases.values():
+                assert sum(p["by_operator"].values()) == _known(p["total"]), where
+                assert sum(p["by_module"].values()) <= _known(p["total"]), where
+                keys = [(row["path"], row["call_index"]) for row in p["layers"]]
+                assert len(keys) == len(set(keys)), where
         assert ("collectives" in report) == ("collective_bytes" in report), where
         if "collectives" in report:
             moved = report["collectives"]
