@@ -14,7 +14,7 @@ from torch import nn
 from . import _engine
 from ._distributed import context_fields
 from .extensions import ModuleCall, ModuleHandler, _validate_custom_modules
-from .flops import _check_custom_mapping, _OperatorCounter
+from .flops import _check_custom_mapping, _OperatorCounter, counting
 from .modules import module_dmas, module_flops, module_macs, module_rf  # noqa: F401  (0.2.0's crawler names)
 from .report import AnalysisReport, IncompleteAnalysisError, _check_flag
 from .utils import aggregate_info, format_info  # noqa: F401  (0.2.0's crawler names)
@@ -225,7 +225,7 @@ def _crawl(
         crawl.install(counter, True)
         with torch.no_grad():
             if counter is not None:
-                with counter:
+                with counting(counter):
                     module(*call_args, **call_kwargs)
             else:
                 module(*call_args, **call_kwargs)

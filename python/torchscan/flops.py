@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NotRequired, TypedDict
 
 import torch
@@ -60,6 +62,32 @@ class _OperatorCounter(_engine.Counter, TorchDispatchMode):
         report: FlopReport = self._report(torch.__version__, METHOD, by_module, by_phase)
         report["context"].update(context_fields())  # rank, world_size, ... inside a process group
         return report
+
+
+@contextlib.contextmanager
+def counting(counter: _OperatorCounter) -> Iterator[_OperatorCounter]:
+    """``with counter:`` that leaves no mode behind when entering fails.
+
+    PyTorch may push the mode and then fail: a failed allocation in
+    ``_push_on_torch_dispatch_stack`` returns with a MemoryError set, which
+    CPython's direct call of a builtin does not check, so the error surfaces
+    where a caller checks a result. A ``with`` whose ``__enter__`` raised
+    never calls ``__exit__``. Here the call goes through functools.partial,
+    whose call checks the result (SystemError raised here), and a mode
+    pushed before the failure is popped again. Not a method of the mode:
+    torch.compile traces a mode's own ``__enter__``.
+    """
+    depth = torch._C._len_torch_dispatch_stack()
+    try:
+        functools.partial(TorchDispatchMode.__enter__, counter)()
+    except BaseException:
+        if torch._C._len_torch_dispatch_stack() > depth:
+            counter.__exit__(None, None, None)
+        raise
+    try:
+        yield counter
+    finally:
+        counter.__exit__(None, None, None)
 
 
 def _check_custom_mapping(custom_mapping: Mapping[Any, Callable[..., Any]] | None) -> dict[Any, Any] | None:
@@ -151,7 +179,7 @@ def measure_flops(
         # inside the try: a Ctrl-C that lands as install returns still uninstalls
         if crawl is not None:
             crawl.install(counter, False)  # observe only: no eval(), no flag change
-        with optimizer_step_hooks(counter), counter:
+        with optimizer_step_hooks(counter), counting(counter):
             workload()
     finally:
         if crawl is not None:
