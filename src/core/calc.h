@@ -1,5 +1,6 @@
 /* Checked int64 arithmetic with a sticky overflow flag, for the formulas
- * (op_formulas_internal.h, module_match_internal.h). A formula threads one
+ * (op_formulas_internal.h, module_match_internal.h,
+ * module_formulas_internal.h). A formula threads one
  * calc through its arithmetic; after an overflow the operations return 0
  * and the formula's final check reports TS_EOVERFLOW (Python integers never
  * overflow, so an overflow is an error, never a wrong count), which keeps
@@ -41,11 +42,12 @@ c_add(calc *c, int64_t a, int64_t b)
 static inline int64_t
 c_sub(calc *c, int64_t a, int64_t b)
 {
-    if (b == INT64_MIN) {
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) {
         c->overflow = true;
         return 0;
     }
-    return c_add(c, a, -b);
+    return r;
 }
 
 static inline int64_t

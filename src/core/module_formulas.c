@@ -127,14 +127,14 @@ ts_mf_sub_count(fctx *x,
                 const ts_module_call *c,
                 ts_estimate *e)
 {
-    fctx y = {d, c, 0, 0, false};
+    fctx y = {.d = d, .c = c};
     if (!ts_shape_numel(&c->input, &y.n)
         || !ts_shape_numel(&c->output, &y.o)) {
-        x->overflow = true;
+        x->k.overflow = true;
         return 0;
     }
     int64_t value = fn(&y, e);
-    x->overflow |= y.overflow;
+    x->k.overflow |= y.k.overflow;
     return value;
 }
 
@@ -526,14 +526,14 @@ run_count(count_fn fn,
         *e = *verdict;
         return;
     }
-    x->overflow = false;
+    x->k.overflow = false;
     e->kind = TS_EST_COMPLETE;
     e->message[0] = '\0';
     int64_t value = fn(x, e);
     if (e->kind != TS_EST_COMPLETE) {
         return;
     }
-    if (x->overflow) {
+    if (x->k.overflow) {
         fail(e,
              "OverflowError: %s of %s exceed the int64 range",
              metric,
@@ -561,9 +561,9 @@ run_rf(rf_fn fn, fctx *x, const ts_estimate *verdict, ts_module_estimates *out)
         status = *verdict;
     }
     else {
-        x->overflow = false;
+        x->k.overflow = false;
         fn(x, trio, &status);
-        if (status.kind == TS_EST_COMPLETE && x->overflow) {
+        if (status.kind == TS_EST_COMPLETE && x->k.overflow) {
             fail(&status,
                  "OverflowError: receptive field of %s exceeds "
                  "the int64 range",
@@ -594,7 +594,7 @@ ts_module_estimate(const ts_module_desc *desc,
         return TS_EINVAL;
     }
     const family *f = &ts_mf_families[desc->kind];
-    fctx x = {desc, call, 0, 0, false};
+    fctx x = {.d = desc, .c = call};
     precheck(&x, f, &verdict);
     run_count(f->flops, "FLOPs", &x, &verdict, &out->flops);
     run_count(f->macs, "MACs", &x, &verdict, &out->macs);

@@ -71,7 +71,7 @@ ts_mf_dmas_bilinear(fctx *x, ts_estimate *e)
     (void)e;
     int64_t n2 = 0;
     if (!ts_shape_numel(&x->c->second, &n2)) {
-        x->overflow = true;
+        x->k.overflow = true;
     }
     return SUM(x, x->n, n2, params(x), x->o);
 }

@@ -9,6 +9,7 @@
 #ifndef TORCHSCAN_MODULE_FORMULAS_INTERNAL_H
 #define TORCHSCAN_MODULE_FORMULAS_INTERNAL_H
 
+#include "calc.h"
 #include "torchscan/module_formulas.h"
 
 /* ---- call context and checked arithmetic ------------------------------- */
@@ -16,44 +17,30 @@
 typedef struct fctx {
     const ts_module_desc *d;
     const ts_module_call *c;
-    int64_t n;     /* input elements (N) */
-    int64_t o;     /* output elements (O) */
-    bool overflow; /* sticky: a checked operation overflowed */
+    int64_t n; /* input elements (N) */
+    int64_t o; /* output elements (O) */
+    calc k;    /* the checked arithmetic's sticky overflow flag */
 } fctx;
 
-/* mul/add/sub return 0 and set x->overflow instead of wrapping; the
- * dispatcher turns a set flag into one OverflowError for the metric. */
+/* calc.h's operations on the call's flag: they return 0 and set it instead
+ * of wrapping; the dispatcher turns a set flag into one OverflowError for
+ * the metric. */
 static inline int64_t
 mul(fctx *x, int64_t a, int64_t b)
 {
-    int64_t r;
-    if (!ts_mul(a, b, &r)) {
-        x->overflow = true;
-        return 0;
-    }
-    return r;
+    return c_mul(&x->k, a, b);
 }
 
 static inline int64_t
 add(fctx *x, int64_t a, int64_t b)
 {
-    int64_t r;
-    if (!ts_add(a, b, &r)) {
-        x->overflow = true;
-        return 0;
-    }
-    return r;
+    return c_add(&x->k, a, b);
 }
 
 static inline int64_t
 sub(fctx *x, int64_t a, int64_t b)
 {
-    int64_t r;
-    if (__builtin_sub_overflow(a, b, &r)) {
-        x->overflow = true;
-        return 0;
-    }
-    return r;
+    return c_sub(&x->k, a, b);
 }
 
 static inline int64_t
@@ -69,11 +56,7 @@ sum_terms(fctx *x, const int64_t *terms, size_t count)
 static inline int64_t
 prod_terms(fctx *x, const int64_t *terms, size_t count)
 {
-    int64_t total = 1;
-    for (size_t i = 0; i < count; i++) {
-        total = mul(x, total, terms[i]);
-    }
-    return total;
+    return c_prod(&x->k, terms, (int)count);
 }
 
 /* SUM(x, a, b, ...) and PROD(x, a, b, ...): checked n-ary sum and product.

@@ -157,7 +157,7 @@ ts_mf_dmas_mha(fctx *x, ts_estimate *e)
     int64_t in_k = 0;
     int64_t in_v = 0;
     if (!ts_shape_numel(&c->key, &in_k) || !ts_shape_numel(&c->value, &in_v)) {
-        x->overflow = true;
+        x->k.overflow = true;
     }
     int64_t q = PROD(x, g.b, g.t, g.e);
     int64_t j = PROD(x, g.b, g.s, g.e);
@@ -337,7 +337,7 @@ ts_mf_dmas_rnn(fctx *x, ts_estimate *e)
         return 0;
     }
     if (!ts_shape_numel(&x->c->second, &h_n)) {
-        x->overflow = true;
+        x->k.overflow = true;
     }
     int64_t c_n = g.cost->cell_state ? x->c->aux_numel : 0;
     return SUM(x,
