@@ -89,13 +89,14 @@ reserve(ts_saved *saved)
     if (table == NULL) {
         return TS_ENOMEM;
     }
+    size_t old_cap = saved->cap;
     saved->table = table;
-    for (size_t i = 0; i < saved->cap; i++) {
+    saved->cap = cap; /* find() probes the new table */
+    for (size_t i = 0; i < old_cap; i++) {
         if (old[i].used) {
             *find(saved, old[i].key) = old[i];
         }
     }
-    saved->cap = cap;
     free(old);
     return TS_OK;
 }
