@@ -232,7 +232,8 @@ tsx_saved_release(tsx_saved_run *run)
     run->held = NULL;
     run->nheld = run->cap = 0;
     while (n > 0) {
-        Py_CLEAR(held[--n]);
+        n--; /* Py_CLEAR evaluates its argument twice */
+        Py_CLEAR(held[n]);
     }
     PyMem_Free(held);
 }
