@@ -172,19 +172,18 @@ void
 tsx_saved_open(tsx_saved_run *run, ts_session *session)
 {
     run->session = session;
+    run->acc = ts_session_saved(session);
 }
 
 PyObject *
 tsx_saved_pack(tsx_state *st, tsx_saved_run *run, PyObject *tensor)
 {
-    ts_saved *acc;
-    if (run->session == NULL
-        || (acc = ts_session_saved(run->session)) == NULL) {
+    if (run->acc == NULL) {
         return tsx_fail(PyExc_RuntimeError,
-                        "saved-tensor hook of a crawl that has ended");
+                        "saved-tensor hook of a crawl that is not installed");
     }
     if (tsx_saved_measure(st,
-                          acc,
+                          run->acc,
                           run->session,
                           tensor,
                           ts_session_current_layer(run->session))
@@ -229,6 +228,7 @@ tsx_saved_release(tsx_saved_run *run)
     size_t n = run->nheld;
     PyObject **held = run->held;
     run->session = NULL;
+    run->acc = NULL;
     run->held = NULL;
     run->nheld = run->cap = 0;
     while (n > 0) {

@@ -32,6 +32,7 @@
  * tensors packed so far. Zeroed is closed. */
 typedef struct tsx_saved_run {
     ts_session *session; /* borrowed; NULL: closed */
+    ts_saved *acc;       /* the session's accumulator; NULL: closed */
     PyObject **held;     /* the packed tensors (strong), by handle */
     size_t nheld, cap;
 } tsx_saved_run;
@@ -65,12 +66,13 @@ int tsx_saved_measure(tsx_state *st,
                       PyObject *tensor,
                       int layer);
 
-/* Opens a run on `session` (ts_session_enable_saved done). */
+/* Opens a run on `session`, whose accumulator (ts_session_enable_saved)
+ * it feeds. */
 void tsx_saved_open(tsx_saved_run *run, ts_session *session);
 
 /* The pack hook's body: measures `tensor` for the session's innermost call
  * and keeps it; returns its handle (new reference), or NULL with an
- * exception. A closed run keeps the tensor without measuring it. */
+ * exception (RuntimeError for a closed run: no crawl is installed). */
 PyObject *tsx_saved_pack(tsx_state *st, tsx_saved_run *run, PyObject *tensor);
 
 /* The unpack hook's body: the tensor of `handle` (new reference), or NULL
