@@ -363,3 +363,25 @@ def test_transformers_match_a_python_saved_tensors_hooks_reference(family, attn)
     assert _total(report) == sum(expected.values()) > 0
     # the embedding's output, the attention and MLP activations: most rows save something
     assert sum(1 for value in rows.values() if value > 0) >= 8
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_activation_checkpointing_saves_the_region_inputs_only(reentrant):
+    from torch.utils.checkpoint import checkpoint
+
+    inner = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    class Checkpointed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return checkpoint(self.inner, x, use_reentrant=reentrant)
+
+    x = torch.rand(3, 4, requires_grad=True)
+    plain = _rows(crawl_module(inner, args=(x,), saved_activations=True))
+    assert plain == {("", 0): 0, ("0", 0): 3 * 4 * F32, ("1", 0): 3 * 4 * F32}  # input, ReLU output
+    rows = _rows(crawl_module(Checkpointed(), args=(x,), saved_activations=True))
+    # the checkpoint keeps its input for the recomputation, saved in the calling module's row
+    assert rows == {("", 0): 3 * 4 * F32, ("inner", 0): 0, ("inner.0", 0): 0, ("inner.1", 0): 0}
