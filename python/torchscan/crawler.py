@@ -197,14 +197,19 @@ def crawl_module(
     Raises:
         ValueError, TypeError: bad arguments, before the model runs: a
             negative ``input_shape`` dimension, a device name PyTorch does not
-            know, a ``strict`` that is not a bool (0 and 1 are accepted), ...
+            know, a ``strict`` that is not a bool (0 and 1 are accepted), a
+            ``saved_activations`` that is not a bool, ...
         RuntimeError: a ``device`` this process cannot use (``"cuda:7"``
             without that GPU, CUDA or MPS unavailable), before the model runs;
+            ``saved_activations=True`` under ``torch.inference_mode()``;
             a ``module`` (or one of its submodules) that another TorchScan
             call observes at the same time, in any thread.
     """
     if type(saved_activations) is not bool:
         raise TypeError(f"saved_activations must be a bool, got {saved_activations!r}.")
+    if saved_activations and torch.is_inference_mode_enabled():
+        # autograd records nothing under inference mode, whatever the grad mode: every row would read 0
+        raise RuntimeError("saved_activations=True needs autograd, which torch.inference_mode() turns off.")
     return _crawl(
         module,
         input_shape,

@@ -202,6 +202,13 @@ def test_saved_activations_must_be_a_bool(value):
         crawl_module(model, (2,), saved_activations=value)
 
 
+def test_inference_mode_is_refused_before_the_model_runs():
+    model = Failing(ValueError)  # would raise ValueError if it ran
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        crawl_module(model, args=(torch.rand(2, 4),), saved_activations=True)
+    assert model.raised == []
+
+
 # ---- nothing left behind ------------------------------------------------------------------------------------
 
 
