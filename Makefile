@@ -64,8 +64,8 @@ asan: $(STAMP)
 	@set -e; for t in build-asan/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; echo "== asan $$t"; UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $$t; done
 
 # The extension itself under AddressSanitizer + UndefinedBehaviorSanitizer: built into build-asan-ext/site (the
-# .venv's build is left alone), loaded with the sanitizer runtimes preloaded, and run on the thread, interrupt and
-# crawl-contract tests (leak detection is off: the interpreter keeps what it allocated at exit).
+# .venv's build is left alone), loaded with the sanitizer runtimes preloaded, and run on the thread, interrupt,
+# crawl-contract and saved-activation tests (leak detection is off: the interpreter keeps what it allocated at exit).
 ASAN_RUNTIME = $$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)
 asan-ext: $(STAMP)
 	$(PIP) install -q --no-build-isolation --no-deps . -Cbuild-dir=build-asan-ext -Csetup-args=-Dwerror=true \
@@ -73,7 +73,8 @@ asan-ext: $(STAMP)
 	    --upgrade --target build-asan-ext/site
 	PYTHONPATH=build-asan-ext/site LD_PRELOAD="$(ASAN_RUNTIME)" ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 \
 	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(PY) -m pytest -q -p no:cacheprovider \
-	    tests/python/test_threads.py tests/python/test_interrupts.py tests/python/test_crawl_contract.py
+	    tests/python/test_threads.py tests/python/test_interrupts.py tests/python/test_crawl_contract.py \
+	    tests/python/test_saved_activations.py
 
 # The C tests under valgrind memcheck (no error, nothing definitely lost), then pytest's leak loops with
 # Python's debug allocator and development mode (PYTHONMALLOC=debug, -X dev).

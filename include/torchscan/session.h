@@ -12,6 +12,7 @@
 #include "torchscan/module_formulas.h"
 #include "torchscan/module_match.h"
 #include "torchscan/phase.h"
+#include "torchscan/saved_bytes.h"
 #include "torchscan/op_formulas.h"
 #include "torchscan/opstats.h"
 
@@ -155,6 +156,16 @@ int ts_session_add_diagnostic(ts_session *session,
                               const char *metric,
                               int layer,
                               const char *message);
+
+/* Asks for the bytes saved for backward per layer call: the session owns
+ * an accumulator (saved_bytes.h) whose layers are this session's layer
+ * indices, and the report gets LayerReport.metrics.saved_activation_bytes
+ * and totals.saved_activation_bytes. TS_OK or TS_ENOMEM. */
+int ts_session_enable_saved(ts_session *session);
+
+/* That accumulator (borrowed, owned by the session), NULL when not asked
+ * for. The binding feeds it with ts_session_current_layer(). */
+ts_saved *ts_session_saved(ts_session *session);
 
 /* Innermost active layer (-1 when none). Operator flops are attributed to
  * it. */

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
@@ -151,6 +152,7 @@ def crawl_module(
     mode: Literal["full", "structure"] = "full",
     custom_modules: Mapping[type[nn.Module], ModuleHandler] | None = None,
     custom_mapping: Mapping[Any, Callable[..., int | float]] | None = None,
+    saved_activations: bool = False,
 ) -> AnalysisReport:
     """Analyse one evaluation forward of ``module`` and return a JSON-serializable report.
 
@@ -176,6 +178,18 @@ def crawl_module(
             counting suspended.
         custom_mapping: operator-packet formula overrides for this call.
         mode: ``"full"`` (default) or ``"structure"`` (see above).
+        saved_activations: measure the bytes autograd saves for backward
+            (a bool; default False). The forward then runs as a *training
+            forward*: under ``torch.enable_grad()``, with every module in the
+            training flag the caller set (call ``module.train()`` first for
+            dropout and batch-norm training behaviour; running statistics
+            are then updated, as in any training forward); flags are still
+            restored afterwards. Each row gets
+            ``metrics.saved_activation_bytes`` (the storages first saved
+            while that call was the innermost one, each counted once, in
+            full; parameters and buffers excluded) and ``totals`` their sum;
+            ``context.execution_mode`` is ``"training_forward_grad_enabled"``.
+            See docs/methodology.md.
 
     Returns:
         the :class:`AnalysisReport`.
@@ -183,13 +197,32 @@ def crawl_module(
     Raises:
         ValueError, TypeError: bad arguments, before the model runs: a
             negative ``input_shape`` dimension, a device name PyTorch does not
-            know, a ``strict`` that is not a bool (0 and 1 are accepted), ...
+            know, a ``strict`` that is not a bool (0 and 1 are accepted), a
+            ``saved_activations`` that is not a bool, ...
         RuntimeError: a ``device`` this process cannot use (``"cuda:7"``
             without that GPU, CUDA or MPS unavailable), before the model runs;
+            ``saved_activations=True`` under ``torch.inference_mode()``;
             a ``module`` (or one of its submodules) that another TorchScan
             call observes at the same time, in any thread.
     """
-    return _crawl(module, input_shape, dtype, args, kwargs, device, strict, mode, custom_modules, custom_mapping)
+    if type(saved_activations) is not bool:
+        raise TypeError(f"saved_activations must be a bool, got {saved_activations!r}.")
+    if saved_activations and torch.is_inference_mode_enabled():
+        # autograd records nothing under inference mode, whatever the grad mode: every row would read 0
+        raise RuntimeError("saved_activations=True needs autograd, which torch.inference_mode() turns off.")
+    return _crawl(
+        module,
+        input_shape,
+        dtype,
+        args,
+        kwargs,
+        device,
+        strict,
+        mode,
+        custom_modules,
+        custom_mapping,
+        saved=saved_activations,
+    )
 
 
 def _crawl(
@@ -204,9 +237,10 @@ def _crawl(
     custom_modules: Any,
     custom_mapping: Any,
     table_depth: int | None = None,
+    saved: bool = False,
 ) -> AnalysisReport:
     """crawl_module's body; ``table_depth``: summary's max_depth, refused before the forward when no module
-    is that deep."""
+    is that deep; ``saved``: saved_activations (a training forward with the saved-tensor hooks)."""
     call_args, call_kwargs, source, mapping = _prepare(
         module, input_shape, dtype, args, kwargs, device, strict, mode, custom_mapping
     )
@@ -214,7 +248,7 @@ def _crawl(
     full = mode == "full"
     ranked = context_fields()  # rank, world_size, ... inside a torch.distributed process group, else {}
     # local=True: rows and totals record the part of sharded tensors this rank holds
-    crawl = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None, bool(ranked))
+    crawl = _engine.Crawl(module, full, handlers, ModuleCall if handlers else None, bool(ranked), saved=saved)
     if table_depth is not None and table_depth > crawl.depth():
         # the table's own check, made before the model runs
         raise ValueError("The `max_depth` argument cannot be higher than module depth.")
@@ -222,8 +256,14 @@ def _crawl(
     training_before = module.training
     try:
         # inside the try: a Ctrl-C that lands as install returns still uninstalls
-        crawl.install(counter, True)
-        with torch.no_grad():
+        # saved: the caller's training flags stay (evaluate=False), grad on, the pack hook measures
+        crawl.install(counter, not saved)
+        with (
+            torch.enable_grad() if saved else torch.no_grad(),
+            torch.autograd.graph.saved_tensors_hooks(crawl.saved_pack, crawl.saved_unpack)
+            if saved
+            else nullcontext(),
+        ):
             if counter is not None:
                 with counting(counter):
                     module(*call_args, **call_kwargs)
@@ -236,7 +276,7 @@ def _crawl(
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "model_type": f"{type(module).__module__}.{type(module).__qualname__}",
-        "execution_mode": "evaluation_no_grad",
+        "execution_mode": "training_forward_grad_enabled" if saved else "evaluation_no_grad",
         "training_before": training_before,
     }
     context.update(ranked)

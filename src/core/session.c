@@ -115,6 +115,7 @@ ts_session_free(ts_session *session)
     free(session->ops);
     json_decref(session->diagnostics);
     ts_phase_marks_free(&session->marks);
+    ts_saved_free(session->saved);
     free(session);
 }
 
@@ -420,6 +421,21 @@ ts_session_add_phase_op(ts_session *session,
         }
         l->phase_incomplete[phase] |= !complete;
     }
+}
+
+int
+ts_session_enable_saved(ts_session *session)
+{
+    if (session->saved == NULL) {
+        session->saved = ts_saved_new();
+    }
+    return session->saved != NULL ? TS_OK : TS_ENOMEM;
+}
+
+ts_saved *
+ts_session_saved(ts_session *session)
+{
+    return session->saved;
 }
 
 int

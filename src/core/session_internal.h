@@ -7,6 +7,7 @@
 
 #include "torchscan/module_match.h"
 #include "torchscan/phase.h"
+#include "torchscan/saved_bytes.h"
 #include "torchscan/session.h"
 
 /* The method of the built-in module formulas. */
@@ -98,6 +99,9 @@ struct ts_session {
     uint64_t (*clock)(void *ctx);
     void *clock_ctx;
     ts_phase_marks marks;
+    /* bytes saved for backward per layer call (saved_bytes.h): NULL unless
+     * ts_session_enable_saved asked for them */
+    ts_saved *saved;
 };
 
 #endif /* TORCHSCAN_SESSION_INTERNAL_H */

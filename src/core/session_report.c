@@ -140,6 +140,9 @@ ts_session_phase_layers(const ts_session *session)
     return out;
 }
 
+/* The method of saved_activation_bytes: PyTorch's saved-tensor hooks. */
+#define SAVED_METHOD "torch.autograd.graph.saved_tensors_hooks"
+
 #define TRY_EMIT(expr)     \
     do {                   \
         if ((expr) != 0) { \
@@ -281,6 +284,19 @@ emit_layer_metrics(const ts_emitter *e,
                              "FLOPs",
                              "module_call_self",
                              TS_OPERATOR_METHOD));
+    }
+    if (session->saved != NULL) {
+        /* The storages this call saved for backward first (saved_bytes.h) */
+        int index = (int)(layer - session->layers);
+        TRY_EMIT(e->key(e->ctx, "saved_activation_bytes"));
+        TRY_EMIT(emit_metric(
+            e,
+            ts_saved_layer_unmeasured(session->saved, index) ? TS_PARTIAL
+                                                             : TS_COMPLETE,
+            ts_int(ts_saved_layer_bytes(session->saved, index)),
+            "bytes",
+            "module_call_self",
+            SAVED_METHOD));
     }
     return e->end_object(e->ctx);
 }
@@ -595,6 +611,17 @@ ts_session_emit_report(const ts_session *session,
                 TRY_EMIT(e->tree(e->ctx, moved));
             }
         }
+    }
+    if (session->saved != NULL) {
+        ts_saved_totals saved;
+        ts_saved_get_totals(session->saved, &saved);
+        TRY_EMIT(e->key(e->ctx, "saved_activation_bytes"));
+        TRY_EMIT(emit_metric(e,
+                             saved.unmeasured ? TS_PARTIAL : TS_COMPLETE,
+                             ts_int(saved.bytes),
+                             "bytes",
+                             "forward",
+                             SAVED_METHOD));
     }
     TRY_EMIT(e->end_object(e->ctx));
     TRY_EMIT(e->key(e->ctx, "diagnostics"));

@@ -401,23 +401,30 @@ crawl_init(tsx_crawl *c,
 static PyObject *
 crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {
-        "module", "full", "handlers", "module_call", "local", "match", NULL};
+    static char *kwlist[] = {"module",
+                             "full",
+                             "handlers",
+                             "module_call",
+                             "local",
+                             "match",
+                             "saved",
+                             NULL};
     PyObject *root, *handlers = Py_None, *module_call = Py_None;
-    int full = 1, local = 0, match = 1, gc_was_enabled, rc;
+    int full = 1, local = 0, match = 1, saved = 0, gc_was_enabled, rc;
     tsx_crawl *c;
     tsx_state *st = tsx_state_of_type(type, crawl_new);
     if (st == NULL
         || !PyArg_ParseTupleAndKeywords(args,
                                         kwds,
-                                        "O|pOOp$p:Crawl",
+                                        "O|pOOp$pp:Crawl",
                                         kwlist,
                                         &root,
                                         &full,
                                         &handlers,
                                         &module_call,
                                         &local,
-                                        &match)) {
+                                        &match,
+                                        &saved)) {
         return NULL;
     }
     c = (tsx_crawl *)type->tp_alloc(type, 0);
@@ -443,6 +450,19 @@ crawl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         rc = modules != NULL ? tsx_local_init(st, &c->local, modules) : -1;
         Py_XDECREF(modules);
     }
+    if (rc == 0 && saved) {
+        /* bytes saved for backward: parameters and buffers excluded, as
+         * the model holds them now */
+        int status = ts_session_enable_saved(c->session);
+        if (status != TS_OK) {
+            tsx_raise_status(status, NULL);
+            rc = -1;
+        }
+        else {
+            rc = tsx_saved_exclude_module(
+                st, ts_session_saved(c->session), root);
+        }
+    }
     if (rc < 0) {
         Py_DECREF(c);
         return NULL;
@@ -457,6 +477,8 @@ static int
 uninstall(tsx_crawl *c)
 {
     int rc = tsx_hooks_uninstall(c);
+    /* the forward's graph is gone: the saved tensors it left go too */
+    tsx_saved_release(&c->saved);
     if (c->counter != NULL) {
         /* attached by install, so a Counter; detaching records what its
          * attention matcher held back (fails only out of memory, and
@@ -489,7 +511,24 @@ crawl_install(tsx_crawl *c, PyObject *args)
         return NULL;
     }
     c->counter = counter != Py_None ? Py_NewRef(counter) : NULL;
+    if (ts_session_saved(c->session) != NULL) {
+        tsx_saved_open(&c->saved, c->session);
+    }
     Py_RETURN_NONE;
+}
+
+/* saved_pack(tensor) and saved_unpack(handle): the saved-tensor hooks of a
+ * crawl made with saved=True (saved.h). */
+static PyObject *
+crawl_saved_pack(tsx_crawl *c, PyObject *tensor)
+{
+    return tsx_saved_pack(c->st, &c->saved, tensor);
+}
+
+static PyObject *
+crawl_saved_unpack(tsx_crawl *c, PyObject *handle)
+{
+    return tsx_saved_unpack(&c->saved, handle);
 }
 
 static PyObject *
@@ -635,6 +674,12 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
     Py_VISIT(c->handlers);
     Py_VISIT(c->module_call);
     tsx_local_traverse(&c->local, visit, arg);
+    {
+        int visited = tsx_saved_traverse(&c->saved, visit, arg);
+        if (visited != 0) {
+            return visited;
+        }
+    }
     for (size_t i = 0; i < c->nmodules; i++) {
         Py_VISIT(c->modules[i].estimate);
         Py_VISIT(c->modules[i].identity);
@@ -665,6 +710,7 @@ crawl_clear(tsx_crawl *c)
     Py_CLEAR(c->handlers);
     Py_CLEAR(c->module_call);
     tsx_local_clear(&c->local);
+    tsx_saved_release(&c->saved);
     for (size_t i = 0; i < c->nmodules; i++) {
         Py_CLEAR(c->modules[i].estimate);
         Py_CLEAR(c->modules[i].identity);
@@ -743,6 +789,15 @@ static PyMethodDef crawl_methods[] = {
      METH_NOARGS,
      "operator_flops_by_phase() -> {phase: {by_module, layers}}: each "
      "phase's operator FLOPs per module path and per layer call"},
+    {"saved_pack",
+     (PyCFunction)crawl_saved_pack,
+     METH_O,
+     "saved_pack(tensor) -> handle: the pack hook of saved=True (measures "
+     "the tensor's storage for the innermost layer call, keeps the tensor)"},
+    {"saved_unpack",
+     (PyCFunction)crawl_saved_unpack,
+     METH_O,
+     "saved_unpack(handle) -> the tensor saved_pack kept, unchanged"},
     {"uninstall",
      (PyCFunction)crawl_uninstall,
      METH_NOARGS,
@@ -763,8 +818,10 @@ static PyType_Slot crawl_slots[] = {
     {Py_tp_methods, crawl_methods},
     {Py_tp_doc,
      "Crawl(module, full=True, handlers=None, module_call=None, *, "
-     "match=True): one analysis of a module; match=False turns off the "
-     "matching of library blocks by their operators (for benchmarks)."},
+     "match=True, saved=False): one analysis of a module; match=False turns "
+     "off the matching of library blocks by their operators (for "
+     "benchmarks); saved=True measures the bytes saved for backward per "
+     "layer call (saved_pack/saved_unpack are the hooks)."},
     {0, NULL},
 };
 

@@ -10,6 +10,7 @@
 #include "handlers.h"
 #include "module_call.h"
 #include "module_desc.h"
+#include "saved.h"
 
 /* One module of the crawl. */
 typedef struct module_entry {
@@ -70,6 +71,8 @@ typedef struct tsx_crawl {
     size_t handler_calls; /* handler callbacks run so far */
     tsx_local local;      /* this rank's part of sharded tensors (Crawl's
                              local=True, inside a process group) */
+    tsx_saved_run saved;  /* saved-tensor hooks (Crawl's saved=True), open
+                             while installed */
 } tsx_crawl;
 
 /* The module at position i of the crawl's pre-order list (borrowed). */

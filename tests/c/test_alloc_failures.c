@@ -374,6 +374,51 @@ done:
     return keep_json(report);
 }
 
+/* Bytes saved for backward: 40 layer calls save 300 storages (the table
+ * and the layer sums grow past their first sizes), some twice, one
+ * parameter excluded, one unmeasured tensor; then the report. */
+static char *
+e_saved(const inputs *in)
+{
+    ts_session *s = ts_session_new(false);
+    ts_model_totals totals = {0};
+    json_t *report = NULL;
+    ts_saved *acc;
+    ts_error err;
+    int root, layer;
+    (void)in;
+    if (s == NULL || ts_session_enable_saved(s) != TS_OK) {
+        goto done;
+    }
+    acc = ts_session_saved(s);
+    root = ts_session_add_module(s, "", "Net", NULL, true);
+    if (root < 0 || ts_saved_exclude(acc, 7) != TS_OK) {
+        goto done;
+    }
+    for (int call = 0; call < 40; call++) {
+        layer = ts_session_begin_call(s, root, json_object(), NULL);
+        if (layer < 0) {
+            goto done;
+        }
+        for (int k = 0; k < 8; k++) {
+            uint64_t storage = 0x1000u + (uint64_t)(call * 7 + k) * 64u;
+            if (ts_saved_add(acc, storage, 16 + k, layer) < 0
+                || ts_saved_add(acc, 7, 100, layer) < 0) {
+                goto done;
+            }
+        }
+        if ((call == 3 && ts_saved_add_unmeasured(acc, layer) < 0)
+            || ts_session_end_call(s, root, json_object(), false, NULL) < 0) {
+            goto done;
+        }
+    }
+    report = ts_session_report(
+        s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
+done:
+    ts_session_free(s);
+    return keep_json(report);
+}
+
 /* ---- checkpoints ---- */
 
 static const char st_header[] =
@@ -580,6 +625,7 @@ main(void)
         {"benchmark page", e_benchmark_page},
         {"benchmark comparison page", e_benchmark_comparison_page},
         {"session report", e_session},
+        {"saved activation bytes", e_saved},
         {"inspect safetensors", e_inspect_safetensors},
         {"inspect torch zip", e_inspect_torch_zip},
         {"inspect torch legacy", e_inspect_torch_legacy},

@@ -56,6 +56,7 @@ def assert_nothing_left(model: nn.Module) -> None:
         own = vars(m).get("forward")
         assert own is None or not type(own).__module__.startswith("torchscan"), f"forward wrapper left on {name!r}"
     assert torch._C._len_torch_dispatch_stack() == 0
+    assert torch._C._autograd._top_saved_tensors_default_hooks(False) is None  # saved_activations' hooks
     # global module hooks are not ours to touch, but must not have grown
     assert not nn.modules.module._global_forward_hooks
     assert not nn.modules.module._global_forward_pre_hooks

@@ -323,8 +323,8 @@ class _InterruptedInstall:
     """A crawl session whose install is followed by a Ctrl-C: CPython delivers a pending SIGINT as a call
     returns, so the real install has run when KeyboardInterrupt is raised."""
 
-    def __init__(self, *args):
-        self.real = torchscan._engine.Crawl(*args)
+    def __init__(self, *args, **kwargs):
+        self.real = torchscan._engine.Crawl(*args, **kwargs)
 
     def install(self, *args):
         self.real.install(*args)
@@ -354,6 +354,25 @@ def test_an_interrupt_as_install_returns_restores_everything(monkeypatch, entry)
             else:
                 measure_flops(lambda: model(x), modules=model)
     assert training_flags(model) == {"": True, "0": True, "1": True}
+    assert_nothing_left(model)
+
+
+def test_an_interrupt_as_install_returns_with_saved_activations(monkeypatch):
+    import types
+
+    import torchscan.crawler
+
+    engine = types.SimpleNamespace(**{k: getattr(torchscan._engine, k) for k in dir(torchscan._engine)})
+    engine.Crawl = _InterruptedInstall
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    model[1].eval()
+    with torch.no_grad(), monkeypatch.context() as patch:
+        patch.setattr(torchscan.crawler, "_engine", engine)
+        with pytest.raises(KeyboardInterrupt):
+            crawl_module(model, args=(torch.rand(1, 4),), saved_activations=True)
+        assert not torch.is_grad_enabled()
+    assert training_flags(model) == {"": True, "0": True, "1": False}
+    assert torch._C._autograd._top_saved_tensors_default_hooks(False) is None
     assert_nothing_left(model)
 
 

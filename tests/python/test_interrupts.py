@@ -71,7 +71,7 @@ def _interrupt_everywhere(run, boundaries: _Boundaries, model: nn.Module) -> int
     return total
 
 
-@pytest.mark.parametrize("entry", ["crawl_module", "measure_flops"])
+@pytest.mark.parametrize("entry", ["crawl_module", "crawl_module saved_activations", "measure_flops"])
 def test_an_interrupt_in_a_forward_at_every_depth(entry):
     boundaries = _Boundaries()
     model = _model(boundaries)
@@ -80,6 +80,8 @@ def test_an_interrupt_in_a_forward_at_every_depth(entry):
     def run():
         if entry == "crawl_module":
             return crawl_module(model, args=(x,))
+        if entry == "crawl_module saved_activations":
+            return crawl_module(model, args=(x,), saved_activations=True)
         return measure_flops(lambda: model(x), modules=model)
 
     assert _interrupt_everywhere(run, boundaries, model) == 6  # three Ticking calls, two boundaries each

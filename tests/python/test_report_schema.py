@@ -475,6 +475,18 @@ class _Attend(nn.Module):
         return getattr(self, self.extra)(y, y, y, need_weights=False)[0]
 
 
+class _SavedSparse(nn.Module):
+    """Saves activations for backward, one of them sparse (no readable storage)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.sparse = torch.eye(2).to_sparse()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sparse.mm(self.sparse, self.lin(x)[:2].relu())
+
+
 def _tiny_transformer() -> nn.Transformer:
     return nn.Transformer(
         d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=4, dropout=0.0,
@@ -543,6 +555,12 @@ def build_reports() -> list[tuple[str, str, Any]]:
             ),
         )
         add("crawl_module structure", "AnalysisReport", crawl_module(_Shared(), (3, 6, 6), mode="structure"))
+        saved_input = torch.rand(3, 4, requires_grad=True)
+        add(
+            "crawl_module saved_activations, a sparse saved tensor",
+            "AnalysisReport",
+            crawl_module(_SavedSparse(), args=(saved_input,), saved_activations=True),
+        )
         add("crawl_module diagnostics", "AnalysisReport", crawl_module(_Diagnosed(), (4,), dtype=torch.float32))
         handled = crawl_module(_HandledModel(), (4,), custom_modules=HANDLERS)
         add("crawl_module custom_modules", "AnalysisReport", handled)
@@ -843,6 +861,14 @@ def test_analysis_report_rules(walked: Findings) -> None:
             assert total["status"] == expected, f"{where} {name}"
             if expected != "unavailable":
                 assert math.isclose(_known(total), sum(_known(m) for m in rows)), f"{where} {name}"
+        saved = [layer["metrics"].get("saved_activation_bytes") for layer in layers]
+        if "saved_activation_bytes" in totals:
+            assert all(m is not None for m in saved), where
+            assert sum(_known(m) for m in saved) <= _known(totals["saved_activation_bytes"]), where
+            if any(m["status"] == "partial" for m in saved):
+                assert totals["saved_activation_bytes"]["status"] == "partial", where
+        else:
+            assert all(m is None for m in saved), where
         keys = [(layer["path"], layer["call_index"]) for layer in layers]
         assert len(keys) == len(set(keys)), where
         by_key = dict(zip(keys, layers))
