@@ -50,6 +50,7 @@ LAYERS = [
     "masks",  # mask arguments of attention calls: shape and value summary
     "module_call",  # the parts of a call the formulas need
     "phase",  # the phase of the running operator (autograd engine, optimizer steps)
+    "memsim",  # the memory simulator's storages, weak references, roles
     "counter",  # the operator counter (type Counter)
     "handlers",  # custom module handlers: matching, normalising
     "attribution",  # parameters/buffers of layer calls, model totals

@@ -16,6 +16,7 @@
  *   module_call  the parts of a module call the formulas need
  *   phase        the phase of the running operator (autograd engine,
  *                sequence numbers; the rule is the core's phase.h)
+ *   memsim       estimate_memory's storages, weak references and roles
  *   counter      the operator counter (Python type Counter)
  *   handlers     custom module handlers: matching, normalising results
  *   attribution  parameter/buffer attribution and model totals
