@@ -107,7 +107,9 @@ typedef int (*ts_memsim_layer_fn)(void *ctx,
  *   existing_bytes                        resident before the call
  *   allocated_bytes, freed_bytes, operators, storages, events
  *   phases: {phase: {operators, allocated_bytes, peak_bytes,
- *            resident_peak_bytes}} (peaks reached inside that phase)
+ *            resident_peak_bytes, resident_peak}} (peaks reached inside
+ *            that phase; resident_peak as above, null when the phase had
+ *            no event)
  *   timeline: [{op_index, operator, phase, layer, storage, role, device,
  *       delta, bytes, resident_bytes}] when `timeline`. */
 json_t *ts_memsim_report(const ts_memsim *sim,

@@ -630,6 +630,7 @@ ts_memsim_report(const ts_memsim *sim,
     int64_t own = 0, all = sim->existing, peak = 0, rpeak = sim->existing;
     int64_t pk[TS_PHASE_COUNT] = {0}, rpk[TS_PHASE_COUNT] = {0};
     int64_t alloc[TS_PHASE_COUNT] = {0};
+    int64_t rpk_at[TS_PHASE_COUNT] = {-1, -1, -1};
     size_t nops[TS_PHASE_COUNT] = {0};
     int64_t at = -1, rat = -1;
     json_t *out, *phases;
@@ -661,6 +662,7 @@ ts_memsim_report(const ts_memsim *sim,
         }
         if (all > rpk[ph]) {
             rpk[ph] = all;
+            rpk_at[ph] = (int64_t)i;
         }
     }
     out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -695,9 +697,13 @@ ts_memsim_report(const ts_memsim *sim,
         goto fail;
     }
     for (int p = 0; p < TS_PHASE_COUNT; p++) {
+        json_t *ph =
+            rpk_at[p] < 0
+                ? json_null()
+                : peak_json(sim, (size_t)rpk_at[p], layer_fn, layer_ctx);
         if (set_new(phases,
                     ts_phase_name((ts_phase)p),
-                    json_pack("{s:I, s:I, s:I, s:I}",
+                    json_pack("{s:I, s:I, s:I, s:I, s:o}",
                               "operators",
                               (json_int_t)nops[p],
                               "allocated_bytes",
@@ -705,7 +711,9 @@ ts_memsim_report(const ts_memsim *sim,
                               "peak_bytes",
                               (json_int_t)pk[p],
                               "resident_peak_bytes",
-                              (json_int_t)rpk[p]))
+                              (json_int_t)rpk[p],
+                              "resident_peak",
+                              ph))
             < 0) {
             goto fail;
         }

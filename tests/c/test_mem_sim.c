@@ -135,6 +135,19 @@ test_sequence(void)
                  1400);
     CHECK_EQ_INT(iget(json_object_get(phases, "optimizer"), "operators", NULL),
                  0);
+    {
+        json_t *fwd = json_object_get(phases, "forward");
+        json_t *fpeak = json_object_get(fwd, "resident_peak");
+        CHECK(json_is_null(json_object_get(
+            json_object_get(phases, "optimizer"), "resident_peak")));
+        /* the forward's resident peak: after relu, parameter + two
+         * outputs */
+        CHECK_EQ_INT(iget(fpeak, "event", NULL), 1);
+        CHECK_EQ_INT(iget(fpeak, "resident_bytes", NULL), 1800);
+        CHECK_EQ_INT(
+            iget(json_object_get(fpeak, "composition"), "activation", NULL),
+            800);
+    }
     tl = json_object_get(r, "timeline");
     CHECK_EQ_INT(json_array_size(tl), 7);
     /* the free of the parameter: resident only */

@@ -249,6 +249,10 @@ def test_meta_bf16_adamw_closed_form_and_fused_attention():
         assert comp["parameter"] == 2 * n_elems
         assert comp["optimizer_state"] == 4 * n_elems + 4 * count
         assert report["resident_peak"]["by_device"]["cpu"] >= 4 * count
+        # inside the optimizer step every gradient exists: 2N
+        step_comp = report["phases"]["optimizer"]["resident_peak"]["composition"]
+        assert step_comp["gradient"] == 2 * n_elems
+        assert step_comp["parameter"] == 2 * n_elems
     # the math path materialises each head's 512x512 scores (in float32: it upcasts bf16); the fused
     # kernel does not
     scores = 1 * 4 * 512 * 512 * 4
