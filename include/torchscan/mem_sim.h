@@ -90,7 +90,8 @@ int ts_memsim_set_role(ts_memsim *sim, uint64_t key, ts_mem_role role);
 int64_t ts_memsim_live_bytes(const ts_memsim *sim, bool resident);
 
 /* Identity of a layer for the report: its path and call index; 0, or -1
- * when the layer is unknown (the report then holds only its number). */
+ * when the layer is unknown (the report then holds null, as without a
+ * function). */
 typedef int (*ts_memsim_layer_fn)(void *ctx,
                                   int layer,
                                   const char **path,

@@ -494,11 +494,9 @@ layer_json(int layer, ts_memsim_layer_fn fn, void *ctx)
 {
     const char *path;
     int32_t call_index;
-    if (layer < 0) {
+    /* without names (no modules given), a layer is not reported */
+    if (layer < 0 || fn == NULL || fn(ctx, layer, &path, &call_index) != 0) {
         return json_null();
-    }
-    if (fn == NULL || fn(ctx, layer, &path, &call_index) != 0) {
-        return json_pack("{s:I}", "layer", (json_int_t)layer);
     }
     return json_pack(
         "{s:s, s:I}", "path", path, "call_index", (json_int_t)call_index);

@@ -115,6 +115,25 @@ def test_training_step_matches_measurement(make_opt, set_to_none):
     assert phases["optimizer"]["operators"] > 0 and phases["backward"]["operators"] > 0
 
 
+def test_autocast_step_matches_measurement():
+    """Autocast's casts are operators the dispatcher shows (bf16 copies of weights and inputs)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.randn(64, 256)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+
+    step()
+    measured = measure_peak_memory(step, device="cpu")["peak_bytes"]
+    assert abs(_peak(torchscan.estimate_memory(step, modules=model)) - measured) <= 64
+
+
 def test_adamw_composition_closed_form():
     """Second AdamW step: parameters 4N, gradients 4N, state 8N bytes plus one float32 step scalar per
     parameter tensor, all alive at the resident peak."""
@@ -260,6 +279,18 @@ def test_meta_bf16_adamw_closed_form_and_fused_attention():
     fused = [e for e in reports["fused"]["timeline"] if e["delta"] == scores and e["operator"] == "aten.bmm"]
     assert as_run and not fused
     assert _peak(reports["fused"]) < _peak(reports["as_run"])
+
+
+def test_unreadable_storage_makes_the_totals_partial():
+    indices, values = torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sparse invariant checks
+        sparse = torch.sparse_coo_tensor(indices, values, (2, 2))
+    report = torchscan.estimate_memory(lambda: sparse * 2)
+    assert report["unobserved"] > 0
+    for metric in ("peak_bytes", "resident_peak_bytes"):
+        assert report["totals"][metric]["status"] == "partial"
+    assert {d["code"] for d in report["diagnostics"]} == {"unobserved_storage"}
 
 
 def test_nothing_dispatched_is_unavailable():
