@@ -34,7 +34,8 @@ extern "C" {
 /* What a storage is. The binding names parameters, gradients and
  * optimizer state; the others follow from when a storage was allocated:
  * activation (forward), temporary (backward, optimizer), other (existing
- * before the call and not named: inputs, buffers). */
+ * before the call and not named: inputs, buffers), workspace (a kernel's
+ * own buffer, ts_memsim_workspace). */
 typedef enum {
     TS_MEM_UNSET = 0,
     TS_MEM_PARAMETER,
@@ -43,12 +44,13 @@ typedef enum {
     TS_MEM_ACTIVATION,
     TS_MEM_TEMPORARY,
     TS_MEM_OTHER,
+    TS_MEM_WORKSPACE,
 } ts_mem_role;
 
-#define TS_MEM_ROLE_COUNT 7
+#define TS_MEM_ROLE_COUNT 8
 
 /* "parameter", "gradient", "optimizer_state", "activation", "temporary",
- * "other"; NULL for TS_MEM_UNSET and any other value. */
+ * "other", "workspace"; NULL for TS_MEM_UNSET and any other value. */
 const char *ts_mem_role_name(ts_mem_role role);
 
 typedef struct ts_memsim ts_memsim;
@@ -75,6 +77,12 @@ int ts_memsim_observe(ts_memsim *sim,
                       int64_t bytes,
                       const char *device,
                       bool existing);
+
+/* The current operator's kernel held a buffer of `bytes` on `device`
+ * while it ran, beside its outputs (already observed), and freed it before
+ * returning: an allocation and a free of a storage of its own, role
+ * workspace. TS_OK, TS_EINVAL (negative bytes), TS_EOVERFLOW, TS_ENOMEM. */
+int ts_memsim_workspace(ts_memsim *sim, int64_t bytes, const char *device);
 
 /* The last reference to storage `key` went (an unknown key is ignored:
  * TS_OK). TS_OK or TS_ENOMEM. */

@@ -158,14 +158,17 @@ def estimate_memory(
     allocator reserves more), kernels' workspaces and internal temporaries
     (cuBLAS, cuDNN, oneDNN's convolution buffers), communication buffers
     (NCCL), the CUDA context, tensors made outside the dispatcher (the RNG
-    state that checkpointing saves).
+    state that checkpointing saves). One kernel workspace is modelled, where
+    it is documented: CPU ``slow_conv2d``'s im2col buffer (role
+    ``workspace``, on real CPU tensors only).
 
     Roles at the peaks: ``parameter`` and ``gradient`` (of ``modules`` and of
     every optimizer that steps or is given), ``optimizer_state`` (tensors in
     an optimizer's ``state``, AdamW's per-parameter ``step`` scalars
     included), ``activation`` (allocated in the forward phase), ``temporary``
     (allocated in the backward or optimizer phase, not a gradient or state),
-    ``other`` (existed before the call, not named: inputs, buffers). Phases
+    ``other`` (existed before the call, not named: inputs, buffers),
+    ``workspace`` (a kernel's modelled buffer). Phases
     (forward, backward, optimizer) are those of :func:`measure_flops`.
 
     Args:

@@ -67,7 +67,8 @@ static const char *const role_names[TS_MEM_ROLE_COUNT] = {NULL,
                                                           "optimizer_state",
                                                           "activation",
                                                           "temporary",
-                                                          "other"};
+                                                          "other",
+                                                          "workspace"};
 
 const char *
 ts_mem_role_name(ts_mem_role role)
@@ -426,6 +427,56 @@ ts_memsim_observe(ts_memsim *sim,
         return rc;
     }
     m->bytes = bytes;
+    return TS_OK;
+}
+
+int
+ts_memsim_workspace(ts_memsim *sim, int64_t bytes, const char *device)
+{
+    mem_entry *m;
+    int dev, rc;
+    if (bytes < 0) {
+        return TS_EINVAL;
+    }
+    if (bytes == 0) {
+        return TS_OK;
+    }
+    if (sim->nentries >= UINT32_MAX
+        || grow((void **)&sim->entries,
+                &sim->entries_cap,
+                sim->nentries,
+                sizeof *sim->entries)
+               != TS_OK) {
+        return TS_ENOMEM;
+    }
+    dev = strtab_intern(&sim->devices, device != NULL ? device : "");
+    if (dev < 0) {
+        return dev;
+    }
+    /* no key: nothing can observe or release it but this call */
+    m = &sim->entries[sim->nentries];
+    memset(m, 0, sizeof *m);
+    m->device = dev;
+    m->role = TS_MEM_WORKSPACE;
+    m->phase = sim->nops ? sim->ops[sim->nops - 1].phase : TS_PHASE_FORWARD;
+    sim->nentries++;
+    rc = add_event(sim, sim->nentries - 1, bytes);
+    if (rc != TS_OK) {
+        sim->nentries--;
+        return rc;
+    }
+    m->bytes = bytes;
+    rc = add_event(sim, sim->nentries - 1, -bytes);
+    if (rc != TS_OK) {
+        /* undo the allocation: the kernel's buffer was never half-counted */
+        sim->nevents--;
+        sim->own_live -= bytes;
+        sim->all_live -= bytes;
+        sim->allocated -= bytes;
+        sim->nentries--;
+        return rc;
+    }
+    m->bytes = 0;
     return TS_OK;
 }
 

@@ -9,7 +9,9 @@ struct tsx_memsim {
     PyObject *refs;     /* {weak reference: storage key (int)} */
     PyObject *callback; /* the counter's _storage_freed */
     PyObject *s_untyped_storage, *s_nbytes, *s_grad, *s_param_groups,
-        *s_params, *s_state, *s_parameters;
+        *s_params, *s_state, *s_parameters, *s_shape, *s_name;
+    /* torch._C._select_conv_backend, or NULL when this PyTorch lacks it */
+    PyObject *select_conv_backend;
     int64_t unobserved; /* tensors whose storage could not be read */
 };
 
@@ -32,6 +34,18 @@ tsx_memsim_new(tsx_state *st, PyObject *callback)
     m->s_params = PyUnicode_InternFromString("params");
     m->s_state = PyUnicode_InternFromString("state");
     m->s_parameters = PyUnicode_InternFromString("parameters");
+    m->s_shape = PyUnicode_InternFromString("shape");
+    m->s_name = PyUnicode_InternFromString("name");
+    {
+        PyObject *tc = PyImport_ImportModule("torch._C");
+        m->select_conv_backend =
+            tc != NULL ? PyObject_GetAttrString(tc, "_select_conv_backend")
+                       : NULL;
+        Py_XDECREF(tc);
+        if (m->select_conv_backend == NULL) {
+            PyErr_Clear(); /* no workspace model on this PyTorch */
+        }
+    }
     if (m->sim == NULL) {
         tsx_memsim_free(m);
         tsx_raise_status(TS_ENOMEM, NULL);
@@ -63,6 +77,9 @@ tsx_memsim_free(tsx_memsim *m)
     Py_CLEAR(m->s_params);
     Py_CLEAR(m->s_state);
     Py_CLEAR(m->s_parameters);
+    Py_CLEAR(m->s_shape);
+    Py_CLEAR(m->s_name);
+    Py_CLEAR(m->select_conv_backend);
     ts_memsim_free(m->sim);
     PyMem_Free(m);
 }
@@ -209,6 +226,154 @@ walk(tsx_memsim *m, PyObject *obj, bool existing, int depth)
     return 0;
 }
 
+/* The first n ints of a sequence attribute (a shape, a stride list): 0,
+ * or -1 (not read; no exception). */
+static int
+read_ints(PyObject *seq, int64_t *out, Py_ssize_t n)
+{
+    if (seq == NULL || !PySequence_Check(seq) || PySequence_Size(seq) != n) {
+        PyErr_Clear();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PySequence_GetItem(seq, i);
+        long long x = v != NULL ? PyLong_AsLongLong(v) : -1;
+        Py_XDECREF(v);
+        if (x == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return -1;
+        }
+        out[i] = (int64_t)x;
+    }
+    return 0;
+}
+
+/* An int attribute: 0, or -1 (no exception). */
+static int
+attr_int(PyObject *obj, PyObject *name, int64_t *out)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    long long x = v != NULL ? PyLong_AsLongLong(v) : -1;
+    Py_XDECREF(v);
+    if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
+}
+
+/* The bytes of the im2col buffer `finput` that slow_conv2d (the CPU
+ * convolution PyTorch runs when oneDNN does not: ConvBackend.Slow2d) holds
+ * beside its output while it runs: batch x (C_in x kH x kW) x (H_out x
+ * W_out) elements of the output's dtype; none for a 1x1 kernel of stride 1
+ * without padding (aten/src/ATen/native/ConvolutionMM2d.cpp). 0 for any
+ * other backend, a call it cannot read (symbolic sizes), or a PyTorch
+ * without torch._C._select_conv_backend. */
+static int64_t
+slow2d_workspace(tsx_memsim *m, PyObject *conv, PyObject *out, bool backward)
+{
+    PyObject *backend = NULL, *name = NULL, *shape;
+    int64_t w[4], o[4], stride[2], pad[2], itemsize, bytes = 0;
+    int64_t is_cpu = 0;
+    if (!PyObject_TypeCheck(out, (PyTypeObject *)m->st->tensor_type)
+        || attr_int(out, m->st->s_is_cpu, &is_cpu) < 0 || !is_cpu) {
+        /* meta tensors plan for another device: its kernels, not these */
+        return 0;
+    }
+    backend = PyObject_Call(m->select_conv_backend, conv, NULL);
+    name = backend != NULL ? PyObject_GetAttr(backend, m->s_name) : NULL;
+    if (name == NULL || !PyUnicode_Check(name)
+        || PyUnicode_CompareWithASCIIString(name, "Slow2d") != 0) {
+        goto done;
+    }
+    shape = PyObject_GetAttr(PyTuple_GET_ITEM(conv, 1), m->s_shape);
+    if (read_ints(shape, w, 4) < 0) {
+        Py_XDECREF(shape);
+        goto done;
+    }
+    Py_DECREF(shape);
+    shape = PyObject_GetAttr(out, m->s_shape);
+    if (read_ints(shape, o, 4) < 0) {
+        Py_XDECREF(shape);
+        goto done;
+    }
+    Py_DECREF(shape);
+    if (read_ints(PyTuple_GET_ITEM(conv, 3), stride, 2) < 0
+        || read_ints(PyTuple_GET_ITEM(conv, 4), pad, 2) < 0
+        || attr_int(out, m->st->s_itemsize, &itemsize) < 0) {
+        goto done;
+    }
+    if (w[2] == 1 && w[3] == 1 && stride[0] == 1 && stride[1] == 1
+        && pad[0] == 0 && pad[1] == 0) {
+        /* no im2col for a 1x1 kernel: the product reads the input */
+    }
+    else if (__builtin_mul_overflow(o[0], w[1] * w[2] * w[3], &bytes)
+             || __builtin_mul_overflow(bytes, o[2] * o[3], &bytes)
+             || __builtin_mul_overflow(bytes, itemsize, &bytes) || bytes < 0) {
+        bytes = 0;
+        goto done;
+    }
+    if (backward) {
+        /* the backward makes grad_output contiguous first (a gradient
+         * expanded from a scalar, as sum's, is not): a copy of its own */
+        PyObject *c = PyObject_CallMethod(out, "is_contiguous", NULL);
+        int contiguous = c != NULL ? PyObject_IsTrue(c) : -1;
+        int64_t copy;
+        Py_XDECREF(c);
+        if (contiguous == 0
+            && !__builtin_mul_overflow(o[0] * o[1], o[2] * o[3], &copy)
+            && !__builtin_mul_overflow(copy, itemsize, &copy)
+            && !__builtin_add_overflow(bytes, copy, &bytes)) {
+            /* counted */
+        }
+    }
+done:
+    PyErr_Clear(); /* best effort: a call it cannot read has no model */
+    Py_XDECREF(backend);
+    Py_XDECREF(name);
+    return bytes;
+}
+
+/* The workspace of a convolution's kernel (aten.convolution: its output;
+ * aten.convolution_backward: the buffer of its backward, the same size,
+ * beside the gradients; output-shaped tensor: grad_output). 0, or -1 with
+ * an exception. */
+static int
+conv_workspace(tsx_memsim *m, const char *name, PyObject *args, PyObject *out)
+{
+    /* _select_conv_backend(input, weight, bias, stride, padding, dilation,
+     * transposed, output_padding, groups, bias_sizes) */
+    static const int fwd[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, -1};
+    static const int bwd[10] = {1, 2, -1, 4, 5, 6, 7, 8, 9, 3};
+    bool backward = strcmp(name, "aten.convolution_backward") == 0;
+    const int *map = backward ? bwd : fwd;
+    PyObject *conv, *shaped;
+    int64_t ws;
+    int rc;
+    if ((!backward && strcmp(name, "aten.convolution") != 0)
+        || m->select_conv_backend == NULL || !PyTuple_Check(args)
+        || PyTuple_GET_SIZE(args) < (backward ? 10 : 9)) {
+        return 0;
+    }
+    conv = PyTuple_New(10);
+    if (conv == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < 10; i++) {
+        PyObject *v = map[i] < 0 ? Py_None : PyTuple_GET_ITEM(args, map[i]);
+        PyTuple_SET_ITEM(conv, i, Py_NewRef(v));
+    }
+    shaped = backward ? PyTuple_GET_ITEM(args, 0) : out;
+    ws = slow2d_workspace(m, conv, shaped, backward);
+    Py_DECREF(conv);
+    if (ws <= 0) {
+        return 0;
+    }
+    rc = ts_memsim_workspace(m->sim, ws, "cpu");
+    return rc == TS_OK ? 0 : fail_status(rc);
+}
+
 int
 tsx_memsim_op(tsx_memsim *m,
               const char *name,
@@ -239,7 +404,13 @@ tsx_memsim_op(tsx_memsim *m,
             }
         }
     }
-    return walk(m, out, false, 0);
+    if (walk(m, out, false, 0) < 0) {
+        return -1;
+    }
+    if (conv_workspace(m, name, args, out) < 0) {
+        return -1;
+    }
+    return 0;
 }
 
 int

@@ -295,7 +295,8 @@ e_memsim(const inputs *in)
                 != TS_OK
             || ts_memsim_observe(sim, k, (int64_t)k * 8, "meta", false)
                    != TS_OK
-            || (k % 2 == 0 && ts_memsim_release(sim, k - 1) != TS_OK)) {
+            || (k % 2 == 0 && ts_memsim_release(sim, k - 1) != TS_OK)
+            || (k % 50 == 0 && ts_memsim_workspace(sim, 64, "cpu") != TS_OK)) {
             goto done;
         }
     }

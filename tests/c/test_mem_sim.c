@@ -204,6 +204,46 @@ test_existing_and_empty(void)
     ts_memsim_free(sim);
 }
 
+/* A kernel's workspace: beside the output while the kernel runs, freed
+ * before it returns. */
+static void
+test_workspace(void)
+{
+    ts_memsim *sim = ts_memsim_new();
+    json_t *r, *comp;
+    CHECK(sim != NULL);
+    if (sim == NULL) {
+        return;
+    }
+    CHECK_EQ_INT(ts_memsim_op(sim, "aten.convolution", TS_PHASE_FORWARD, -1),
+                 TS_OK);
+    CHECK_EQ_INT(ts_memsim_observe(sim, 1, 100, "cpu", false), TS_OK);
+    CHECK_EQ_INT(ts_memsim_workspace(sim, 50, "cpu"), TS_OK);
+    CHECK_EQ_INT(ts_memsim_workspace(sim, -1, "cpu"), TS_EINVAL);
+    CHECK_EQ_INT(ts_memsim_workspace(sim, 0, "cpu"), TS_OK); /* nothing */
+    CHECK_EQ_INT(ts_memsim_live_bytes(sim, false), 100);
+    CHECK_EQ_INT(ts_memsim_op(sim, "aten.relu", TS_PHASE_FORWARD, -1), TS_OK);
+    CHECK_EQ_INT(ts_memsim_observe(sim, 2, 100, "cpu", false), TS_OK);
+    r = ts_memsim_report(sim, false, NULL, NULL);
+    CHECK_EQ_INT(iget(r, "peak_bytes", NULL), 200);
+    CHECK_EQ_INT(iget(r, "allocated_bytes", NULL), 250);
+    CHECK_EQ_INT(iget(r, "freed_bytes", NULL), 50);
+    CHECK_EQ_INT(iget(r, "events", NULL), 4);
+    json_decref(r);
+    /* a larger workspace makes the peak: 100 + 100 + 300 */
+    CHECK_EQ_INT(ts_memsim_workspace(sim, 300, "cpu"), TS_OK);
+    r = ts_memsim_report(sim, false, NULL, NULL);
+    CHECK_EQ_INT(iget(r, "peak_bytes", NULL), 500);
+    comp = json_object_get(json_object_get(r, "peak"), "composition");
+    CHECK_EQ_INT(iget(comp, "workspace", NULL), 300);
+    CHECK_EQ_INT(iget(comp, "activation", NULL), 200);
+    CHECK_EQ_STR(json_string_value(
+                     json_object_get(json_object_get(r, "peak"), "operator")),
+                 "aten.relu");
+    json_decref(r);
+    ts_memsim_free(sim);
+}
+
 /* 20,000 storages alive at once, then freed one by one and their keys
  * reused: the map grows and sweeps deleted slots. */
 static void
@@ -239,8 +279,11 @@ main(void)
 {
     test_sequence();
     test_existing_and_empty();
+    test_workspace();
     test_many();
     CHECK(ts_mem_role_name(TS_MEM_UNSET) == NULL);
     CHECK_EQ_STR(ts_mem_role_name(TS_MEM_OPTIMIZER_STATE), "optimizer_state");
+    CHECK_EQ_STR(ts_mem_role_name(TS_MEM_WORKSPACE), "workspace");
+    CHECK(ts_mem_role_name((ts_mem_role)TS_MEM_ROLE_COUNT) == NULL);
     return ts_test_report();
 }

@@ -336,3 +336,58 @@ def test_workload_exception_propagates_and_nothing_is_left_behind():
     assert not model._forward_hooks and not model[0]._forward_pre_hooks
     # the same modules can be observed again
     torchscan.estimate_memory(lambda: model(torch.randn(2, 64)), modules=model)
+
+
+@pytest.mark.parametrize("kernel,channels,size", [(3, 3, 34), (3, 8, 20), (1, 8, 16)])
+def test_slow2d_convolution_workspace_matches_measurement(kernel, channels, size):
+    """Without oneDNN, CPU convolutions run slow_conv2d, which holds an im2col buffer of batch x (C_in x kH x
+    kW) x (H_out x W_out) elements beside its output (none for a 1x1 kernel), and whose backward makes an
+    expanded grad_output contiguous: modelled as the kernel's workspace, equal to the measurement."""
+    conv = nn.Conv2d(channels, 16, kernel)
+    batch = 8 if kernel == 3 else 2
+    x = torch.randn(batch, channels, size, size)
+    xg = x.clone().requires_grad_()
+    out = size - kernel + 1
+
+    def inference():
+        with torch.no_grad():
+            conv(x)
+
+    def training():
+        conv(xg).sum().backward()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flags = torch.backends.mkldnn.flags(enabled=False)
+    with flags:
+        report = torchscan.estimate_memory(inference, timeline=True)
+        columns = 0 if kernel == 1 else batch * channels * kernel * kernel * out * out * 4
+        assert _peak(report) == batch * 16 * out * out * 4 + columns
+        if columns:
+            assert report["peak"]["composition"]["workspace"] == columns
+        assert _peak(report) == measure_peak_memory(inference, device="cpu")["peak_bytes"]
+        assert _peak(torchscan.estimate_memory(training)) == measure_peak_memory(training, device="cpu")["peak_bytes"]
+
+
+def test_onednn_convolution_workspace_is_not_modelled():
+    """With oneDNN (PyTorch's default CPU backend here), the kernel's output-sized buffer in its blocked layout
+    is not documented and not modelled: the simulation holds the output only, the measurement more."""
+    conv = nn.Conv2d(3, 16, 3)
+    x = torch.randn(8, 3, 34, 34)
+
+    def inference():
+        with torch.no_grad():
+            conv(x)
+
+    simulated = _peak(torchscan.estimate_memory(inference))
+    assert simulated == 8 * 16 * 32 * 32 * 4  # 524,288
+    assert measure_peak_memory(inference, device="cpu")["peak_bytes"] >= simulated
+    # on meta, planning for another device: no CPU kernel's workspace either
+    with torch.device("meta"):
+        meta_conv, meta_x = nn.Conv2d(3, 16, 3), torch.empty(8, 3, 34, 34)
+
+    def meta():
+        with torch.no_grad():
+            meta_conv(meta_x)
+
+    assert _peak(torchscan.estimate_memory(meta)) == 524_288
