@@ -63,6 +63,23 @@ def test_inference_by_hand():
     assert _peak(report) == measure_peak_memory(workload, device="cpu")["peak_bytes"]
 
 
+def test_fake_tensors_give_the_real_figures():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def figures(model, x):
+        def workload():
+            with torch.no_grad():
+                model(x)
+
+        report = torchscan.estimate_memory(workload, modules=model)
+        return _peak(report), report["totals"]["resident_peak_bytes"]["value"], report["peak"]["layer"]
+
+    real = figures(_mlp(), torch.randn(32, 64))
+    with FakeTensorMode():
+        fake = figures(_mlp(), torch.empty(32, 64))
+    assert fake == real == (32_768, 79_400, {"path": "1", "call_index": 0})
+
+
 def test_views_and_in_place_allocate_nothing():
     x = torch.randn(256)
 
