@@ -140,6 +140,13 @@ follow(tsx_memsim *m, PyObject *storage, uint64_t key, bool existing)
         goto done;
     }
     ref = PyWeakref_NewRef(storage, m->callback);
+    if (ref == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* a storage-like object that cannot be followed: unobserved */
+        PyErr_Clear();
+        m->unobserved++;
+        rc = 0;
+        goto done;
+    }
     k = ref != NULL ? PyLong_FromUnsignedLongLong(key) : NULL;
     if (k == NULL || PyDict_SetItem(m->refs, ref, k) < 0) {
         goto done;
