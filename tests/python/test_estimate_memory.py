@@ -80,6 +80,22 @@ def test_fake_tensors_give_the_real_figures():
     assert fake == real == (32_768, 79_400, {"path": "1", "call_index": 0})
 
 
+def test_composite_operators_run_whole():
+    """Under inference_mode, composite operators (CompositeImplicitAutograd) reach the dispatch mode; while
+    simulating, the counter runs them whole instead of decomposing them: one operator, its output only.
+    layer_norm's kernel also holds its mean and rstd (4 x 64 floats each, 2,048 bytes) inside the kernel."""
+    x = torch.randn(4, 64, 128)
+
+    def workload():
+        with torch.inference_mode():
+            torch.nn.functional.layer_norm(x, (128,))
+
+    report = torchscan.estimate_memory(workload, timeline=True)
+    assert [e["operator"] for e in report["timeline"]] == ["aten.layer_norm", "aten.layer_norm"]
+    assert _peak(report) == 4 * 64 * 128 * 4
+    assert measure_peak_memory(workload, device="cpu")["peak_bytes"] - _peak(report) == 2 * 4 * 64 * 4
+
+
 def test_views_and_in_place_allocate_nothing():
     x = torch.randn(256)
 
