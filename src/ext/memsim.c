@@ -10,8 +10,10 @@ struct tsx_memsim {
     PyObject *callback; /* the counter's _storage_freed */
     PyObject *s_untyped_storage, *s_nbytes, *s_grad, *s_param_groups,
         *s_params, *s_state, *s_parameters, *s_shape, *s_name;
-    /* torch._C._select_conv_backend, or NULL when this PyTorch lacks it */
-    PyObject *select_conv_backend;
+    /* torch._C._select_conv_backend, or NULL when this PyTorch lacks it;
+     * torch._C._get_mkldnn_enabled and torch._C._has_mkldnn */
+    PyObject *select_conv_backend, *mkldnn_enabled;
+    bool has_mkldnn;
     int64_t unobserved; /* tensors whose storage could not be read */
 };
 
@@ -38,12 +40,20 @@ tsx_memsim_new(tsx_state *st, PyObject *callback)
     m->s_name = PyUnicode_InternFromString("name");
     {
         PyObject *tc = PyImport_ImportModule("torch._C");
+        PyObject *has =
+            tc != NULL ? PyObject_GetAttrString(tc, "_has_mkldnn") : NULL;
+        m->has_mkldnn = has == NULL || PyObject_IsTrue(has) != 0;
+        Py_XDECREF(has);
         m->select_conv_backend =
             tc != NULL ? PyObject_GetAttrString(tc, "_select_conv_backend")
                        : NULL;
+        m->mkldnn_enabled =
+            tc != NULL ? PyObject_GetAttrString(tc, "_get_mkldnn_enabled")
+                       : NULL;
         Py_XDECREF(tc);
-        if (m->select_conv_backend == NULL) {
-            PyErr_Clear(); /* no workspace model on this PyTorch */
+        if (m->select_conv_backend == NULL || m->mkldnn_enabled == NULL) {
+            Py_CLEAR(m->select_conv_backend); /* no workspace model here */
+            PyErr_Clear();
         }
     }
     if (m->sim == NULL) {
@@ -80,6 +90,7 @@ tsx_memsim_free(tsx_memsim *m)
     Py_CLEAR(m->s_shape);
     Py_CLEAR(m->s_name);
     Py_CLEAR(m->select_conv_backend);
+    Py_CLEAR(m->mkldnn_enabled);
     ts_memsim_free(m->sim);
     PyMem_Free(m);
 }
@@ -140,7 +151,8 @@ follow(tsx_memsim *m, PyObject *storage, uint64_t key, bool existing)
         goto done;
     }
     ref = PyWeakref_NewRef(storage, m->callback);
-    if (ref == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    if (ref == NULL && PyErr_ExceptionMatches(PyExc_TypeError)
+        && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
         /* a storage-like object that cannot be followed: unobserved */
         PyErr_Clear();
         m->unobserved++;
@@ -180,7 +192,13 @@ observe(tsx_memsim *m, PyObject *t, bool existing, uint64_t *key)
     int rc = 0;
     *key = 0;
     if (storage == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        /* what a tensor without a storage raises (sparse tensors:
+         * NotImplementedError; a subclass without the method); anything
+         * else (PyTorch's RuntimeError when allocating the storage object
+         * fails, out of memory, an interrupt) propagates */
+        if (!PyErr_ExceptionMatches(PyExc_NotImplementedError)
+            && !PyErr_ExceptionMatches(PyExc_AttributeError)
+            && !PyErr_ExceptionMatches(PyExc_TypeError)) {
             return -1;
         }
         PyErr_Clear();
@@ -358,9 +376,24 @@ conv_workspace(tsx_memsim *m, const char *name, PyObject *args, PyObject *out)
     PyObject *conv, *shaped;
     int64_t ws;
     int rc;
+    PyObject *enabled;
+    int on;
     if ((!backward && strcmp(name, "aten.convolution") != 0)
         || m->select_conv_backend == NULL || !PyTuple_Check(args)
         || PyTuple_GET_SIZE(args) < (backward ? 10 : 9)) {
+        return 0;
+    }
+    /* With oneDNN on, float convolutions run through it (its buffers are
+     * not modelled): the backend is not asked. Asking costs a pybind11
+     * call per convolution, which also crashes PyTorch when the
+     * allocation of its result fails. */
+    enabled = PyObject_CallNoArgs(m->mkldnn_enabled);
+    on = enabled != NULL ? PyObject_IsTrue(enabled) : -1;
+    Py_XDECREF(enabled);
+    if (on < 0) {
+        return -1;
+    }
+    if (on && m->has_mkldnn) {
         return 0;
     }
     conv = PyTuple_New(10);
