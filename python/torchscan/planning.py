@@ -160,7 +160,8 @@ def estimate_memory(
     (NCCL), the CUDA context, tensors made outside the dispatcher (the RNG
     state that checkpointing saves). One kernel workspace is modelled, where
     it is documented: CPU ``slow_conv2d``'s im2col buffer (role
-    ``workspace``, on real CPU tensors only).
+    ``workspace``, on real CPU tensors with oneDNN off: with it on, float
+    convolutions run through oneDNN, whose buffers are not modelled).
 
     Roles at the peaks: ``parameter`` and ``gradient`` (of ``modules`` and of
     every optimizer that steps or is given), ``optimizer_state`` (tensors in
