@@ -129,6 +129,7 @@ bench: build
 	$(PY) bench/op_overhead.py
 	$(PY) bench/checkpoints.py
 	$(PY) bench/distributed.py
+	$(PY) bench/memory.py
 	@if unshare -n true 2>/dev/null; then \
 	    set -x; unshare -n sh -c 'ip link set lo up && $(PY) bench/browser_load.py'; \
 	else \

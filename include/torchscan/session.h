@@ -171,6 +171,13 @@ ts_saved *ts_session_saved(ts_session *session);
  * it. */
 int ts_session_current_layer(const ts_session *session);
 
+/* The module path and call index of layer record `layer` (borrowed, valid
+ * while the session lives): 0, or -1 for no such record. */
+int ts_session_layer_identity(const ts_session *session,
+                              int layer,
+                              const char **path,
+                              int32_t *call_index);
+
 /* Layer records so far (the index the next call will get). */
 size_t ts_session_layer_count(const ts_session *session);
 

@@ -16,6 +16,7 @@ from .crawler import crawl_module, summary
 from .extensions import ModuleCall, ModuleEstimates, ModuleHandler
 from .flops import FlopReport, measure_flops
 from .gather import GatheredReport, gather_reports
+from .planning import MemoryReport, estimate_memory
 from .profiler import ProfileReport, profile_workload
 from .render import render_report
 from .report import (
@@ -42,6 +43,7 @@ __all__ = [
     "GatheredReport",
     "IncompleteAnalysisError",
     "LayerReport",
+    "MemoryReport",
     "MetricResult",
     "ModuleCall",
     "ModuleEstimates",
@@ -52,6 +54,7 @@ __all__ = [
     "compare_reports",
     "crawl_module",
     "crawler",
+    "estimate_memory",
     "format_checkpoint",
     "gather_reports",
     "inspect_checkpoint",

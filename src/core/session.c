@@ -444,6 +444,20 @@ ts_session_current_layer(const ts_session *session)
     return session->depth ? session->stack[session->depth - 1] : -1;
 }
 
+int
+ts_session_layer_identity(const ts_session *session,
+                          int layer,
+                          const char **path,
+                          int32_t *call_index)
+{
+    if (layer < 0 || (size_t)layer >= session->nlayers) {
+        return -1;
+    }
+    *path = session->modules[session->layers[layer].module].path;
+    *call_index = session->layers[layer].call_index;
+    return 0;
+}
+
 size_t
 ts_session_layer_count(const ts_session *session)
 {

@@ -8,6 +8,7 @@
  * life of the module, so every new counter starts warm. */
 #include "fail.h"
 #include "counter.h"
+#include "memsim.h"
 #include "phase.h"
 
 #include "torchscan/attention_match.h"
@@ -67,6 +68,10 @@ typedef struct tsx_counter {
     int optimizer_depth;
     ts_phase phase;
     int phase_layer;
+    /* estimate_memory's simulation (memsim.h), NULL when not simulating:
+     * composite operators then run whole (decomposing them would show
+     * allocations their kernels do not make) */
+    tsx_memsim *mem;
 } tsx_counter;
 
 /* Overloads that only query metadata; FlopCounterMode declines them too
@@ -1238,7 +1243,7 @@ counter_dispatch(tsx_counter *c,
         out = PyObject_Call(s.op, args, kwargs);
         goto done;
     }
-    if (custom == NULL && s.decomposable
+    if (custom == NULL && s.decomposable && c->mem == NULL
         && (s.entry == NULL
             || (s.entry->formula == NULL && s.entry->ignore_reason == NULL))) {
         out = decompose(c, func, args, kwargs);
@@ -1249,6 +1254,13 @@ counter_dispatch(tsx_counter *c,
     }
     out = PyObject_Call(s.op, args, kwargs);
     if (out != NULL && count(c, &s, custom, args, kwargs, out) < 0) {
+        Py_CLEAR(out);
+    }
+    /* count() read the phase and layer of this operator */
+    if (out != NULL && c->mem != NULL
+        && tsx_memsim_op(
+               c->mem, s.name, c->phase, c->phase_layer, args, kwargs, out)
+               < 0) {
         Py_CLEAR(out);
     }
 done:
@@ -1361,6 +1373,11 @@ tsx_counter_flop_report(PyObject *counter, const char *torch_version)
 static PyObject *
 counter_step_pre(tsx_counter *c, PyObject *args)
 {
+    /* the simulation learns which storages are gradients and state */
+    if (c->mem != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0
+        && tsx_memsim_name_optimizer(c->mem, PyTuple_GET_ITEM(args, 0)) < 0) {
+        return NULL;
+    }
     c->optimizer_depth++;
     Py_RETURN_NONE;
 }
@@ -1372,6 +1389,97 @@ counter_step_post(tsx_counter *c, PyObject *args)
     if (c->optimizer_depth > 0) {
         c->optimizer_depth--;
     }
+    /* state made by this step (the first step's moments) */
+    if (c->mem != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0
+        && tsx_memsim_name_optimizer(c->mem, PyTuple_GET_ITEM(args, 0)) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* _simulate_memory(): starts a simulation (memsim.h) whose storages'
+ * weak references call self._storage_freed. */
+static PyObject *
+counter_simulate(tsx_counter *c, PyObject *unused)
+{
+    PyObject *callback;
+    tsx_memsim *m;
+    if (c->mem != NULL) {
+        return tsx_fail(PyExc_RuntimeError, "already simulating memory");
+    }
+    callback = PyObject_GetAttrString((PyObject *)c, "_storage_freed");
+    if (callback == NULL) {
+        return NULL;
+    }
+    m = tsx_memsim_new(c->st, callback);
+    Py_DECREF(callback);
+    if (m == NULL) {
+        return NULL;
+    }
+    c->mem = m;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+counter_storage_freed(tsx_counter *c, PyObject *ref)
+{
+    if (c->mem != NULL && tsx_memsim_freed(c->mem, ref) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* _memory_name(obj, kind): names the parameters and gradients of a
+ * module (kind 0) or of an optimizer, with its state (kind 1). */
+static PyObject *
+counter_memory_name(tsx_counter *c, PyObject *args)
+{
+    PyObject *obj;
+    int kind, rc;
+    if (!PyArg_ParseTuple(args, "Oi:_memory_name", &obj, &kind)) {
+        return NULL;
+    }
+    if (c->mem == NULL) {
+        return tsx_fail(PyExc_RuntimeError, "not simulating memory");
+    }
+    rc = kind == 0 ? tsx_memsim_name_module(c->mem, obj)
+                   : tsx_memsim_name_optimizer(c->mem, obj);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* _memory_report(timeline) -> dict: the simulation so far, layers named by
+ * the session the counter is attached to. */
+static PyObject *
+counter_memory_report(tsx_counter *c, PyObject *arg)
+{
+    json_t *r;
+    PyObject *result;
+    int timeline = PyObject_IsTrue(arg);
+    if (timeline < 0) {
+        return NULL;
+    }
+    if (c->mem == NULL) {
+        return tsx_fail(PyExc_RuntimeError, "not simulating memory");
+    }
+    r = tsx_memsim_report(c->mem, c->session, timeline != 0);
+    if (r == NULL) {
+        return NULL;
+    }
+    result = tsx_from_json(c->st, r);
+    json_decref(r);
+    return result;
+}
+
+/* _memory_end(): drops the simulation and its weak references. */
+static PyObject *
+counter_memory_end(tsx_counter *c, PyObject *unused)
+{
+    tsx_memsim *m = c->mem;
+    c->mem = NULL;
+    tsx_memsim_free(m);
     Py_RETURN_NONE;
 }
 
@@ -1421,7 +1529,7 @@ counter_traverse(tsx_counter *c, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(c));
     Py_VISIT(c->custom);
     Py_VISIT(c->owner);
-    return 0;
+    return tsx_memsim_traverse(c->mem, visit, arg);
 }
 
 static int
@@ -1430,6 +1538,11 @@ counter_clear(tsx_counter *c)
     Py_CLEAR(c->custom);
     Py_CLEAR(c->owner);
     c->session = NULL;
+    if (c->mem != NULL) {
+        tsx_memsim *m = c->mem;
+        c->mem = NULL;
+        tsx_memsim_free(m);
+    }
     return 0;
 }
 
@@ -1468,6 +1581,27 @@ static PyMethodDef counter_methods[] = {
      (PyCFunction)counter_step_post,
      METH_VARARGS,
      "A global optimizer step post-hook."},
+    {"_simulate_memory",
+     (PyCFunction)counter_simulate,
+     METH_NOARGS,
+     "_simulate_memory(): simulate tensor memory from now on."},
+    {"_storage_freed",
+     (PyCFunction)counter_storage_freed,
+     METH_O,
+     "The callback of a storage's weak reference."},
+    {"_memory_name",
+     (PyCFunction)counter_memory_name,
+     METH_VARARGS,
+     "_memory_name(module_or_optimizer, kind): names parameters, "
+     "gradients, optimizer state."},
+    {"_memory_report",
+     (PyCFunction)counter_memory_report,
+     METH_O,
+     "_memory_report(timeline) -> dict"},
+    {"_memory_end",
+     (PyCFunction)counter_memory_end,
+     METH_NOARGS,
+     "_memory_end(): drop the simulation."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,6 +17,7 @@
  *   phase        the phase of the running operator (autograd engine,
  *                sequence numbers; the rule is the core's phase.h)
  *   saved        bytes saved for backward (saved-tensor hooks' bodies)
+ *   memsim       estimate_memory's storages, weak references and roles
  *   counter      the operator counter (Python type Counter)
  *   handlers     custom module handlers: matching, normalising results
  *   attribution  parameter/buffer attribution and model totals

@@ -21,6 +21,7 @@
 #include "torchscan/diff.h"
 #include "torchscan/export.h"
 #include "torchscan/json_text.h"
+#include "torchscan/mem_sim.h"
 #include "torchscan/opstats.h"
 #include "torchscan/render.h"
 #include "torchscan/report_check.h"
@@ -272,6 +273,40 @@ e_benchmark_comparison_page(const inputs *in)
 {
     ts_error err;
     return keep(ts_render_benchmark_html(in->bench_cmp, "Cmp", &err));
+}
+
+/* A simulated step: an existing parameter, 300 storages allocated (a
+ * map and event lists that grow), every other freed, a gradient named. */
+static char *
+e_memsim(const inputs *in)
+{
+    ts_memsim *sim = ts_memsim_new();
+    json_t *report = NULL;
+    (void)in;
+    if (sim == NULL || ts_memsim_observe(sim, 1, 4096, "cpu", true) != TS_OK
+        || ts_memsim_set_role(sim, 1, TS_MEM_PARAMETER) != TS_OK) {
+        goto done;
+    }
+    for (uint64_t k = 2; k < 302; k++) {
+        if (ts_memsim_op(sim,
+                         k % 2 ? "aten.mm.default" : "aten.relu.default",
+                         k < 200 ? TS_PHASE_FORWARD : TS_PHASE_BACKWARD,
+                         (int)(k % 3) - 1)
+                != TS_OK
+            || ts_memsim_observe(sim, k, (int64_t)k * 8, "meta", false)
+                   != TS_OK
+            || (k % 2 == 0 && ts_memsim_release(sim, k - 1) != TS_OK)
+            || (k % 50 == 0 && ts_memsim_workspace(sim, 64, "cpu") != TS_OK)) {
+            goto done;
+        }
+    }
+    if (ts_memsim_set_role(sim, 300, TS_MEM_GRADIENT) != TS_OK) {
+        goto done;
+    }
+    report = ts_memsim_report(sim, true, NULL, NULL);
+done:
+    ts_memsim_free(sim);
+    return keep_json(report);
 }
 
 static json_t *
@@ -626,6 +661,7 @@ main(void)
         {"benchmark comparison page", e_benchmark_comparison_page},
         {"session report", e_session},
         {"saved activation bytes", e_saved},
+        {"memory simulation", e_memsim},
         {"inspect safetensors", e_inspect_safetensors},
         {"inspect torch zip", e_inspect_torch_zip},
         {"inspect torch legacy", e_inspect_torch_legacy},

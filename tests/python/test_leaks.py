@@ -11,7 +11,14 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchscan import IncompleteAnalysisError, ModuleHandler, compare_reports, crawl_module, measure_flops
+from torchscan import (
+    IncompleteAnalysisError,
+    ModuleHandler,
+    compare_reports,
+    crawl_module,
+    estimate_memory,
+    measure_flops,
+)
 
 from conftest import UnsupportedLeaf
 
@@ -135,6 +142,41 @@ def test_measure_flops_does_not_leak():
             pass
 
     _check_no_growth(call)
+
+
+def test_estimate_memory_does_not_leak():
+    model = Small()
+    opt = torch.optim.AdamW(model.parameters(), foreach=True)
+    x = torch.rand(2, 3, 6, 6)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        opt.step()
+
+    def call():
+        estimate_memory(step, modules=model, timeline=True)
+        estimate_memory(lambda: x * 2, attention="fused")
+        try:
+            estimate_memory(lambda: (x + 1, (_ for _ in ()).throw(KeyError("workload"))))
+        except KeyError:
+            pass
+
+    _check_no_growth(call)
+
+
+def test_estimate_memory_releases_workload_and_tensors():
+    holder = [torch.rand(4, 4)]
+
+    def workload():
+        return holder[0] @ holder[0]
+
+    refs = [weakref.ref(holder[0]), weakref.ref(workload)]
+    estimate_memory(workload)
+    holder.clear()
+    del workload
+    gc.collect()
+    assert all(ref() is None for ref in refs)
 
 
 def test_higher_order_operators_do_not_leak():

@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     from torch import nn
     sys.path.insert(0, sys.argv[1])
     from conftest import assert_nothing_left, training_flags
-    from torchscan import compare_reports, crawl_module, measure_flops
+    from torchscan import compare_reports, crawl_module, estimate_memory, measure_flops
 
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()).train()
     x = torch.rand(1, 3, 8, 8)
@@ -35,6 +35,7 @@ SCRIPT = textwrap.dedent(
         "crawl_module": lambda: crawl_module(model, args=(x,)),
         "measure_flops": lambda: measure_flops(lambda: model(x), modules=model),
         "compare_reports": lambda: compare_reports(before, after),
+        "estimate_memory": lambda: estimate_memory(lambda: model(x), modules=model, timeline=True),
     }
     flags = training_flags(model)
     results = {}

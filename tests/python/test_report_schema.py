@@ -32,6 +32,7 @@ from torchscan import (
     compare_reports,
     crawl_module,
     gather_reports,
+    estimate_memory,
     measure_flops,
     measure_latency,
     measure_workload,
@@ -621,9 +622,20 @@ def build_reports() -> list[tuple[str, str, Any]]:
         sgd.step()
 
     add("measure_flops of a training step (phases)", "FlopReport", measure_flops(training_step, modules=model))
+    add(
+        "estimate_memory of a training step",
+        "MemoryReport",
+        estimate_memory(training_step, modules=model, timeline=True),
+    )
+    add("estimate_memory, nothing ran", "MemoryReport", estimate_memory(lambda: None, attention="fused"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sparse invariant checks
+        sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0]), (2, 2))
+    add("estimate_memory, unobserved storage", "MemoryReport", estimate_memory(lambda: sparse * 2))
 
     lin = nn.Linear(4, 2)
     inputs = torch.ones(3, 4)
+    add("estimate_memory of a layer call", "MemoryReport", estimate_memory(lambda: lin(inputs), modules=lin))
 
     def workload() -> torch.Tensor:
         with torch.no_grad():
@@ -723,7 +735,7 @@ def test_page_tables_are_well_formed(page: Page) -> None:
         "MetricResult", "Diagnostic", "Description", "Owner", "TokenDependency", "MetricDiff", "AnalysisReport",
         "LayerReport",
         "FlopReport", "ReportDiff", "BenchmarkReport", "ProfileReport", "PeakMemory", "BenchmarkComparison",
-        "GatheredReport", "RankStats",
+        "GatheredReport", "RankStats", "MemoryReport", "MemoryPeak",
     }
     assert set(page.schemas) == expected
     for row in page.rows:
