@@ -1,0 +1,421 @@
+/* Hostile inputs, systematically: every checkpoint seed of
+ * tests/fuzz/checkpoints/ cut at every length and with every byte changed
+ * (four ways), fed to each reader; every member of a valid AnalysisReport
+ * removed or given a value of another type. The expectations hold for
+ * every input: a reader returns a report or an error with a status and a
+ * message, never both nor neither; a proper prefix of a safetensors or
+ * zip file is refused (each keeps something it needs at its end), and of
+ * a GGUF file every prefix that cuts into its tensor data; a report the
+ * checker refuses is refused with TS_EFORMAT and a message that starts with
+ * the caller's name for it and names the member edited (or the row that holds
+ * it); a report it accepts goes through the table, the page, the exports and
+ * the comparison with the original without a crash, each either succeeding or
+ * saying why. Under valgrind (TORCHSCAN_TEST_VALGRIND) the byte changes take
+ * every 7th position. */
+#include <stdlib.h>
+
+#include "ckpt_internal.h"
+#include "harness.h"
+#include "torchscan/checkpoint.h"
+#include "torchscan/diff.h"
+#include "torchscan/export.h"
+#include "torchscan/render.h"
+#include "torchscan/report_check.h"
+#include "torchscan/table.h"
+
+#ifndef TS_SOURCE_ROOT
+#define TS_SOURCE_ROOT "."
+#endif
+
+static int stride = 1;
+
+static unsigned char *
+load_file(const char *name, size_t *size)
+{
+    char path[512];
+    FILE *f;
+    unsigned char *buf = NULL;
+    long n = 0;
+    snprintf(path, sizeof path, "%s/%s", TS_SOURCE_ROOT, name);
+    f = fopen(path, "rb");
+    if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0
+        && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) != NULL
+        && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    *size = (size_t)n;
+    if (buf == NULL) {
+        fprintf(stderr, "cannot read %s\n", path);
+    }
+    CHECK(buf != NULL);
+    return buf;
+}
+
+/* ---- checkpoints ------------------------------------------------------- */
+
+static long reads, refused, accepted, inconsistent;
+
+/* One read: a report xor an error; a report goes through the table (all
+ * depths and depth 1), the match against itself and the page. Returns
+ * whether it was accepted. */
+static int
+read_one(const unsigned char *data, size_t size, int reader)
+{
+    ts_error err;
+    json_t *report;
+    int ok;
+    ts_error_clear(&err);
+    report = reader < 0 ? ts_checkpoint_inspect_memory(data, size, "x", &err)
+                        : ck_inspect_memory_as(data, size, reader, &err);
+    reads++;
+    if (report == NULL) {
+        ok = err.code < 0 && err.message[0] != '\0';
+        refused++;
+    }
+    else {
+        json_t *match;
+        char *text;
+        ok = err.code == 0;
+        accepted++;
+        ts_error_clear(&err);
+        text = ts_checkpoint_table(report, -1, &err);
+        ok = ok && (text != NULL) == (err.code == 0);
+        free(text);
+        free(ts_checkpoint_table(report, 1, &err));
+        ts_error_clear(&err);
+        match = ts_checkpoint_match(report, report, &err);
+        ok = ok && (match != NULL) == (err.code == 0);
+        if (match != NULL) {
+            free(ts_checkpoint_match_text(match, &err));
+        }
+        json_decref(match);
+        ts_error_clear(&err);
+        text = ts_checkpoint_render(report, "T", "html", &err);
+        ok = ok && (text != NULL) == (err.code == 0);
+        free(text);
+        free(ts_checkpoint_render(report, "T", "svg", &err));
+        json_decref(report);
+    }
+    if (!ok) {
+        inconsistent++;
+    }
+    return report != NULL;
+}
+
+typedef struct seed {
+    const char *file;
+    int reader; /* its own reader */
+    /* the shortest prefix accepted, the whole file where 0: every proper
+     * prefix is refused; -1 where a prefix may be either */
+    long shortest;
+} seed;
+
+static void
+hostile_checkpoint(const seed *s)
+{
+    size_t size, n;
+    unsigned char *data = load_file(s->file, &size);
+    unsigned char *copy;
+    long prefixes_accepted = 0;
+    static const int changes[] = {0x00, 0xff, 0x7f, 0x01};
+    if (data == NULL) {
+        return;
+    }
+    copy = malloc(size);
+    CHECK(copy != NULL);
+    if (copy == NULL) {
+        free(data);
+        return;
+    }
+    /* the seed itself: accepted by its reader and by the sniffing one */
+    CHECK(read_one(data, size, s->reader));
+    CHECK(read_one(data, size, -1));
+    /* every other reader on it: no crash, one answer */
+    for (int r = 0; r <= 4; r++) {
+        if (r != s->reader) {
+            read_one(data, size, r);
+        }
+    }
+    /* every proper prefix (a copy of its own, so a read past it is a
+     * fault under ASan and valgrind) */
+    for (n = 0; n < size; n++) {
+        unsigned char *cut = malloc(n + 1);
+        if (cut == NULL) {
+            break;
+        }
+        memcpy(cut, data, n);
+        if (read_one(cut, n, s->reader)) {
+            prefixes_accepted++;
+            if (s->shortest >= 0 && (long)n < s->shortest) {
+                fprintf(stderr, "%s: prefix of %zu accepted\n", s->file, n);
+            }
+        }
+        read_one(cut, n, -1);
+        free(cut);
+    }
+    if (s->shortest == 0) {
+        CHECK_EQ_INT(prefixes_accepted, 0);
+    }
+    else if (s->shortest > 0) {
+        CHECK_EQ_INT(prefixes_accepted, (long)size - s->shortest);
+    }
+    /* every byte changed to 0x00, 0xff, 0x7f, and xor 0x01 */
+    for (n = 0; n < size; n += (size_t)stride) {
+        for (size_t c = 0; c < sizeof changes / sizeof changes[0]; c++) {
+            memcpy(copy, data, size);
+            copy[n] = c == 3 ? (unsigned char)(data[n] ^ 1)
+                             : (unsigned char)changes[c];
+            if (copy[n] != data[n]) {
+                read_one(copy, size, s->reader);
+            }
+        }
+    }
+    printf("%-44s %6zu bytes\n", s->file, size);
+    free(copy);
+    free(data);
+}
+
+/* ---- reports ----------------------------------------------------------- */
+
+static long edits, edits_refused, edits_accepted, misnamed;
+
+/* The consumers of a report the checker accepted: each gives a result or
+ * an error, consistently. */
+static void
+consume(const json_t *report, const json_t *original)
+{
+    ts_error err;
+    char *text;
+    json_t *diff;
+    ts_table_options topt = {0};
+    ts_export_options eopt = {0};
+    int ok = 1;
+    topt.max_depth = -1;
+    ts_error_clear(&err);
+    text = ts_format_summary(report, &topt, &err);
+    ok = ok && (text != NULL) == (err.code == 0);
+    free(text);
+    ts_error_clear(&err);
+    text = ts_render_analysis(report, NULL, "E", "macs", "html", &err);
+    ok = ok && (text != NULL) == (err.code == 0);
+    free(text);
+    ts_error_clear(&err);
+    text = ts_render_analysis(report, original, "E", "macs", "svg", &err);
+    ok = ok && (text != NULL) == (err.code == 0);
+    free(text);
+    eopt.format = ts_export_format_parse("csv");
+    eopt.metric = ts_export_metric_parse("module_flops");
+    ts_error_clear(&err);
+    text = ts_export_report(report, &eopt, NULL, &err);
+    ok = ok && (text != NULL) == (err.code == 0);
+    free(text);
+    ts_error_clear(&err);
+    diff = ts_compare_reports(original, report, &err);
+    ok = ok && (diff != NULL) == (err.code == 0);
+    json_decref(diff);
+    if (!ok) {
+        inconsistent++;
+    }
+}
+
+/* Does message name the edited member: the key itself, or the path of
+ * the object that holds it (a row, a metric)? */
+static int
+names_where(const char *message, const char *path, const char *key)
+{
+    char holder[512];
+    const char *dot;
+    if (strstr(message, key) != NULL || strstr(message, path) != NULL) {
+        return 1;
+    }
+    /* the holder's path and each of its ancestors but the root, as the
+     * messages write them ("report: layers[2].metrics: ...") */
+    snprintf(holder, sizeof holder, "%s", path + strlen("report."));
+    for (;;) {
+        dot = strrchr(holder, '.');
+        if (dot == NULL || (strrchr(holder, '[') > dot)) {
+            dot = strrchr(holder, '[');
+        }
+        if (dot == NULL || dot == holder) {
+            return 0;
+        }
+        holder[dot - holder] = '\0';
+        if (strstr(message, holder) != NULL) {
+            return 1;
+        }
+    }
+}
+
+static void
+try_edit(json_t *root,
+         const json_t *original,
+         const char *path,
+         const char *key)
+{
+    ts_error err;
+    int rc;
+    ts_error_clear(&err);
+    rc = ts_analysis_report_check_display(root, "report", &err);
+    edits++;
+    if (rc == TS_OK) {
+        edits_accepted++;
+        consume(root, original);
+        return;
+    }
+    edits_refused++;
+    CHECK_EQ_INT(rc, TS_EFORMAT);
+    CHECK(strncmp(err.message, "report", 6) == 0);
+    if (!names_where(err.message, path, key)) {
+        misnamed++;
+        fprintf(stderr, "edit of %s: %s\n", path, err.message);
+    }
+}
+
+static const char *const replacements[] = {
+    "null",
+    "\"x\"",
+    "-1",
+    "1.5",
+    "true",
+    "[]",
+    "{}",
+    "4611686018427387904",
+};
+
+/* Edits every member of node (and of each value below it) in place,
+ * checking the whole report each time, and puts it back. */
+static void
+walk(json_t *root, const json_t *original, json_t *node, const char *path)
+{
+    char sub[512];
+    if (json_is_object(node)) {
+        const char *key;
+        json_t *value;
+        void *iter = json_object_iter(node);
+        /* the keys first: the iteration may not survive the edits */
+        size_t count = json_object_size(node), i = 0;
+        char **keys = calloc(count + 1, sizeof *keys);
+        if (keys == NULL) {
+            return;
+        }
+        for (; iter != NULL && i < count;
+             iter = json_object_iter_next(node, iter)) {
+            keys[i++] = strdup(json_object_iter_key(iter));
+        }
+        for (i = 0; i < count; i++) {
+            key = keys[i];
+            if (key == NULL) {
+                continue;
+            }
+            snprintf(sub, sizeof sub, "%s.%s", path, key);
+            value = json_incref(json_object_get(node, key));
+            json_object_del(node, key);
+            try_edit(root, original, sub, key);
+            for (size_t r = 0; r < sizeof replacements / sizeof *replacements;
+                 r++) {
+                json_object_set_new(
+                    node,
+                    key,
+                    json_loads(replacements[r], JSON_DECODE_ANY, NULL));
+                try_edit(root, original, sub, key);
+            }
+            json_object_set(node, key, value);
+            walk(root, original, value, sub);
+            json_decref(value);
+            free(keys[i]);
+        }
+        free(keys);
+    }
+    else if (json_is_array(node)) {
+        size_t n = json_array_size(node);
+        for (size_t i = 0; i < n; i++) {
+            char key[32];
+            json_t *value = json_incref(json_array_get(node, i));
+            snprintf(key, sizeof key, "[%zu]", i);
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            for (size_t r = 0; r < sizeof replacements / sizeof *replacements;
+                 r++) {
+                json_array_set_new(
+                    node,
+                    i,
+                    json_loads(replacements[r], JSON_DECODE_ANY, NULL));
+                try_edit(root, original, sub, key);
+            }
+            json_array_set(node, i, value);
+            walk(root, original, value, sub);
+            json_decref(value);
+        }
+    }
+}
+
+static void
+hostile_report(const char *file)
+{
+    json_error_t jerr;
+    char path[512];
+    json_t *report, *original;
+    ts_error err;
+    long before = edits;
+    snprintf(path, sizeof path, "%s/%s", TS_SOURCE_ROOT, file);
+    report = json_load_file(path, 0, &jerr);
+    CHECK(report != NULL);
+    if (report == NULL) {
+        return;
+    }
+    original = json_deep_copy(report);
+    CHECK_EQ_INT(ts_analysis_report_check_display(report, "report", &err),
+                 TS_OK);
+    walk(report, original, report, "report");
+    /* put back as it was */
+    CHECK(json_equal(report, original));
+    printf("%-44s %6ld edits\n", file, edits - before);
+    json_decref(original);
+    json_decref(report);
+}
+
+int
+main(void)
+{
+    static const seed seeds[] = {
+        {"tests/fuzz/checkpoints/safetensors/small.safetensors", 0, 0},
+        {"tests/fuzz/checkpoints/safetensors/one.safetensors", 0, 0},
+        {"tests/fuzz/checkpoints/index/model.safetensors.index.json", 1, -1},
+        {"tests/fuzz/checkpoints/torch_zip/small.pt", 2, 0},
+        {"tests/fuzz/checkpoints/torch_zip/nested.pt", 2, 0},
+        {"tests/fuzz/checkpoints/torch_legacy/small.pt", 3, -1},
+        /* its last tensor's data ends at byte 338, then 14 bytes of padding
+         * to the alignment of 32 that a reader does not need */
+        {"tests/fuzz/checkpoints/gguf/small.gguf", 4, 338},
+    };
+    static const char *const reports[] = {
+        "tests/c/report_check_valid.json",
+        "tests/golden/partial.json",
+    };
+    if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
+        stride = 7;
+    }
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        hostile_checkpoint(&seeds[i]);
+    }
+    printf("checkpoint reads: %ld (%ld refused, %ld accepted)\n",
+           reads,
+           refused,
+           accepted);
+    for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++) {
+        hostile_report(reports[i]);
+    }
+    printf(
+        "report edits: %ld (%ld refused, %ld accepted), %ld refusals "
+        "not naming the member\n",
+        edits,
+        edits_refused,
+        edits_accepted,
+        misnamed);
+    CHECK_EQ_INT(misnamed, 0);
+    CHECK_EQ_INT(inconsistent, 0);
+    return ts_test_report();
+}
