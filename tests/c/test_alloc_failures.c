@@ -423,6 +423,13 @@ e_gather_benchmark(const inputs *in)
 }
 
 static char *
+e_gather_shape(const inputs *in)
+{
+    ts_error err;
+    return keep_json(ts_gather_shape(in->text_model, &err));
+}
+
+static char *
 e_gather_emit(const inputs *in)
 {
     ts_error err;
@@ -755,6 +762,7 @@ main(void)
         {"gather text model", e_gather_text_model},
         {"gather flops", e_gather_flops},
         {"gather benchmark", e_gather_benchmark},
+        {"gather shape", e_gather_shape},
         {"gather emit", e_gather_emit},
         {"emit tree", e_emit_tree},
         {"render text model", e_render_text_model},
