@@ -241,29 +241,29 @@ static void
 edit_arg(ts_op_arg *a, int how)
 {
     switch (how) {
-    case 0:
-        memset(a, 0, sizeof *a);
-        a->kind = TS_ARG_NONE;
-        break;
-    case 1:
-        a->i += 1;
-        a->r = a->r * 2 + 1;
-        for (int k = 0; k < a->nints; k++) {
-            a->ints[k] += 1;
-        }
-        reshape(&a->tensor, 0);
-        break;
-    case 2:
-        if (a->nints > 0) {
-            a->nints -= 1;
-        }
-        reshape(&a->tensor, 2);
-        a->i = 0;
-        a->r = 0;
-        break;
-    default:
-        a->kind = a->kind == TS_ARG_TENSOR ? TS_ARG_INT : TS_ARG_TENSOR;
-        break;
+        case 0:
+            memset(a, 0, sizeof *a);
+            a->kind = TS_ARG_NONE;
+            break;
+        case 1:
+            a->i += 1;
+            a->r = a->r * 2 + 1;
+            for (int k = 0; k < a->nints; k++) {
+                a->ints[k] += 1;
+            }
+            reshape(&a->tensor, 0);
+            break;
+        case 2:
+            if (a->nints > 0) {
+                a->nints -= 1;
+            }
+            reshape(&a->tensor, 2);
+            a->i = 0;
+            a->r = 0;
+            break;
+        default:
+            a->kind = a->kind == TS_ARG_TENSOR ? TS_ARG_INT : TS_ARG_TENSOR;
+            break;
     }
 }
 
@@ -277,8 +277,8 @@ sweep(const ts_match_call *orig)
         return;
     }
     call.ops = ops;
-#define RESET() (memcpy(ops, orig->ops, n * sizeof *ops), call = *orig, \
-                 call.ops = ops)
+#define RESET() \
+    (memcpy(ops, orig->ops, n * sizeof *ops), call = *orig, call.ops = ops)
     RESET();
     call.leaf = !call.leaf;
     sweep_one(&call);

@@ -1983,6 +1983,11 @@ test_pooling(void)
     CHECK_EXACT("aten.max_pool2d_with_indices", c, 60);
     c.args[1].kind = TS_ARG_OTHER;
     CHECK_UNSUPPORTED("aten.max_pool2d_with_indices", c, "kernel_size");
+    /* an empty window has no K - 1 comparisons: (0 - 1) * 12 = -12 before */
+    c.args[1].kind = TS_ARG_INTS;
+    c.args[1].ints[0] = 0;
+    CHECK_UNSUPPORTED("aten.max_pool2d_with_indices", c, "must be positive");
+    CHECK_EXACT("aten.avg_pool2d", c, 0); /* 0 adds and divisions */
 
     /* avg_pool2d(self (1,2,4,4), [2,2]) -> (1,2,2,2): O*K = 8*4 = 32 */
     c = call_new();
@@ -2014,6 +2019,10 @@ test_pooling(void)
     o_tensor(&c, I, "1,1,2,3");
     CHECK_EXACT("aten._adaptive_avg_pool2d", c, 54);
     CHECK_EXACT("aten.adaptive_max_pool2d", c, 48);
+    /* an empty input axis (1,1,0,7) has no window for the 6 outputs:
+     * 0 visits - 6 = -6 FLOPs before */
+    c.args[0].tensor = shape(F, "1,1,0,7");
+    CHECK_UNSUPPORTED("aten.adaptive_max_pool2d", c, "shapes disagree");
     /* (2,1,4,4,4) -> (2,1,2,2,2): 4 + 2 - 2 = 4 per axis, 2 * 4^3 = 128
      * visits; avg 128, max 128 - 16 = 112. */
     c = call_new();
