@@ -473,6 +473,178 @@ walk(try_fn try_it,
     }
 }
 
+/* ---- checkpoint headers, member by member --------------------------------
+ * A safetensors header and a sharded index are JSON: each member of them
+ * is edited as a report's are (walk above), the file rebuilt around it
+ * and read; an index is read from a directory that holds its two shards. */
+
+static const unsigned char *st_data; /* the seed's tensor data */
+static size_t st_data_size;
+static char st_dir[64];
+static long header_edits, header_refused;
+
+static void
+try_st_header(json_t *root,
+              const json_t *original,
+              const char *path,
+              const char *key)
+{
+    char *header = json_dumps(root, JSON_COMPACT);
+    size_t n = header != NULL ? strlen(header) : 0;
+    unsigned char *file = malloc(8 + n + st_data_size + 1);
+    (void)original;
+    (void)path;
+    (void)key;
+    if (header != NULL && file != NULL) {
+        for (int i = 0; i < 8; i++) {
+            file[i] = (unsigned char)((uint64_t)n >> (8 * i));
+        }
+        memcpy(file + 8, header, n);
+        memcpy(file + 8 + n, st_data, st_data_size);
+        header_edits++;
+        header_refused += !read_one(file, 8 + n + st_data_size, 0);
+    }
+    free(file);
+    free(header);
+}
+
+static int
+write_bytes(const char *dir, const char *name, const void *data, size_t n)
+{
+    char path[256];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "wb");
+    if (f == NULL) {
+        return 0;
+    }
+    n = fwrite(data, 1, n, f) == n;
+    return fclose(f) == 0 && n;
+}
+
+/* A shard holding one F32 tensor of `count` elements. */
+static int
+write_shard(const char *name, const char *tensor, int count)
+{
+    char header[128];
+    unsigned char file[256] = {0};
+    int n = snprintf(header,
+                     sizeof header,
+                     "{\"%s\":{\"dtype\":\"F32\",\"shape\":[%d],"
+                     "\"data_offsets\":[0,%d]}}",
+                     tensor,
+                     count,
+                     4 * count);
+    file[0] = (unsigned char)n;
+    memcpy(file + 8, header, (size_t)n);
+    return write_bytes(st_dir, name, file, 8 + (size_t)n + 4 * (size_t)count);
+}
+
+static void
+try_index(json_t *root,
+          const json_t *original,
+          const char *path,
+          const char *key)
+{
+    char *text = json_dumps(root, JSON_COMPACT);
+    char file[128];
+    ts_error err;
+    json_t *report;
+    (void)original;
+    (void)path;
+    (void)key;
+    if (text == NULL
+        || !write_bytes(
+            st_dir, "model.safetensors.index.json", text, strlen(text))) {
+        free(text);
+        return;
+    }
+    free(text);
+    snprintf(file, sizeof file, "%s/model.safetensors.index.json", st_dir);
+    ts_error_clear(&err);
+    report = ts_checkpoint_inspect(file, &err);
+    header_edits++;
+    if (report == NULL) {
+        header_refused++;
+        if (!(err.code < 0 && err.message[0] != '\0')) {
+            inconsistent++;
+        }
+    }
+    else {
+        if (err.code != 0) {
+            inconsistent++;
+        }
+        json_decref(report);
+    }
+}
+
+static void
+hostile_headers(void)
+{
+    size_t size, n = 0;
+    unsigned char *data = load_file(
+        "tests/fuzz/checkpoints/safetensors/kinds.safetensors", &size);
+    json_t *header, *original, *index;
+    ts_error err;
+    char file[128];
+    if (data == NULL) {
+        return;
+    }
+    for (int i = 0; i < 8; i++) {
+        n |= (size_t)data[i] << (8 * i);
+    }
+    header = json_loadb((const char *)data + 8, n, 0, NULL);
+    CHECK(header != NULL);
+    st_data = data + 8 + n;
+    st_data_size = size - 8 - n;
+    if (header != NULL) {
+        original = json_deep_copy(header);
+        walk(try_st_header, header, original, header, "header");
+        CHECK(json_equal(header, original));
+        json_decref(original);
+        json_decref(header);
+    }
+    free(data);
+    /* the index beside its shards: read whole first */
+    snprintf(st_dir, sizeof st_dir, "/tmp/ts_hostile_XXXXXX");
+    CHECK(mkdtemp(st_dir) != NULL);
+    CHECK(write_shard("model-00001-of-00002.safetensors", "a", 3));
+    CHECK(write_shard("model-00002-of-00002.safetensors", "b.c", 4));
+    index = json_pack("{s:{s:i}, s:{s:s, s:s}}",
+                      "metadata",
+                      "total_size",
+                      28,
+                      "weight_map",
+                      "a",
+                      "model-00001-of-00002.safetensors",
+                      "b.c",
+                      "model-00002-of-00002.safetensors");
+    original = json_deep_copy(index);
+    try_index(index, original, "", "");
+    snprintf(file, sizeof file, "%s/model.safetensors.index.json", st_dir);
+    {
+        /* the index and its shards agree: read whole */
+        json_t *whole = ts_checkpoint_inspect(file, &err);
+        CHECK(whole != NULL);
+        if (whole == NULL) {
+            fprintf(stderr, "index: %s\n", err.message);
+        }
+        json_decref(whole);
+    }
+    walk(try_index, index, original, index, "index");
+    json_decref(original);
+    json_decref(index);
+    remove(file);
+    snprintf(file, sizeof file, "%s/model-00001-of-00002.safetensors", st_dir);
+    remove(file);
+    snprintf(file, sizeof file, "%s/model-00002-of-00002.safetensors", st_dir);
+    remove(file);
+    remove(st_dir);
+    printf("header and index edits: %ld (%ld refused)\n",
+           header_edits,
+           header_refused);
+}
+
 static void
 hostile_report(const char *file, try_fn try_it)
 {
@@ -480,7 +652,7 @@ hostile_report(const char *file, try_fn try_it)
     char path[512];
     json_t *report, *original;
     ts_error err;
-    long before = edits;
+    long before = edits + bench_edits;
     snprintf(path, sizeof path, "%s/%s", TS_SOURCE_ROOT, file);
     report = json_load_file(path, 0, &jerr);
     CHECK(report != NULL);
@@ -495,7 +667,7 @@ hostile_report(const char *file, try_fn try_it)
     walk(try_it, report, original, report, "report");
     /* put back as it was */
     CHECK(json_equal(report, original));
-    printf("%-44s %6ld edits\n", file, edits - before);
+    printf("%-44s %6ld edits\n", file, edits + bench_edits - before);
     json_decref(original);
     json_decref(report);
 }
@@ -513,6 +685,13 @@ main(void)
         /* its last tensor's data ends at byte 338, then 14 bytes of padding
          * to the alignment of 32 that a reader does not need */
         {"tests/fuzz/checkpoints/gguf/small.gguf", 4, 338},
+        /* generated by tests/fuzz/checkpoints/make_seeds.py */
+        {"tests/fuzz/checkpoints/safetensors/kinds.safetensors", 0, 0},
+        {"tests/fuzz/checkpoints/torch_zip/kinds.pt", 2, 0},
+        {"tests/fuzz/checkpoints/torch_legacy/kinds.pt", 3, -1},
+        {"tests/fuzz/checkpoints/torch_legacy/proto2.pt", 3, -1},
+        {"tests/fuzz/checkpoints/gguf/kinds.gguf", 4, 802}, /* 14 padding */
+        {"tests/fuzz/checkpoints/gguf/kinds_v2.gguf", 4, 802},
     };
     static const char *const reports[] = {
         "tests/c/report_check_valid.json",
@@ -533,6 +712,7 @@ main(void)
            reads,
            refused,
            accepted);
+    hostile_headers();
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++) {
         hostile_report(reports[i], try_edit);
     }
