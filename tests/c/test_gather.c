@@ -4,8 +4,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fail_emitter.h"
 #include "harness.h"
 #include "torchscan/gather.h"
+
+/* Every gathering these tests make is also written through an emitter
+ * that fails each of its callbacks in turn (fail_emitter.h), with and
+ * without the reports, and each report through ts_emit_tree. */
+typedef struct gather_args {
+    const json_t *reports, *ranks;
+    bool with_reports;
+} gather_args;
+
+static int
+write_gather(const ts_emitter *e, void *arg)
+{
+    gather_args *a = arg;
+    ts_error err;
+    return ts_gather_emit(a->reports, a->ranks, a->with_reports, e, &err);
+}
+
+static int
+write_tree(const ts_emitter *e, void *arg)
+{
+    return ts_emit_tree(e, arg);
+}
+
+static json_t *
+gather_checked(const json_t *reports,
+               const json_t *ranks,
+               bool with_reports,
+               ts_error *err)
+{
+    json_t *g = ts_gather_reports(reports, ranks, with_reports, err);
+    if (g != NULL) {
+        gather_args a = {reports, ranks, with_reports};
+        size_t i;
+        json_t *r;
+        fault_loop("gather", write_gather, &a);
+        a.with_reports = !with_reports;
+        fault_loop("gather", write_gather, &a);
+        json_array_foreach((json_t *)reports, i, r)
+        {
+            fault_loop("tree", write_tree, r);
+        }
+    }
+    return g;
+}
 
 static json_t *
 metric(const char *status, double value, const char *unit)
@@ -397,7 +442,7 @@ test_statistics(void)
                         flop_report(400, 32),
                         flop_report(100, -1));
     ts_error_clear(&err);
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     CHECK(g != NULL);
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_object_get(g, "context"), "report_type")),
@@ -447,7 +492,7 @@ test_statistics(void)
                         benchmark_report(0.25, "complete"),
                         benchmark_report(0.75, "complete"),
                         benchmark_report(1.0, "complete"));
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     CHECK(g != NULL);
     latency = json_object_get(json_object_get(g, "totals"), "latency");
     CHECK_EQ_INT(rank_of(latency, "max"), 3);
@@ -470,7 +515,7 @@ test_statistics(void)
                         benchmark_report(0.5, "unavailable"));
     json_array_remove(ranks, 3);
     json_array_remove(ranks, 2);
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     latency = json_object_get(json_object_get(g, "totals"), "latency");
     CHECK_EQ_STR(json_string_value(json_object_get(latency, "status")),
                  "partial");
@@ -485,7 +530,7 @@ test_statistics(void)
                         analysis_report(3, 12),
                         analysis_report(3, 36));
     json_array_append_new(ranks, json_integer(2));
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     CHECK(g != NULL);
     total = json_object_get(json_object_get(g, "totals"), "operator_flops");
     CHECK_EQ_INT(rank_of(total, "median"), 0);
@@ -514,7 +559,7 @@ test_statistics(void)
                         "parameters"),
         "unit",
         json_string("bytes"));
-    CHECK(ts_gather_reports(reports, ranks, true, &err) == NULL);
+    CHECK(gather_checked(reports, ranks, true, &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     CHECK_EQ_STR(err.message,
                  "gather_reports: metric 'totals.parameters' has "
@@ -524,7 +569,7 @@ test_statistics(void)
     /* reports of different kinds are refused */
     reports = json_pack(
         "[o, o]", flop_report(1, -1), benchmark_report(1, "complete"));
-    CHECK(ts_gather_reports(reports, ranks, true, &err) == NULL);
+    CHECK(gather_checked(reports, ranks, true, &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     json_decref(reports);
     json_decref(ranks);
@@ -536,5 +581,10 @@ main(void)
     test_shapes();
     test_check();
     test_statistics();
+    printf(
+        "gatherings and trees written through failing emitters: %ld, "
+        "callbacks failed: %ld\n",
+        fault_writers,
+        fault_runs);
     return ts_test_report();
 }
