@@ -8,9 +8,10 @@
  * a GGUF file every prefix that cuts into its tensor data; a report the
  * checker refuses is refused with TS_EFORMAT and a message that starts with
  * the caller's name for it and names the member edited (or the row that holds
- * it); a report it accepts goes through the table, the page, the exports and
- * the comparison with the original without a crash, each either succeeding or
- * saying why. Under valgrind (TORCHSCAN_TEST_VALGRIND) the cuts and byte
+ * it); every edited report, accepted or not, goes through the table, the
+ * page, the exports, the comparison with the original, the diff of the
+ * totals and the gathering without a crash, each either succeeding or saying
+ * why. Under valgrind (TORCHSCAN_TEST_VALGRIND) the cuts and byte
  * changes take every 7th position and the edits every 13th. */
 #include <stdlib.h>
 
@@ -355,12 +356,26 @@ try_edit(json_t *root,
     ts_error_clear(&err);
     rc = ts_analysis_report_check_display(root, "report", &err);
     edits++;
+    {
+        /* the totals compared whatever they hold: a diff or an error */
+        ts_error derr;
+        json_t *d;
+        ts_error_clear(&derr);
+        d = ts_diff_metrics(json_object_get(original, "totals"),
+                            json_object_get(root, "totals"),
+                            &derr);
+        if ((d != NULL) != (derr.code == 0)) {
+            inconsistent++;
+        }
+        json_decref(d);
+    }
     if (rc == TS_OK) {
         edits_accepted++;
         consume(root, original);
         return;
     }
     edits_refused++;
+    consume(root, original); /* each consumer: a result or an error */
     CHECK_EQ_INT(rc, TS_EFORMAT);
     CHECK(strncmp(err.message, "report", 6) == 0);
     if (!names_where(err.message, path, key)) {
