@@ -731,6 +731,9 @@ main(void)
     static const char *const benchmarks[] = {
         "tests/fuzz/corpus/benchmark.single.json",
         "tests/fuzz/corpus/benchmark.comparison.json",
+        /* measure_workload of Sequential(Linear(8, 4), ReLU()) with every
+         * metric and the profile */
+        "tests/fuzz/corpus/benchmark.workload.json",
     };
     if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
         stride = 7;
