@@ -112,7 +112,7 @@ edit_shape(ts_shape *s, int how)
     else if (how == 2 && s->ndim > 0) {
         s->ndim -= 1;
     }
-    else if (how == 3 && s->ndim < TS_MAX_DIMS) {
+    else if (how == 3 && s->ndim >= 0 && s->ndim < TS_MAX_DIMS) {
         s->dims[s->ndim++] = 3;
     }
     else if (how == 4) {

@@ -98,7 +98,7 @@ reshape(ts_shape *s, int how)
             }
             break;
         case 2:
-            if (s->ndim < TS_MAX_DIMS) {
+            if (s->ndim >= 0 && s->ndim < TS_MAX_DIMS) {
                 s->dims[s->ndim++] = 2;
             }
             break;
