@@ -62,6 +62,9 @@ load_file(const char *name, size_t *size)
 /* ---- checkpoints ------------------------------------------------------- */
 
 static long reads, refused, accepted, inconsistent;
+/* what an accepted report is also matched against: an AnalysisReport and
+ * a state dict of a tensor each reader's seeds hold none of */
+static json_t *against[2];
 
 /* One read: a report xor an error; a report goes through the table (all
  * depths and depth 1), the match against itself and the page. Returns
@@ -97,6 +100,15 @@ read_one(const unsigned char *data, size_t size, int reader)
             free(ts_checkpoint_match_text(match, &err));
         }
         json_decref(match);
+        for (int a = 0; a < 2 && against[a] != NULL; a++) {
+            ts_error_clear(&err);
+            match = ts_checkpoint_match(report, against[a], &err);
+            ok = ok && (match != NULL) == (err.code == 0);
+            if (match != NULL) {
+                free(ts_checkpoint_match_text(match, &err));
+            }
+            json_decref(match);
+        }
         ts_error_clear(&err);
         text = ts_checkpoint_render(report, "T", "html", &err);
         ok = ok && (text != NULL) == (err.code == 0);
@@ -739,9 +751,25 @@ main(void)
         stride = 7;
         edit_stride = 13;
     }
+    against[0] =
+        json_load_file(TS_SOURCE_ROOT "/tests/golden/structure.json", 0, NULL);
+    against[1] = json_pack("{s:s, s:[{s:s, s:[i,i], s:s}]}",
+                           "report_type",
+                           "state_dict",
+                           "tensors",
+                           "name",
+                           "model.layers.0.w",
+                           "shape",
+                           2,
+                           3,
+                           "dtype",
+                           "torch.float32");
+    CHECK(against[0] != NULL && against[1] != NULL);
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         hostile_checkpoint(&seeds[i]);
     }
+    json_decref(against[0]);
+    json_decref(against[1]);
     printf("checkpoint reads: %ld (%ld refused, %ld accepted)\n",
            reads,
            refused,
