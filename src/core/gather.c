@@ -994,10 +994,18 @@ ts_gather_emit(const json_t *reports,
     size_t n = json_array_size(reports);
     const json_t **parts = NULL;
     const char *kind = report_kind(json_array_get(reports, 0));
-    gather_ctx g = {e, ranks, err, NULL};
+    ts_error own_err;
+    gather_ctx g;
     scratch sc = {NULL, NULL, NULL};
     bool flops_everywhere = true;
     int rc = -1;
+    /* the emitter's failure is told apart from a failure set here by
+     * err->code below: start from a clear one, the caller's or our own */
+    if (err == NULL) {
+        err = &own_err;
+    }
+    ts_error_clear(err);
+    g = (gather_ctx){e, ranks, err, NULL};
     if (!json_is_array(reports) || n == 0 || kind == NULL) {
         return ts_error_set(
             err, TS_EINVAL, "reports must be a non-empty list of reports");

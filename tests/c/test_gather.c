@@ -30,6 +30,41 @@ write_tree(const ts_emitter *e, void *arg)
     return ts_emit_tree(e, arg);
 }
 
+/* An emitter's failure is TS_ENOMEM whatever err held before the call
+ * (a status read from an uncleared err before: its garbage returned). */
+static void
+test_emit_failure_status(const json_t *reports, const json_t *ranks)
+{
+    fail_emitter f;
+    ts_emitter e = {&f,
+                    fe_begin_object,
+                    fe_end_object,
+                    fe_begin_array,
+                    fe_end_array,
+                    fe_key,
+                    fe_string,
+                    fe_integer,
+                    fe_real,
+                    fe_boolean,
+                    fe_null,
+                    fe_tree};
+    ts_json_builder *b = ts_json_builder_new();
+    ts_error err;
+    if (b == NULL) {
+        return;
+    }
+    ts_json_builder_emitter(b, &f.inner);
+    f.calls = 0;
+    f.fail_at = 1;
+    memset(&err, 0x7f, sizeof err);
+    err.message[sizeof err.message - 1] = '\0';
+    CHECK_EQ_INT(ts_gather_emit(reports, ranks, true, &e, &err), TS_ENOMEM);
+    CHECK_EQ_INT(err.code, TS_ENOMEM);
+    f.calls = 0;
+    CHECK_EQ_INT(ts_gather_emit(reports, ranks, true, &e, NULL), TS_ENOMEM);
+    ts_json_builder_free(b);
+}
+
 static json_t *
 gather_checked(const json_t *reports,
                const json_t *ranks,
@@ -41,6 +76,7 @@ gather_checked(const json_t *reports,
         gather_args a = {reports, ranks, with_reports};
         size_t i;
         json_t *r;
+        test_emit_failure_status(reports, ranks);
         fault_loop("gather", write_gather, &a);
         a.with_reports = !with_reports;
         fault_loop("gather", write_gather, &a);
