@@ -229,6 +229,10 @@ sweep_one(const ts_match_call *call)
 static void
 reshape(ts_shape *s, int how)
 {
+    if (s->ndim > TS_MAX_DIMS) {
+        s->ndim = TS_MAX_DIMS; /* a guard test's rank: cut to the most */
+        return;
+    }
     if (how == 0 && s->ndim > 0) {
         s->dims[s->ndim - 1] += 1;
     }

@@ -86,6 +86,10 @@ sweep_one(ts_op_formula formula, const ts_op_call *c)
 static void
 reshape(ts_shape *s, int how)
 {
+    if (s->ndim > TS_MAX_DIMS) {
+        s->ndim = TS_MAX_DIMS; /* a guard test's rank: cut to the most */
+        return;
+    }
     switch (how) {
         case 0:
             if (s->ndim > 0) {

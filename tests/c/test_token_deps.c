@@ -50,6 +50,10 @@ decide_one(const ts_module_desc *d, const ts_module_call *c)
 static void
 edit_shape(ts_shape *s, int how)
 {
+    if (s->ndim > TS_MAX_DIMS) {
+        s->ndim = TS_MAX_DIMS; /* a guard test's rank: cut to the most */
+        return;
+    }
     if (how == 0 && s->ndim > 0) {
         s->dims[s->ndim - 1] += 1;
     }
