@@ -768,8 +768,7 @@ main(void)
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         hostile_checkpoint(&seeds[i]);
     }
-    json_decref(against[0]);
-    json_decref(against[1]);
+
     printf("checkpoint reads: %ld (%ld refused, %ld accepted)\n",
            reads,
            refused,
@@ -791,6 +790,8 @@ main(void)
     printf("benchmark edits: %ld (%ld refused by validation)\n",
            bench_edits,
            bench_refused);
+    json_decref(against[0]);
+    json_decref(against[1]);
     CHECK_EQ_INT(misnamed, 0);
     CHECK_EQ_INT(inconsistent, 0);
     return ts_test_report();
