@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options docs/torchscan.1
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: readme-screenshot run test build deps ctest asan asan-ext valgrind coverage pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
+.PHONY: readme-screenshot run test build deps ctest asan asan-ext valgrind coverage coverage-core pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
@@ -100,6 +100,15 @@ coverage: $(STAMP)
 	PYTHONPATH=build-cov-ext/site $(PY) -m pytest tests/python -q -p no:cacheprovider
 	@echo "== src/core by the C tests"; $(GCOVR) --filter src/core/ build-cov
 	@echo "== src/ext by pytest"; $(GCOVR) --filter src/ext/ build-cov-ext
+
+# src/core by the C tests alone (no extension build, no pytest): build-cov-core/, branch summary and the
+# uncovered branches by file.
+coverage-core: $(STAMP)
+	rm -rf build-cov-core
+	$(MESON) setup build-cov-core -Dpython=false -Dtests=true --buildtype=debug -Db_coverage=true
+	$(MESON) compile -C build-cov-core
+	@set -e; for t in build-cov-core/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; $$t >/dev/null; done
+	$(GCOVR) --filter src/core/ build-cov-core
 
 # src/ext: no call from a file to a file of its own or a higher layer, and engine statuses become
 # exceptions in convert.c only (compiles each file with cc and reads its symbols with nm).

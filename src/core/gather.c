@@ -71,19 +71,88 @@ digest_text(const digest *d)
     return json_string(hex);
 }
 
-/* A JSON value's canonical text (sorted keys, compact) into the digest.
- * TS_OK or TS_ENOMEM. */
+static int
+compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A JSON value into the digest, canonically: a tag per type, objects by
+ * sorted key. Written here, not by json_dumps: jansson 2.14's dumper
+ * drops bytes of a string whose buffer cannot grow and still returns a
+ * text (tests/c/test_alloc_failures.c, "gather shape"), which made a
+ * failed allocation a silently different shape. TS_OK or TS_ENOMEM. */
 static int
 digest_json(digest *d, const json_t *value)
 {
-    char *text = json_dumps(value,
-                            JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY
-                                | JSON_REAL_PRECISION(17));
-    if (text == NULL) {
-        return TS_ENOMEM;
+    char text[40];
+    switch (json_typeof(value)) {
+        case JSON_OBJECT: {
+            size_t n = json_object_size(value), k = 0;
+            const char **names;
+            const char *key;
+            json_t *member;
+            int rc = TS_OK;
+            digest_str(d, "{");
+            if (n == 0) {
+                break;
+            }
+            names = malloc(n * sizeof *names);
+            if (names == NULL) {
+                return TS_ENOMEM;
+            }
+            json_object_foreach((json_t *)value, key, member)
+            {
+                names[k++] = key;
+            }
+            qsort(names, n, sizeof *names, compare_names);
+            for (size_t i = 0; rc == TS_OK && i < n; i++) {
+                digest_str(d, names[i]);
+                rc = digest_json(d, json_object_get(value, names[i]));
+            }
+            free(names);
+            if (rc != TS_OK) {
+                return rc;
+            }
+            break;
+        }
+        case JSON_ARRAY: {
+            size_t i;
+            json_t *item;
+            digest_str(d, "[");
+            json_array_foreach((json_t *)value, i, item)
+            {
+                if (digest_json(d, item) != TS_OK) {
+                    return TS_ENOMEM;
+                }
+            }
+            break;
+        }
+        case JSON_STRING:
+            digest_str(d, "s");
+            digest_bytes(
+                d, json_string_value(value), json_string_length(value));
+            digest_bytes(d, "\x1f", 1);
+            return TS_OK;
+        case JSON_INTEGER:
+            digest_str(d, "i");
+            digest_int(d, json_integer_value(value));
+            return TS_OK;
+        case JSON_REAL:
+            snprintf(text, sizeof text, "r%.17g", json_real_value(value));
+            digest_str(d, text);
+            return TS_OK;
+        case JSON_TRUE:
+            digest_str(d, "t");
+            return TS_OK;
+        case JSON_FALSE:
+            digest_str(d, "f");
+            return TS_OK;
+        default:
+            digest_str(d, "n");
+            return TS_OK;
     }
-    digest_str(d, text);
-    free(text);
+    digest_str(d, "end"); /* of an object or array */
     return TS_OK;
 }
 
@@ -97,14 +166,9 @@ digest_metric(digest *d, const char *name, const json_t *metric)
     digest_str(d, json_string_value(json_object_get(metric, "method")));
 }
 
+/* Every MetricResult of a {name: MetricResult} object, by name. TS_OK or
+ * TS_ENOMEM. */
 static int
-compare_names(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Every MetricResult of a {name: MetricResult} object, by name. */
-static void
 digest_metrics(digest *d, const char *prefix, const json_t *metrics)
 {
     const char **names;
@@ -112,12 +176,11 @@ digest_metrics(digest *d, const char *prefix, const json_t *metrics)
     const char *key;
     json_t *value;
     if (n == 0) {
-        return;
+        return TS_OK;
     }
     names = malloc(n * sizeof *names);
     if (names == NULL) {
-        digest_str(d, "?"); /* the shape still differs from a good one */
-        return;
+        return TS_ENOMEM;
     }
     json_object_foreach((json_t *)metrics, key, value)
     {
@@ -129,6 +192,7 @@ digest_metrics(digest *d, const char *prefix, const json_t *metrics)
         digest_metric(d, names[i], json_object_get(metrics, names[i]));
     }
     free(names);
+    return TS_OK;
 }
 
 /* Checks the MetricResults of a {name: MetricResult} object. */
@@ -234,8 +298,9 @@ check_report(const json_t *report, const char *kind, ts_error *err)
     return rc;
 }
 
-/* The model: its type and each layer call's identity and global counts. */
-static void
+/* The model: its type and each layer call's identity and global counts.
+ * TS_OK or TS_ENOMEM. */
+static int
 digest_layers(digest *model, digest *metrics, const json_t *report)
 {
     const json_t *layers = json_object_get(report, "layers");
@@ -261,8 +326,12 @@ digest_layers(digest *model, digest *metrics, const json_t *report)
         digest_int(model,
                    json_integer_value(json_object_get(buffers, "elements")));
         snprintf(prefix, sizeof prefix, "layer %zu", i);
-        digest_metrics(metrics, prefix, json_object_get(layer, "metrics"));
+        if (digest_metrics(metrics, prefix, json_object_get(layer, "metrics"))
+            != TS_OK) {
+            return TS_ENOMEM;
+        }
     }
+    return TS_OK;
 }
 
 json_t *
@@ -289,15 +358,18 @@ ts_gather_shape(const json_t *report, ts_error *err)
                 ? report
                 : json_object_get(report, "operator_flops");
     digest_str(&metrics, kind);
-    digest_metrics(&metrics, "totals", json_object_get(report, "totals"));
+    if (digest_metrics(&metrics, "totals", json_object_get(report, "totals"))
+        != TS_OK) {
+        ts_error_set(err, TS_ENOMEM, "out of memory");
+        return NULL;
+    }
     if (flops != NULL) {
         digest_str(&metrics, "operator_flops");
         digest_metric(&metrics, "total", json_object_get(flops, "total"));
     }
-    if (strcmp(kind, "AnalysisReport") == 0) {
-        digest_layers(&model, &metrics, report);
-    }
-    if (inputs != NULL && digest_json(&input, inputs) != TS_OK) {
+    if ((strcmp(kind, "AnalysisReport") == 0
+         && digest_layers(&model, &metrics, report) != TS_OK)
+        || (inputs != NULL && digest_json(&input, inputs) != TS_OK)) {
         ts_error_set(err, TS_ENOMEM, "out of memory");
         return NULL;
     }
@@ -922,10 +994,18 @@ ts_gather_emit(const json_t *reports,
     size_t n = json_array_size(reports);
     const json_t **parts = NULL;
     const char *kind = report_kind(json_array_get(reports, 0));
-    gather_ctx g = {e, ranks, err, NULL};
+    ts_error own_err;
+    gather_ctx g;
     scratch sc = {NULL, NULL, NULL};
     bool flops_everywhere = true;
     int rc = -1;
+    /* the emitter's failure is told apart from a failure set here by
+     * err->code below: start from a clear one, the caller's or our own */
+    if (err == NULL) {
+        err = &own_err;
+    }
+    ts_error_clear(err);
+    g = (gather_ctx){e, ranks, err, NULL};
     if (!json_is_array(reports) || n == 0 || kind == NULL) {
         return ts_error_set(
             err, TS_EINVAL, "reports must be a non-empty list of reports");

@@ -540,6 +540,17 @@ run_count(count_fn fn,
              x->c->type_name != NULL ? x->c->type_name : "?");
         return;
     }
+    if (value < 0) {
+        /* sizes no module built by torch.nn has (a negative size, an empty
+         * kernel) or shapes its call cannot have: a count, never */
+        fail(e,
+             "ValueError: %s of %s come out negative (%lld): the module's "
+             "sizes and its call's shapes disagree",
+             metric,
+             x->c->type_name != NULL ? x->c->type_name : "?",
+             (long long)value);
+        return;
+    }
     e->value = ts_int(value);
 }
 

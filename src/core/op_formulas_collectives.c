@@ -59,6 +59,18 @@ arg_bytes(const ts_op_arg *a, int64_t *bytes, ts_error *err)
     return TS_OK;
 }
 
+/* Every field of a collective's result: 0 FLOPs, none of them matrix
+ * products, complete, and the bytes it moved. */
+static void
+set_no_flops(ts_op_result *out, int64_t bytes_moved)
+{
+    out->flops = 0;
+    out->matrix_flops = 0;
+    out->incomplete = false;
+    out->incomplete_message = NULL;
+    out->bytes_moved = bytes_moved;
+}
+
 int
 ts_opf_collective(const ts_op_call *call, ts_op_result *out, ts_error *err)
 {
@@ -87,8 +99,7 @@ ts_opf_collective(const ts_op_call *call, ts_op_result *out, ts_error *err)
             return TS_EOVERFLOW;
         }
     }
-    out->flops = 0;
-    out->bytes_moved = outputs > most ? outputs : most;
+    set_no_flops(out, outputs > most ? outputs : most);
     return TS_OK;
 }
 
@@ -125,7 +136,6 @@ ts_opf_barrier(const ts_op_call *call, ts_op_result *out, ts_error *err)
     (void)call;
     (void)err;
     /* the barrier's one-element tensor is a token, not data */
-    out->flops = 0;
-    out->bytes_moved = 0;
+    set_no_flops(out, 0);
     return TS_OK;
 }

@@ -64,6 +64,11 @@ pool_formula(const ts_op_call *call,
     if (rc != TS_OK) {
         return rc;
     }
+    if (maximum && volume < 1) {
+        /* K - 1 comparisons per output: none for an empty window */
+        return ts_error_set(
+            err, TS_EUNSUPPORTED, "Max pooling kernel_size must be positive.");
+    }
     return finish(
         &c,
         c_mul(&c, c_numel(&c, y), maximum ? c_sub(&c, volume, 1) : volume),
@@ -168,7 +173,16 @@ adaptive_pool_formula(const ts_op_call *call,
         return rc;
     }
     if (maximum) {
-        visits = c_sub(&c, visits, c_numel(&c, y));
+        int64_t outputs = c_numel(&c, y);
+        if (!c.overflow && visits < outputs) {
+            /* every output is the maximum of a window of >= 1 input */
+            return ts_error_set(err,
+                                TS_EUNSUPPORTED,
+                                "Adaptive max pooling FLOPs need an output "
+                                "whose every window holds an input element "
+                                "(the input and output shapes disagree).");
+        }
+        visits = c_sub(&c, visits, outputs);
     }
     return finish(&c, visits, out, err);
 }

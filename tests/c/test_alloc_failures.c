@@ -19,14 +19,18 @@
 #include "torchscan/benchmark.h"
 #include "torchscan/checkpoint.h"
 #include "torchscan/diff.h"
+#include "torchscan/emit.h"
 #include "torchscan/export.h"
+#include "torchscan/gather.h"
 #include "torchscan/json_text.h"
 #include "torchscan/mem_sim.h"
 #include "torchscan/opstats.h"
 #include "torchscan/render.h"
 #include "torchscan/report_check.h"
 #include "torchscan/session.h"
+#include "torchscan/stats.h"
 #include "torchscan/table.h"
+#include "torchscan/workload.h"
 
 /* ---- the injector ------------------------------------------------------ */
 
@@ -120,6 +124,7 @@ json_alloc(size_t size)
 
 typedef struct inputs {
     json_t *cnn, *wide, *partial, *subtree, *structure, *bench, *bench_cmp;
+    json_t *text_model;
     unsigned char *st; /* a safetensors file */
     size_t st_size;
     unsigned char *seeds[3]; /* torch zip, torch legacy, GGUF */
@@ -454,6 +459,149 @@ done:
     return keep_json(report);
 }
 
+/* ---- gathering, emitting, text models, timing ---- */
+
+static char *
+gather(json_t *a, json_t *b, bool with_reports)
+{
+    ts_error err;
+    json_t *reports = json_pack("[OO]", a, b),
+           *ranks = json_pack("[ii]", 0, 1);
+    json_t *g = NULL;
+    if (reports != NULL && ranks != NULL) {
+        g = ts_gather_reports(reports, ranks, with_reports, &err);
+    }
+    json_decref(reports);
+    json_decref(ranks);
+    return keep_json(g);
+}
+
+static char *
+e_gather_analysis(const inputs *in)
+{
+    return gather(in->cnn, in->wide, true);
+}
+
+static char *
+e_gather_text_model(const inputs *in)
+{
+    return gather(in->text_model, in->text_model, false);
+}
+
+static char *
+e_gather_flops(const inputs *in)
+{
+    return gather(json_object_get(in->cnn, "operator_flops"),
+                  json_object_get(in->wide, "operator_flops"),
+                  true);
+}
+
+static char *
+e_gather_benchmark(const inputs *in)
+{
+    return gather(in->bench, in->bench, true);
+}
+
+static char *
+e_gather_shape(const inputs *in)
+{
+    ts_error err;
+    return keep_json(ts_gather_shape(in->text_model, &err));
+}
+
+static char *
+e_gather_emit(const inputs *in)
+{
+    ts_error err;
+    ts_emitter e;
+    json_t *reports = json_pack("[OO]", in->cnn, in->cnn);
+    json_t *ranks = json_pack("[ii]", 0, 1), *g = NULL;
+    ts_json_builder *b = ts_json_builder_new();
+    if (b != NULL && reports != NULL && ranks != NULL) {
+        ts_json_builder_emitter(b, &e);
+        if (ts_gather_emit(reports, ranks, true, &e, &err) == TS_OK) {
+            g = ts_json_builder_take(b);
+        }
+    }
+    ts_json_builder_free(b);
+    json_decref(reports);
+    json_decref(ranks);
+    return keep_json(g);
+}
+
+static char *
+e_emit_tree(const inputs *in)
+{
+    ts_emitter e;
+    json_t *value = NULL;
+    ts_json_builder *b = ts_json_builder_new();
+    if (b != NULL) {
+        ts_json_builder_emitter(b, &e);
+        if (ts_emit_tree(&e, in->text_model) == TS_OK) {
+            value = ts_json_builder_take(b);
+        }
+    }
+    ts_json_builder_free(b);
+    return keep_json(value);
+}
+
+static char *
+e_render_text_model(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_analysis(
+        in->text_model, NULL, "T", "module_flops", "html", &err));
+}
+
+static char *
+e_table_text_model(const inputs *in)
+{
+    ts_error err;
+    ts_table_options options = {0};
+    options.max_depth = -1;
+    return keep(ts_format_summary(in->text_model, &options, &err));
+}
+
+static char *
+e_compare_text_model(const inputs *in)
+{
+    ts_error err;
+    return keep_json(ts_compare_reports(in->text_model, in->text_model, &err));
+}
+
+static char *
+e_diff_metrics(const inputs *in)
+{
+    ts_error err;
+    return keep_json(ts_diff_metrics(json_object_get(in->cnn, "totals"),
+                                     json_object_get(in->wide, "totals"),
+                                     &err));
+}
+
+static char *
+e_verdict(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_render_verdict(in->bench_cmp, &err));
+}
+
+static char *
+e_workload_summary(const inputs *in)
+{
+    ts_error err;
+    return keep(ts_workload_summary(in->bench, &err));
+}
+
+static char *
+e_timing_report(const inputs *in)
+{
+    ts_error err;
+    static const double blocks[] = {0.5, 0.25, 0.75, 0.5, 1.0};
+    (void)in;
+    return keep_json(
+        ts_timing_report(0.1, blocks, 5, 10, 2.0, "images", &err));
+}
+
 /* ---- checkpoints ---- */
 
 static const char st_header[] =
@@ -578,9 +726,34 @@ e_checkpoint_match(const inputs *in)
     return keep(text);
 }
 
+static char *
+checkpoint_render(const inputs *in, const char *format)
+{
+    ts_error err;
+    json_t *r = checkpoint_report(in);
+    char *text = r != NULL ? ts_checkpoint_render(r, "C", format, &err) : NULL;
+    json_decref(r);
+    return keep(text);
+}
+
+static char *
+e_checkpoint_render_html(const inputs *in)
+{
+    return checkpoint_render(in, "html");
+}
+
+static char *
+e_checkpoint_render_svg(const inputs *in)
+{
+    return checkpoint_render(in, "svg");
+}
+
 /* ---- the loop ----------------------------------------------------------- */
 
 static long entry_points, sites_failed, runs_survived;
+/* Under valgrind (TORCHSCAN_TEST_VALGRIND) every 61st allocation fails:
+ * the whole loop there would take hours. */
+static long stride = 1;
 
 static void
 inject(const char *name, entry_fn fn, const inputs *in)
@@ -595,7 +768,7 @@ inject(const char *name, entry_fn fn, const inputs *in)
         return;
     }
     entry_points++;
-    for (n = 1;; n++) {
+    for (n = 1;; n += stride) {
         char *got;
         alloc_count = 0;
         fail_at = n;
@@ -618,7 +791,10 @@ inject(const char *name, entry_fn fn, const inputs *in)
             free(got);
         }
     }
-    printf("%-28s %5ld allocations, each failed once\n", name, n - 1);
+    printf("%-28s %5ld allocations, %s\n",
+           name,
+           alloc_count,
+           stride == 1 ? "each failed once" : "every 61st failed");
     free(expected);
 }
 
@@ -668,13 +844,33 @@ main(void)
         {"inspect gguf", e_inspect_gguf},
         {"checkpoint table", e_checkpoint_table},
         {"checkpoint match", e_checkpoint_match},
+        {"checkpoint render html", e_checkpoint_render_html},
+        {"checkpoint render svg", e_checkpoint_render_svg},
+        {"gather analysis", e_gather_analysis},
+        {"gather text model", e_gather_text_model},
+        {"gather flops", e_gather_flops},
+        {"gather benchmark", e_gather_benchmark},
+        {"gather shape", e_gather_shape},
+        {"gather emit", e_gather_emit},
+        {"emit tree", e_emit_tree},
+        {"render text model", e_render_text_model},
+        {"format_summary text model", e_table_text_model},
+        {"compare text models", e_compare_text_model},
+        {"diff metrics", e_diff_metrics},
+        {"render verdict", e_verdict},
+        {"workload summary", e_workload_summary},
+        {"timing report", e_timing_report},
     };
+    if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
+        stride = 61;
+    }
     json_set_alloc_funcs(json_alloc, free);
     in.cnn = load("tests/golden/cnn.json");
     in.wide = load("tests/golden/cnn_wide.json");
     in.partial = load("tests/golden/partial.json");
     in.subtree = load("tests/golden/subtree.json");
     in.structure = load("tests/golden/structure.json");
+    in.text_model = load("tests/golden/text_model.json");
     in.bench = load("tests/fuzz/corpus/benchmark.single.json");
     in.bench_cmp = load("tests/fuzz/corpus/benchmark.comparison.json");
     in.st = make_safetensors(&in.st_size);
@@ -682,8 +878,8 @@ main(void)
     in.seeds[1] = load_seed("torch_legacy/small.pt", &in.seed_sizes[1]);
     in.seeds[2] = load_seed("gguf/small.gguf", &in.seed_sizes[2]);
     if (in.cnn && in.wide && in.partial && in.subtree && in.structure
-        && in.bench && in.bench_cmp && in.seeds[0] && in.seeds[1]
-        && in.seeds[2]) {
+        && in.bench && in.bench_cmp && in.text_model && in.seeds[0]
+        && in.seeds[1] && in.seeds[2]) {
         for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
             inject(entries[i].name, entries[i].fn, &in);
         }
@@ -699,6 +895,7 @@ main(void)
     json_decref(in.partial);
     json_decref(in.subtree);
     json_decref(in.structure);
+    json_decref(in.text_model);
     json_decref(in.bench);
     json_decref(in.bench_cmp);
     free(in.st);

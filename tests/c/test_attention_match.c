@@ -23,6 +23,9 @@
 /* ---- a counter in miniature ----------------------------------------------
  */
 
+static size_t nlogged; /* the calls fed since the fixture began */
+static int replaying;  /* a replay's fixtures keep the log */
+
 typedef struct fixture {
     ts_opstats *stats;
     ts_session *session;
@@ -44,6 +47,152 @@ fixture_init(fixture *f, ts_session *session)
         f->stats, "aten.scaled_dot_product_attention_backward");
     ts_attn_matcher_init(&f->m);
     f->layer = -1;
+    if (!replaying) {
+        nlogged = 0;
+    }
+}
+
+/* ---- near misses, systematically ------------------------------------------
+ * Every sequence a test feeds is logged, and replayed when its report is
+ * made after each of these edits: one call dropped, repeated, swapped
+ * with the next, one of its tensors reshaped (a size changed, a dim
+ * dropped) or a number argument changed. A replay feeds what its
+ * formulas count (a call no formula counts is skipped, as the counter
+ * leaves it to the unsupported path); every feed, record and flush must
+ * return TS_OK, and the report must hold a total equal to the sum of its
+ * operators (a sequence is grouped into one attention or counted operator
+ * by operator, never both nor neither). */
+
+#define LOG_MAX 64
+static struct {
+    const char *overload;
+    ts_op_call call;
+} logged[LOG_MAX];
+static long replays, replay_failures;
+
+static void feed(fixture *f, const char *overload, const ts_op_call *call);
+
+/* Feeds like feed() below without checks; the first status not TS_OK. */
+static int
+feed_quiet(fixture *f, const char *overload, const ts_op_call *call)
+{
+    char packet[128];
+    const char *dot = strrchr(overload, '.');
+    const ts_op_entry *e;
+    ts_op_result r;
+    ts_error err;
+    ts_counted_call cc;
+    snprintf(packet, sizeof packet, "%.*s", (int)(dot - overload), overload);
+    e = ts_op_lookup(packet);
+    ts_error_clear(&err);
+    if (e == NULL || e->formula == NULL || e->formula(call, &r, &err) != TS_OK
+        || r.incomplete) {
+        return TS_OK;
+    }
+    cc.id = ts_opstats_intern(f->stats, packet);
+    cc.layer = -1;
+    cc.phase = TS_PHASE_FORWARD;
+    cc.phase_layer = -1;
+    cc.flops = r.flops;
+    cc.matrix_flops = (e->flags & TS_OPF_MATRIX) != 0 ? r.matrix_flops : -1;
+    if ((e->flags & TS_OPF_SDPA_FORWARD) != 0) {
+        return ts_attn_record_kernel(&f->m, &f->sink, &cc);
+    }
+    if ((e->flags & TS_OPF_SDPA_BACKWARD) != 0) {
+        return ts_attn_record_backward_kernel(&f->m, &f->sink, &cc);
+    }
+    return ts_attn_feed(&f->m, &f->sink, ts_attn_role_of(overload), call, &cc);
+}
+
+/* Replays the log with call `skip` left out, `twice` fed twice, `swap`
+ * exchanged with the next (-1: none), and `edited` standing for call
+ * `at`. */
+static void
+replay(long skip, long twice, long swap, long at, const ts_op_call *edited)
+{
+    fixture f;
+    json_t *r;
+    int rc = TS_OK;
+    int64_t sum = 0;
+    const char *name;
+    json_t *value;
+    fixture_init(&f, NULL);
+    for (size_t k = 0; rc == TS_OK && k < nlogged; k++) {
+        size_t i = k;
+        if ((long)k == swap && k + 1 < nlogged) {
+            i = k + 1;
+        }
+        else if (swap >= 0 && (long)k == swap + 1) {
+            i = k - 1;
+        }
+        if ((long)i == skip) {
+            continue;
+        }
+        for (int n = (long)i == twice ? 2 : 1; rc == TS_OK && n > 0; n--) {
+            rc = feed_quiet(&f,
+                            logged[i].overload,
+                            (long)i == at ? edited : &logged[i].call);
+        }
+    }
+    if (rc == TS_OK) {
+        rc = ts_attn_flush(&f.m, &f.sink);
+    }
+    r = rc == TS_OK ? ts_opstats_report(f.stats, "2.13.0", "m", NULL) : NULL;
+    json_object_foreach(json_object_get(r, "by_operator"), name, value)
+    {
+        sum += (int64_t)json_integer_value(value);
+    }
+    replays++;
+    if (rc != TS_OK || r == NULL
+        || sum
+               != (int64_t)json_integer_value(
+                   json_object_get(json_object_get(r, "total"), "value"))) {
+        replay_failures++;
+    }
+    json_decref(r);
+    ts_opstats_free(f.stats);
+}
+
+static void
+replay_edits(void)
+{
+    replaying = 1;
+    for (long i = 0; i < (long)nlogged; i++) {
+        replay(i, -1, -1, -1, NULL);
+        replay(-1, i, -1, -1, NULL);
+        replay(-1, -1, i, -1, NULL);
+        for (int a = 0; a < logged[i].call.nargs; a++) {
+            for (int how = 0; how < 3; how++) {
+                ts_op_call c = logged[i].call;
+                ts_op_arg *arg = &c.args[a];
+                if (how == 0 && arg->kind == TS_ARG_TENSOR
+                    && arg->tensor.ndim > 0) {
+                    arg->tensor.dims[arg->tensor.ndim - 1] += 1;
+                }
+                else if (how == 1 && arg->kind == TS_ARG_TENSOR
+                         && arg->tensor.ndim > 0) {
+                    arg->tensor.ndim -= 1;
+                }
+                else if (how == 2
+                         && (arg->kind == TS_ARG_REAL
+                             || arg->kind == TS_ARG_INT)) {
+                    arg->r = arg->r * 2 + 1;
+                    arg->i += 1;
+                }
+                else {
+                    continue;
+                }
+                replay(-1, -1, -1, i, &c);
+            }
+        }
+        if (logged[i].call.nouts > 0) {
+            ts_op_call c = logged[i].call;
+            c.outs[0].dims[0] += 1;
+            replay(-1, -1, -1, i, &c);
+        }
+    }
+    replaying = 0;
+    nlogged = 0;
 }
 
 /* Counts `call` with the packet's formula and feeds it, as the operator
@@ -62,6 +211,10 @@ feed(fixture *f, const char *overload, const ts_op_call *call)
     CHECK(e != NULL && e->formula != NULL);
     if (e == NULL || e->formula == NULL) {
         return;
+    }
+    if (nlogged < LOG_MAX) {
+        logged[nlogged].overload = overload;
+        logged[nlogged++].call = *call;
     }
     ts_error_clear(&err);
     CHECK_EQ_INT(e->formula(call, &r, &err), TS_OK);
@@ -90,6 +243,7 @@ feed(fixture *f, const char *overload, const ts_op_call *call)
 static json_t *
 report(fixture *f)
 {
+    replay_edits();
     CHECK_EQ_INT(ts_attn_flush(&f->m, &f->sink), TS_OK);
     return ts_opstats_report(f->stats, "2.13.0", "m", NULL);
 }
@@ -770,5 +924,9 @@ main(void)
     test_backward_unmatched();
     test_backward_kernels();
     test_layers();
+    printf("near misses: %ld sequences replayed, %ld failed\n",
+           replays,
+           replay_failures);
+    CHECK_EQ_INT(replay_failures, 0);
     return ts_test_report();
 }

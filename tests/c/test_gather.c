@@ -4,8 +4,89 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fail_emitter.h"
 #include "harness.h"
 #include "torchscan/gather.h"
+
+/* Every gathering these tests make is also written through an emitter
+ * that fails each of its callbacks in turn (fail_emitter.h), with and
+ * without the reports, and each report through ts_emit_tree. */
+typedef struct gather_args {
+    const json_t *reports, *ranks;
+    bool with_reports;
+} gather_args;
+
+static int
+write_gather(const ts_emitter *e, void *arg)
+{
+    gather_args *a = arg;
+    ts_error err;
+    return ts_gather_emit(a->reports, a->ranks, a->with_reports, e, &err);
+}
+
+static int
+write_tree(const ts_emitter *e, void *arg)
+{
+    return ts_emit_tree(e, arg);
+}
+
+/* An emitter's failure is TS_ENOMEM whatever err held before the call
+ * (a status read from an uncleared err before: its garbage returned). */
+static void
+test_emit_failure_status(const json_t *reports, const json_t *ranks)
+{
+    fail_emitter f;
+    ts_emitter e = {&f,
+                    fe_begin_object,
+                    fe_end_object,
+                    fe_begin_array,
+                    fe_end_array,
+                    fe_key,
+                    fe_string,
+                    fe_integer,
+                    fe_real,
+                    fe_boolean,
+                    fe_null,
+                    fe_tree};
+    ts_json_builder *b = ts_json_builder_new();
+    ts_error err;
+    if (b == NULL) {
+        return;
+    }
+    ts_json_builder_emitter(b, &f.inner);
+    f.calls = 0;
+    f.fail_at = 1;
+    memset(&err, 0x7f, sizeof err);
+    err.message[sizeof err.message - 1] = '\0';
+    CHECK_EQ_INT(ts_gather_emit(reports, ranks, true, &e, &err), TS_ENOMEM);
+    CHECK_EQ_INT(err.code, TS_ENOMEM);
+    f.calls = 0;
+    CHECK_EQ_INT(ts_gather_emit(reports, ranks, true, &e, NULL), TS_ENOMEM);
+    ts_json_builder_free(b);
+}
+
+static json_t *
+gather_checked(const json_t *reports,
+               const json_t *ranks,
+               bool with_reports,
+               ts_error *err)
+{
+    json_t *g = ts_gather_reports(reports, ranks, with_reports, err);
+    if (g != NULL) {
+        gather_args a = {reports, ranks, with_reports};
+        size_t i;
+        json_t *r;
+        test_emit_failure_status(reports, ranks);
+        fault_loop("gather", write_gather, &a);
+        a.with_reports = !with_reports;
+        fault_loop("gather", write_gather, &a);
+        json_array_foreach((json_t *)reports, i, r)
+        {
+            fault_loop("tree", write_tree, r);
+        }
+    }
+    return g;
+}
 
 static json_t *
 metric(const char *status, double value, const char *unit)
@@ -397,7 +478,7 @@ test_statistics(void)
                         flop_report(400, 32),
                         flop_report(100, -1));
     ts_error_clear(&err);
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     CHECK(g != NULL);
     CHECK_EQ_STR(json_string_value(json_object_get(
                      json_object_get(g, "context"), "report_type")),
@@ -447,7 +528,7 @@ test_statistics(void)
                         benchmark_report(0.25, "complete"),
                         benchmark_report(0.75, "complete"),
                         benchmark_report(1.0, "complete"));
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     CHECK(g != NULL);
     latency = json_object_get(json_object_get(g, "totals"), "latency");
     CHECK_EQ_INT(rank_of(latency, "max"), 3);
@@ -470,7 +551,7 @@ test_statistics(void)
                         benchmark_report(0.5, "unavailable"));
     json_array_remove(ranks, 3);
     json_array_remove(ranks, 2);
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     latency = json_object_get(json_object_get(g, "totals"), "latency");
     CHECK_EQ_STR(json_string_value(json_object_get(latency, "status")),
                  "partial");
@@ -485,7 +566,7 @@ test_statistics(void)
                         analysis_report(3, 12),
                         analysis_report(3, 36));
     json_array_append_new(ranks, json_integer(2));
-    g = ts_gather_reports(reports, ranks, true, &err);
+    g = gather_checked(reports, ranks, true, &err);
     CHECK(g != NULL);
     total = json_object_get(json_object_get(g, "totals"), "operator_flops");
     CHECK_EQ_INT(rank_of(total, "median"), 0);
@@ -514,7 +595,7 @@ test_statistics(void)
                         "parameters"),
         "unit",
         json_string("bytes"));
-    CHECK(ts_gather_reports(reports, ranks, true, &err) == NULL);
+    CHECK(gather_checked(reports, ranks, true, &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     CHECK_EQ_STR(err.message,
                  "gather_reports: metric 'totals.parameters' has "
@@ -524,7 +605,7 @@ test_statistics(void)
     /* reports of different kinds are refused */
     reports = json_pack(
         "[o, o]", flop_report(1, -1), benchmark_report(1, "complete"));
-    CHECK(ts_gather_reports(reports, ranks, true, &err) == NULL);
+    CHECK(gather_checked(reports, ranks, true, &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EINVAL);
     json_decref(reports);
     json_decref(ranks);
@@ -536,5 +617,10 @@ main(void)
     test_shapes();
     test_check();
     test_statistics();
+    printf(
+        "gatherings and trees written through failing emitters: %ld, "
+        "callbacks failed: %ld\n",
+        fault_writers,
+        fault_runs);
     return ts_test_report();
 }

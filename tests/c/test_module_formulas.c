@@ -4,6 +4,7 @@
  * points at the convention, not only at the number. N = input elements,
  * O = output elements, P = parameter elements, K = kernel volume. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,172 @@ call_of(const char *type_name, ts_shape in, ts_shape out)
     return c;
 }
 
+/* ---- near misses, systematically ------------------------------------------
+ * Every call these tests estimate is also estimated after each of these
+ * edits: each size of the description set to 0, -1 or one more, each flag
+ * flipped, the rank changed; the input, output, key, value and second
+ * tensor reshaped, retyped or taken away. Each answer must be TS_OK with
+ * every estimate of a known kind, a complete FLOP, MAC or DMA count >= 0,
+ * a refused one with its message, and the same twice. */
+
+static long sweep_calls, sweep_complete;
+
+static bool
+estimate_ok(const ts_estimate *e, bool counted)
+{
+    switch (e->kind) {
+        case TS_EST_COMPLETE:
+            return !counted
+                   || (e->value.is_real ? e->value.r >= 0 : e->value.i >= 0);
+        case TS_EST_UNSUPPORTED:
+        case TS_EST_ERROR:
+            return e->message[0] != '\0';
+        case TS_EST_NOT_APPLICABLE:
+            return true;
+        default:
+            return false;
+    }
+}
+
+static void
+estimate_one(const ts_module_desc *d, const ts_module_call *c)
+{
+    ts_module_estimates a, b;
+    memset(&a, 0xA5, sizeof a);
+    memset(&b, 0x5A, sizeof b);
+    CHECK_EQ_INT(ts_module_estimate(d, c, &a), TS_OK);
+    CHECK_EQ_INT(ts_module_estimate(d, c, &b), TS_OK);
+    sweep_calls++;
+    sweep_complete += a.flops.kind == TS_EST_COMPLETE;
+    CHECK(estimate_ok(&a.flops, true) && estimate_ok(&a.macs, true)
+          && estimate_ok(&a.dmas, true) && estimate_ok(&a.rf, false)
+          && estimate_ok(&a.stride, false) && estimate_ok(&a.padding, false));
+    CHECK(a.flops.kind == b.flops.kind && a.flops.value.i == b.flops.value.i
+          && a.macs.value.i == b.macs.value.i
+          && a.dmas.value.i == b.dmas.value.i);
+}
+
+static void
+edit_shape(ts_shape *s, int how)
+{
+    if (s->ndim > TS_MAX_DIMS) {
+        s->ndim = TS_MAX_DIMS; /* a guard test's rank: cut to the most */
+        return;
+    }
+    if (how == 0 && s->ndim > 0) {
+        s->dims[s->ndim - 1] += 1;
+    }
+    else if (how == 1 && s->ndim > 0) {
+        s->dims[0] = 0;
+    }
+    else if (how == 2 && s->ndim > 0) {
+        s->ndim -= 1;
+    }
+    else if (how == 3 && s->ndim >= 0 && s->ndim < TS_MAX_DIMS) {
+        s->dims[s->ndim++] = 3;
+    }
+    else if (how == 4) {
+        s->dtype = TS_DTYPE_COMPLEX;
+    }
+    else if (how == 5) {
+        s->dense = false;
+    }
+}
+
+#define I64_FIELD(f) offsetof(ts_module_desc, f)
+static const size_t i64_fields[] = {
+    I64_FIELD(in_features),    I64_FIELD(out_features),
+    I64_FIELD(in_channels),    I64_FIELD(out_channels),
+    I64_FIELD(groups),         I64_FIELD(kernel[0]),
+    I64_FIELD(kernel[1]),      I64_FIELD(stride[0]),
+    I64_FIELD(padding[0]),     I64_FIELD(dilation[0]),
+    I64_FIELD(num_features),   I64_FIELD(normalized_numel),
+    I64_FIELD(embed_dim),      I64_FIELD(num_heads),
+    I64_FIELD(kdim),           I64_FIELD(vdim),
+    I64_FIELD(param_numel),    I64_FIELD(dim),
+    I64_FIELD(num_groups),     I64_FIELD(size),
+    I64_FIELD(embedding_dim),  I64_FIELD(pad[0]),
+    I64_FIELD(output_size[0]), I64_FIELD(input_size),
+    I64_FIELD(hidden_size),    I64_FIELD(num_layers),
+    I64_FIELD(proj_size),      I64_FIELD(in2_features),
+};
+static const size_t bool_fields[] = {
+    I64_FIELD(training),
+    I64_FIELD(inplace),
+    I64_FIELD(has_weight),
+    I64_FIELD(has_bias),
+    I64_FIELD(padding_is_string),
+    I64_FIELD(kernel_is_int),
+    I64_FIELD(ceil_mode),
+    I64_FIELD(return_indices),
+    I64_FIELD(count_include_pad),
+    I64_FIELD(has_dilation),
+    I64_FIELD(track_running_stats),
+    I64_FIELD(has_running_mean),
+    I64_FIELD(has_running_var),
+    I64_FIELD(momentum_is_none),
+    I64_FIELD(batch_first),
+    I64_FIELD(has_in_proj_bias),
+    I64_FIELD(has_out_proj_bias),
+    I64_FIELD(add_bias_kv),
+    I64_FIELD(add_zero_attn),
+};
+#undef I64_FIELD
+
+static void
+sweep(const ts_module_desc *d0, const ts_module_call *c0)
+{
+    ts_module_desc d;
+    ts_module_call c;
+    static const int64_t values[] = {0, -1, 1};
+#define RESET() (d = *d0, c = *c0)
+    for (size_t f = 0; f < sizeof i64_fields / sizeof *i64_fields; f++) {
+        for (int v = 0; v < 3; v++) {
+            int64_t *field;
+            RESET();
+            field = (int64_t *)((char *)&d + i64_fields[f]);
+            *field = v == 2 ? *field + 1 : values[v];
+            estimate_one(&d, &c);
+        }
+    }
+    for (size_t f = 0; f < sizeof bool_fields / sizeof *bool_fields; f++) {
+        bool *field;
+        RESET();
+        field = (bool *)((char *)&d + bool_fields[f]);
+        *field = !*field;
+        estimate_one(&d, &c);
+    }
+    for (int r = 0; r <= 4; r++) {
+        RESET();
+        d.rank = r;
+        estimate_one(&d, &c);
+    }
+    RESET();
+    c.has_input = false;
+    estimate_one(&d, &c);
+    RESET();
+    c.has_output = false;
+    estimate_one(&d, &c);
+    RESET();
+    c.has_second = !c.has_second;
+    estimate_one(&d, &c);
+    for (int how = 0; how < 6; how++) {
+        ts_shape *shapes[] = {
+            &c.input, &c.output, &c.key, &c.value, &c.second};
+        for (int k = 0; k < 5; k++) {
+            RESET();
+            edit_shape(shapes[k], how);
+            estimate_one(&d, &c);
+        }
+    }
+#undef RESET
+}
+
 static ts_module_estimates
 estimate(const ts_module_desc *d, const ts_module_call *c)
 {
     ts_module_estimates est;
+    sweep(d, c);
     memset(&est, 0xA5, sizeof est); /* the engine must overwrite all */
     CHECK_EQ_INT(ts_module_estimate(d, c, &est), TS_OK);
     return est;
@@ -216,6 +379,17 @@ test_linear(void)
     c = call_of("Linear", SHAPE(2, 0), SHAPE(2, 3));
     est = estimate(&d, &c);
     CHECK_COUNTS(est, 6, 0, 9);
+
+    /* in_features -1 (no nn.Linear has it) on (2,4) -> (2,2): MACs would be
+     * -1*4 = -4 (a count before, as the near-miss sweep found); refused */
+    d.in_features = -1;
+    d.out_features = 2;
+    d.param_numel = 10;
+    c = call_of("Linear", SHAPE(2, 4), SHAPE(2, 2));
+    est = estimate(&d, &c);
+    CHECK_EQ_INT(est.macs.kind, TS_EST_ERROR);
+    CHECK(strstr(est.macs.message, "MACs of Linear come out negative (-4)")
+          != NULL);
 }
 
 /* ---- activations ------------------------------------------------------- */
@@ -2092,5 +2266,8 @@ main(void)
     test_refused_inputs();
     test_overflow();
     test_api();
+    printf("near misses: %ld calls estimated (%ld with complete FLOPs)\n",
+           sweep_calls,
+           sweep_complete);
     return ts_test_report();
 }

@@ -4,6 +4,7 @@
  * hand-derived numbers, the near misses that must not match, and the
  * session's recording and matching of a call. */
 #include <stdarg.h>
+#include <stdlib.h>
 
 #include "harness.h"
 #include "torchscan/module_match.h"
@@ -143,6 +144,253 @@ typedef struct matched {
     ts_match_result r;
 } matched;
 
+/* ---- near misses, systematically ------------------------------------------
+ * Every call the tests match is also matched after each of these edits:
+ * the leaf flag flipped, the input or output taken away or reshaped,
+ * each operator dropped, duplicated, renamed to an unknown one, made
+ * uncounted or in-place, its outputs taken away or reshaped or given
+ * another dtype or another operator's code, each argument made None,
+ * retyped or changed (one value for every dim, a dim more, a flag
+ * flipped). The matcher's
+ * guards refuse most of them; whatever it answers must be well formed:
+ * 0 (no signature, nothing set as matched) or 1 with a signature of the
+ * table and its method, each count complete and non-negative or carrying
+ * another kind; and the same call always gets the same answer. */
+
+static long sweep_calls, sweep_refused, sweep_matched;
+
+static bool
+is_signature(const char *name)
+{
+    /* the two signatures that rename themselves (module_match.c) */
+    static const char *const renamed[] = {"rmsnorm_offset_weight",
+                                          "scaled_embedding"};
+    const char *s;
+    for (size_t i = 0; name != NULL && i < 2; i++) {
+        if (strcmp(name, renamed[i]) == 0) {
+            return true;
+        }
+    }
+    for (size_t i = 0; (s = ts_match_signature_name(i)) != NULL; i++) {
+        if (name != NULL && strcmp(s, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool
+estimate_ok(const ts_estimate *e)
+{
+    if (e->kind == TS_EST_COMPLETE) {
+        return e->value.is_real ? e->value.r >= 0 : e->value.i >= 0;
+    }
+    return e->kind == TS_EST_UNSUPPORTED || e->kind == TS_EST_ERROR
+           || e->kind == TS_EST_NOT_APPLICABLE;
+}
+
+/* Under valgrind (TORCHSCAN_TEST_VALGRIND) every 29th near miss. */
+static long sweep_serial, sweep_stride = 1;
+
+static void
+sweep_one(const ts_match_call *call)
+{
+    ts_match_result a, b;
+    int rc, again;
+    if (sweep_serial++ % sweep_stride != 0) {
+        return;
+    }
+    rc = ts_match_call_estimates(call, &a);
+    again = ts_match_call_estimates(call, &b);
+    sweep_calls++;
+    CHECK(rc == again);
+    if (rc == 0) {
+        sweep_refused++;
+        return;
+    }
+    sweep_matched++;
+    CHECK_EQ_INT(rc, 1);
+    if (rc != 1) {
+        return;
+    }
+    CHECK(is_signature(a.signature));
+    CHECK(a.method != NULL && strncmp(a.method, METHOD, strlen(METHOD)) == 0
+          && a.signature != NULL
+          && strcmp(a.method + strlen(METHOD), a.signature) == 0);
+    CHECK(estimate_ok(&a.estimates.flops) && estimate_ok(&a.estimates.macs)
+          && estimate_ok(&a.estimates.dmas));
+    CHECK(a.signature == b.signature
+          && a.estimates.flops.kind == b.estimates.flops.kind
+          && a.estimates.flops.value.i == b.estimates.flops.value.i
+          && a.estimates.macs.value.i == b.estimates.macs.value.i
+          && a.estimates.dmas.value.i == b.estimates.dmas.value.i);
+}
+
+static void
+reshape(ts_shape *s, int how)
+{
+    if (s->ndim > TS_MAX_DIMS) {
+        s->ndim = TS_MAX_DIMS; /* a guard test's rank: cut to the most */
+        return;
+    }
+    if (how == 0 && s->ndim > 0) {
+        s->dims[s->ndim - 1] += 1;
+    }
+    else if (how == 1 && s->ndim > 1) {
+        s->dims[0] += 1;
+    }
+    else if (how == 2 && s->ndim > 0) {
+        s->ndim -= 1;
+    }
+    else if (how == 3 && s->ndim >= 0 && s->ndim < TS_MAX_DIMS) {
+        s->dims[s->ndim++] = 1;
+    }
+    else if (how == 4) {
+        s->dtype = s->dtype == TS_DTYPE_FLOAT ? TS_DTYPE_INT : TS_DTYPE_FLOAT;
+    }
+}
+
+static void
+edit_arg(ts_op_arg *a, int how)
+{
+    switch (how) {
+        case 0:
+            memset(a, 0, sizeof *a);
+            a->kind = TS_ARG_NONE;
+            break;
+        case 1:
+            a->i += 1;
+            a->r = a->r * 2 + 1;
+            for (int k = 0; k < a->nints; k++) {
+                a->ints[k] += 1;
+            }
+            reshape(&a->tensor, 0);
+            break;
+        case 2:
+            if (a->nints > 0) {
+                a->nints -= 1;
+            }
+            reshape(&a->tensor, 2);
+            a->i = 0;
+            a->r = 0;
+            break;
+        case 3:
+            a->kind = a->kind == TS_ARG_TENSOR ? TS_ARG_INT : TS_ARG_TENSOR;
+            break;
+        case 4: /* one value for every dim */
+            a->nints = a->nints > 0 ? 1 : 0;
+            break;
+        case 5: /* one dim more */
+            if (a->nints > 0 && a->nints < TS_MAX_DIMS) {
+                a->ints[a->nints] = a->ints[a->nints - 1];
+                a->nints++;
+            }
+            break;
+        case 6:
+            a->kind = TS_ARG_INTS;
+            break;
+        case 7:
+            a->kind = TS_ARG_REAL;
+            a->r = 2.0;
+            break;
+        case 8:
+            a->i = a->i == 0 ? 1 : 0; /* a flag flipped */
+            break;
+        default:
+            a->kind = TS_ARG_STR;
+            a->str = "mean";
+            break;
+    }
+}
+
+#define ARG_EDITS 10
+
+static void
+sweep(const ts_match_call *orig)
+{
+    ts_match_call call = *orig;
+    size_t n = orig->nops;
+    ts_match_op *ops = calloc(n + 1, sizeof *ops);
+    if (ops == NULL) {
+        return;
+    }
+    call.ops = ops;
+#define RESET() \
+    (memcpy(ops, orig->ops, n * sizeof *ops), call = *orig, call.ops = ops)
+#define RESET_OP(i) (ops[i] = orig->ops[i], call = *orig, call.ops = ops)
+    RESET();
+    call.leaf = !call.leaf;
+    sweep_one(&call);
+    RESET();
+    call.has_input = false;
+    sweep_one(&call);
+    RESET();
+    call.has_output = false;
+    sweep_one(&call);
+    for (int how = 0; how < 5; how++) {
+        RESET();
+        reshape(&call.input, how);
+        sweep_one(&call);
+        RESET();
+        reshape(&call.output, how);
+        sweep_one(&call);
+    }
+    RESET();
+    call.nops = 0;
+    sweep_one(&call);
+    for (size_t i = 0; i < n; i++) {
+        RESET(); /* dropped */
+        memmove(ops + i, ops + i + 1, (n - i - 1) * sizeof *ops);
+        call.nops = n - 1;
+        sweep_one(&call);
+        RESET(); /* duplicated */
+        memmove(ops + i + 1, ops + i, (n - i) * sizeof *ops);
+        call.nops = n + 1;
+        sweep_one(&call);
+        RESET(); /* the edits below change operator i alone */
+        RESET_OP(i);
+        ops[i].code = TS_MOP_OTHER;
+        sweep_one(&call);
+        RESET_OP(i);
+        ops[i].counted = !ops[i].counted;
+        sweep_one(&call);
+        RESET_OP(i);
+        ops[i].inplace = !ops[i].inplace;
+        sweep_one(&call);
+        RESET_OP(i);
+        ops[i].nouts = 0;
+        sweep_one(&call);
+        for (int how = 0; how < 5; how++) {
+            RESET_OP(i);
+            reshape(&ops[i].outs[0], how);
+            sweep_one(&call);
+        }
+        RESET_OP(i);
+        ops[i].nargs = 0;
+        sweep_one(&call);
+        for (size_t j = 0; j < n; j++) { /* another operator's code */
+            RESET_OP(i);
+            if (ops[j].code != ops[i].code) {
+                ops[i].code = ops[j].code;
+                sweep_one(&call);
+            }
+        }
+        RESET_OP(i);
+        ops[i].code += 1;
+        sweep_one(&call);
+        for (int k = 0; k < ops[i].nargs; k++) {
+            for (int how = 0; how < ARG_EDITS; how++) {
+                RESET_OP(i);
+                edit_arg(&ops[i].args[k], how);
+                sweep_one(&call);
+            }
+        }
+    }
+#undef RESET
+#undef RESET_OP
+    free(ops);
+}
+
 static matched
 run(const ts_match_op *ops, size_t n, bool leaf, ts_shape in, ts_shape out)
 {
@@ -156,6 +404,7 @@ run(const ts_match_op *ops, size_t n, bool leaf, ts_shape in, ts_shape out)
     call.input = in;
     call.output = out;
     m.rc = ts_match_call_estimates(&call, &m.r);
+    sweep(&call);
     return m;
 }
 
@@ -1420,6 +1669,9 @@ test_session(void)
 int
 main(void)
 {
+    if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
+        sweep_stride = 29;
+    }
     test_table();
     test_rmsnorm();
     test_activations();
@@ -1445,5 +1697,9 @@ main(void)
     test_postprocess();
     test_correlation();
     test_session();
+    printf("near misses: %ld calls (%ld refused, %ld matched)\n",
+           sweep_calls,
+           sweep_refused,
+           sweep_matched);
     return ts_test_report();
 }

@@ -39,12 +39,163 @@
 static ts_op_result result;
 static ts_error error;
 
+/* ---- near misses, systematically ------------------------------------------
+ * Every call a test runs is also run after each of these edits: each
+ * argument made absent, None, of another kind, its tensor reshaped, of
+ * another dtype or not dense, its ints or number changed; arguments cut
+ * off; outputs taken away or reshaped. The formulas' guards refuse most
+ * of them; whatever a formula answers must be well formed: TS_OK with
+ * every field of the result written (a count >= 0, matrix FLOPs >= 0 (not
+ * bounded by the count: the raw attention kernels' are FlopCounterMode's
+ * own reading of the arguments), an incomplete count with its message
+ * and a complete one without), or a negative status with err set to it and a
+ * message; the same both times it is asked. */
+
+static long sweep_runs, sweep_refused;
+static const char *sweep_name;
+
+static void
+sweep_one(ts_op_formula formula, const ts_op_call *c)
+{
+    ts_op_result a, b;
+    ts_error ea, eb;
+    int rc, again;
+    for (int k = 0; k < 2; k++) {
+        ts_op_result *r = k == 0 ? &a : &b;
+        r->flops = -12345;
+        r->matrix_flops = -54321;
+        r->incomplete = true;
+        r->incomplete_message = "poison";
+    }
+    ts_error_clear(&ea);
+    ts_error_clear(&eb);
+    rc = formula(c, &a, &ea);
+    again = formula(c, &b, &eb);
+    sweep_runs++;
+    CHECK(rc == again);
+    if (rc != TS_OK) {
+        sweep_refused++;
+        CHECK(rc < 0 && ea.code == rc && ea.message[0] != '\0'
+              && strcmp(ea.message, eb.message) == 0);
+        return;
+    }
+    CHECK(a.flops >= 0 && a.matrix_flops >= 0 && a.flops == b.flops
+          && a.matrix_flops == b.matrix_flops);
+}
+
+static void
+reshape(ts_shape *s, int how)
+{
+    if (s->ndim > TS_MAX_DIMS) {
+        s->ndim = TS_MAX_DIMS; /* a guard test's rank: cut to the most */
+        return;
+    }
+    switch (how) {
+        case 0:
+            if (s->ndim > 0) {
+                s->dims[s->ndim - 1] += 1;
+            }
+            break;
+        case 1:
+            if (s->ndim > 0) {
+                s->ndim -= 1;
+            }
+            break;
+        case 2:
+            if (s->ndim >= 0 && s->ndim < TS_MAX_DIMS) {
+                s->dims[s->ndim++] = 2;
+            }
+            break;
+        case 3:
+            s->dtype = CX;
+            break;
+        case 4:
+            s->dtype = s->dtype == I ? F : I;
+            break;
+        case 5:
+            s->dtype = B;
+            break;
+        case 6:
+            s->dense = false;
+            break;
+        default:
+            if (s->ndim > 0) {
+                s->dims[0] = 0;
+            }
+            break;
+    }
+}
+
+#define RESHAPES 8
+
+static void
+sweep(ts_op_formula formula, const ts_op_call *orig)
+{
+    ts_op_call c;
+#define RESET() memcpy(&c, orig, sizeof c)
+    for (int i = 0; i < orig->nargs; i++) {
+        ts_op_arg *a = &c.args[i];
+        RESET();
+        a->kind = TS_ARG_ABSENT;
+        sweep_one(formula, &c);
+        RESET();
+        a->kind = TS_ARG_NONE;
+        sweep_one(formula, &c);
+        RESET();
+        a->kind = a->kind == TS_ARG_TENSOR ? TS_ARG_INT : TS_ARG_TENSOR;
+        sweep_one(formula, &c);
+        RESET();
+        a->kind = a->kind == TS_ARG_INTS ? TS_ARG_REAL : TS_ARG_INTS;
+        sweep_one(formula, &c);
+        RESET();
+        a->i += 1;
+        a->r = a->r * 2 + 0.5;
+        for (int k = 0; k < a->nints; k++) {
+            a->ints[k] += 1;
+        }
+        sweep_one(formula, &c);
+        RESET();
+        a->i = -1;
+        a->nints = a->nints > 0 ? a->nints - 1 : 0;
+        sweep_one(formula, &c);
+        for (int how = 0; how < RESHAPES; how++) {
+            if (orig->args[i].kind == TS_ARG_TENSOR
+                || orig->args[i].kind == TS_ARG_TENSORS) {
+                RESET();
+                reshape(&a->tensor, how);
+                sweep_one(formula, &c);
+            }
+        }
+        RESET();
+        c.nargs = i;
+        sweep_one(formula, &c);
+    }
+    RESET();
+    c.nouts = 0;
+    sweep_one(formula, &c);
+    for (int o = 0; o < orig->nouts; o++) {
+        for (int how = 0; how < RESHAPES; how++) {
+            RESET();
+            reshape(&c.outs[o], how);
+            sweep_one(formula, &c);
+        }
+    }
+    RESET();
+    c.overload = c.overload == NULL ? "out" : NULL;
+    sweep_one(formula, &c);
+#undef RESET
+}
+
 /* Runs the packet's formula on a poisoned result, so that the tests also
  * check that every field is written. */
 static int
 run(const char *name, const ts_op_call *c)
 {
     const ts_op_entry *e = ts_op_lookup(name);
+    if (e != NULL && e->formula != NULL) {
+        sweep_name = name;
+        sweep(e->formula, c);
+    }
     ts_error_clear(&error);
     result.flops = -12345;
     result.matrix_flops = -54321;
@@ -1836,6 +1987,11 @@ test_pooling(void)
     CHECK_EXACT("aten.max_pool2d_with_indices", c, 60);
     c.args[1].kind = TS_ARG_OTHER;
     CHECK_UNSUPPORTED("aten.max_pool2d_with_indices", c, "kernel_size");
+    /* an empty window has no K - 1 comparisons: (0 - 1) * 12 = -12 before */
+    c.args[1].kind = TS_ARG_INTS;
+    c.args[1].ints[0] = 0;
+    CHECK_UNSUPPORTED("aten.max_pool2d_with_indices", c, "must be positive");
+    CHECK_EXACT("aten.avg_pool2d", c, 0); /* 0 adds and divisions */
 
     /* avg_pool2d(self (1,2,4,4), [2,2]) -> (1,2,2,2): O*K = 8*4 = 32 */
     c = call_new();
@@ -1867,6 +2023,10 @@ test_pooling(void)
     o_tensor(&c, I, "1,1,2,3");
     CHECK_EXACT("aten._adaptive_avg_pool2d", c, 54);
     CHECK_EXACT("aten.adaptive_max_pool2d", c, 48);
+    /* an empty input axis (1,1,0,7) has no window for the 6 outputs:
+     * 0 visits - 6 = -6 FLOPs before */
+    c.args[0].tensor = shape(F, "1,1,0,7");
+    CHECK_UNSUPPORTED("aten.adaptive_max_pool2d", c, "shapes disagree");
     /* (2,1,4,4,4) -> (2,1,2,2,2): 4 + 2 - 2 = 4 per axis, 2 * 4^3 = 128
      * visits; avg 128, max 128 - 16 = 112. */
     c = call_new();
@@ -3657,6 +3817,44 @@ test_moe_and_weight_norm(void)
     CHECK_EXACT("aten._weight_norm_interface_backward", c, 20483);
 }
 
+/* Every formula of the table on generic calls, each swept as above: no
+ * argument; one to four float tensors of shape (2, 3, 4, 5), an int and a
+ * list of ints after them; the output of the first's shape. */
+static void
+test_generic_calls(void)
+{
+    const ts_op_entry *entries;
+    size_t n = ts_op_table(&entries);
+    ts_shape t = {4, {2, 3, 4, 5}, F, true, 4};
+    for (size_t e = 0; e < n; e++) {
+        if (entries[e].formula == NULL) {
+            continue;
+        }
+        for (int k = 0; k <= 4; k++) {
+            ts_op_call c;
+            memset(&c, 0, sizeof c);
+            for (int a = 0; a < k; a++) {
+                c.args[a].kind = TS_ARG_TENSOR;
+                c.args[a].tensor = t;
+            }
+            c.nargs = k;
+            if (k > 0) {
+                c.args[c.nargs].kind = TS_ARG_INT;
+                c.args[c.nargs++].i = 1;
+                c.args[c.nargs].kind = TS_ARG_INTS;
+                c.args[c.nargs].nints = 2;
+                c.args[c.nargs].ints[0] = 1;
+                c.args[c.nargs++].ints[1] = 1;
+                c.nouts = 1;
+                c.outs[0] = t;
+            }
+            sweep_name = entries[e].name;
+            sweep_one(entries[e].formula, &c);
+            sweep(entries[e].formula, &c);
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -3707,5 +3905,9 @@ main(void)
     test_deform_grid_bicubic();
     test_moe_and_weight_norm();
     test_docs();
+    test_generic_calls();
+    printf("near misses: %ld formula runs (%ld refused)\n",
+           sweep_runs,
+           sweep_refused);
     return ts_test_report();
 }

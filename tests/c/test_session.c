@@ -1,8 +1,52 @@
 /* Layer bookkeeping, aggregation, the AnalysisReport and the strict
  * message on it. */
+#include "fail_emitter.h"
 #include "harness.h"
+#include "torchscan/opstats.h"
 #include "torchscan/session.h"
 #include "torchscan/token_deps.h"
+
+/* Every report these tests make is also written through an emitter that
+ * fails each of its callbacks in turn (fail_emitter.h): each failure is
+ * reported, and the complete run writes the report ts_session_report
+ * makes. */
+typedef struct emit_args {
+    ts_session *s;
+    json_t *context, *inputs, *flops;
+    const ts_model_totals *totals;
+} emit_args;
+
+static int
+write_report(const ts_emitter *e, void *arg)
+{
+    emit_args *a = arg;
+    return ts_session_emit_report(
+        a->s, e, a->context, a->inputs, a->totals, a->flops);
+}
+
+static json_t *
+report_checked(ts_session *s,
+               json_t *context,
+               json_t *inputs,
+               const ts_model_totals *totals,
+               json_t *flop_report,
+               const char *torch_version,
+               ts_error *err)
+{
+    json_t *stub = NULL;
+    emit_args a = {s, context, inputs, flop_report, totals};
+    if (flop_report == NULL) {
+        /* structure mode writes the not_requested stub */
+        stub = ts_flop_report_not_requested(torch_version);
+        a.flops = stub;
+    }
+    if (context != NULL && inputs != NULL && a.flops != NULL) {
+        fault_loop("session report", write_report, &a);
+    }
+    json_decref(stub);
+    return ts_session_report(
+        s, context, inputs, totals, flop_report, torch_version, err);
+}
 
 static json_t *
 tensor_meta(int64_t a, int64_t b)
@@ -94,13 +138,13 @@ test_crawl_report(void)
                       false,
                       NULL,
                       NULL);
-    report = ts_session_report(s,
-                               json_object(),
-                               json_pack("{s:s}", "source", "generated"),
-                               &totals,
-                               ts_opstats_report(ops, "2.13.0", "m", NULL),
-                               "2.13.0",
-                               &err);
+    report = report_checked(s,
+                            json_object(),
+                            json_pack("{s:s}", "source", "generated"),
+                            &totals,
+                            ts_opstats_report(ops, "2.13.0", "m", NULL),
+                            "2.13.0",
+                            &err);
     CHECK(report != NULL);
     layers = json_object_get(report, "layers");
     CHECK_EQ_INT(json_array_size(layers), 3);
@@ -176,13 +220,13 @@ test_crawl_report(void)
                       NULL);
     ts_opstats_record_bytes(
         ops, ts_opstats_intern(ops, "c10d.allreduce_"), 32);
-    report = ts_session_report(s,
-                               json_object(),
-                               json_pack("{s:s}", "source", "generated"),
-                               &totals,
-                               ts_opstats_report(ops, "2.13.0", "m", NULL),
-                               "2.13.0",
-                               &err);
+    report = report_checked(s,
+                            json_object(),
+                            json_pack("{s:s}", "source", "generated"),
+                            &totals,
+                            ts_opstats_report(ops, "2.13.0", "m", NULL),
+                            "2.13.0",
+                            &err);
     CHECK(report != NULL);
     tot = json_object_get(report, "totals");
     CHECK_EQ_INT(json_integer_value(json_object_get(
@@ -225,7 +269,7 @@ test_failed_call_and_structure(void)
     ts_session_begin_call(
         s, m, call_meta(json_pack("{s:s}", "kind", "none")), NULL);
     CHECK_EQ_INT(ts_session_end_call(s, m, NULL, true, NULL), 0);
-    json_t *report = ts_session_report(
+    json_t *report = report_checked(
         s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
     json_t *layer = json_array_get(json_object_get(report, "layers"), 0);
     CHECK_EQ_STR(json_string_value(json_object_get(
@@ -368,7 +412,7 @@ test_ownership(void)
                      s, l0, 0, TS_COMPLETE, ts_int(99), true, "custom:x"),
                  TS_OK);
     ts_session_end_call(s, root, tensor_meta(1, 2), false, NULL);
-    json_t *r = ts_session_report(
+    json_t *r = report_checked(
         s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
     json_t *rl = json_array_get(json_object_get(r, "layers"), 0);
     json_t *cl = json_array_get(json_object_get(r, "layers"), 1);
@@ -464,7 +508,7 @@ test_token_dependencies(void)
     CHECK_EQ_INT(l2, 2);
     CHECK_EQ_INT(l3, 3);
 
-    report = ts_session_report(
+    report = report_checked(
         s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
     layers = json_object_get(report, "layers");
     diags = json_object_get(report, "diagnostics");
@@ -514,7 +558,7 @@ test_token_dependencies(void)
     CHECK_EQ_INT(ts_session_own_retroactively(s, l0, 1u << 3), TS_OK);
     CHECK(!ts_session_layer_wants_tokens(s, l1));
     ts_session_end_call(s, root, tensor_meta(3, 4), false, NULL);
-    report = ts_session_report(
+    report = report_checked(
         s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
     layers = json_object_get(report, "layers");
     CHECK(json_object_get(json_array_get(layers, 1), "token_dependencies")
@@ -535,7 +579,7 @@ test_token_dependencies(void)
     l0 = ts_session_begin_call(s, attn, call_meta(tensor_meta(3, 4)), NULL);
     CHECK(!ts_session_layer_wants_tokens(s, l0));
     ts_session_end_call(s, attn, tensor_meta(3, 4), false, &call);
-    report = ts_session_report(
+    report = report_checked(
         s, json_object(), json_object(), &totals, NULL, "2.13.0", &err);
     CHECK(json_object_get(json_array_get(json_object_get(report, "layers"), 0),
                           "token_dependencies")
@@ -552,5 +596,10 @@ main(void)
     test_failed_call_and_structure();
     test_phase_layers();
     test_token_dependencies();
+    printf(
+        "session reports written through failing emitters: %ld, "
+        "callbacks failed: %ld\n",
+        fault_writers,
+        fault_runs);
     return ts_test_report();
 }
