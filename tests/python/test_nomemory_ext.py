@@ -148,3 +148,28 @@ def test_engine_functions_raise_memoryerror_and_stay_correct():
         others = {key: n for key, n in outcome.items() if key.startswith("other")}
         # inspect_checkpoint opens a file: a failed allocation inside io may read as OSError
         assert not others or (name == "inspect_checkpoint" and set(others) <= {"other OSError"}), (name, outcome)
+
+
+
+MODULE_INIT = textwrap.dedent(
+    """
+    spec = importlib.util.find_spec("torchscan._engine")
+
+    def fresh_engine():
+        module = importlib.util.module_from_spec(spec)  # multi-phase init: a new module object each time
+        spec.loader.exec_module(module)  # the module state: torch's types, interned names, its three types
+        return sorted(name for name in vars(module) if not name.startswith("__"))
+
+    calls = {"module init": fresh_engine}
+    """
+)
+
+
+def test_module_init_raises_memoryerror():
+    """engine_exec made its three types in a row and checked them together: a MemoryError of the first was cleared
+    by the second's success, and the import failed with SystemError ('failed without setting an exception')."""
+    [outcome] = _child(SETUP + LOOP + MODULE_INIT + "run(calls, 300, 20000)\n").values()
+    assert outcome["runs"] < 20000, outcome
+    assert outcome.get("different", 0) == 0, outcome
+    assert outcome["MemoryError"] > 0, outcome
+    assert not [key for key in outcome if key.startswith("other")], outcome
