@@ -1,0 +1,109 @@
+"""callbacks.c: what a caller's custom operator formula receives (shapes or, marked _get_raw, the real arguments; an
+operator's keyword-only arguments too) and how its answer is read (whole numbers as counts, fractions and numbers past
+int64 as diagnostics naming what was returned). The oracle: the formula's own arithmetic on shapes PyTorch gives."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from torchscan import measure_flops
+
+from conftest import assert_nothing_left
+
+
+def _diagnostics(report):
+    return [d["message"] for d in report["diagnostics"] if d["code"] == "unsupported_operator_formula"]
+
+
+def test_a_formula_sees_shapes_of_keyword_only_arguments_and_the_output():
+    seen = []
+
+    def formula(a, b, alpha=None, out_shape=None):
+        seen.append((a, b, alpha, out_shape))
+        return a[0] * a[1]
+
+    x, y = torch.ones(2, 3), torch.ones(2, 3)
+    report = measure_flops(lambda: torch.add(x, y, alpha=2), custom_mapping={torch.ops.aten.add: formula})
+    assert report["by_operator"] == {"aten.add": 6}
+    [(a, b, alpha, out_shape)] = seen
+    assert (tuple(a), tuple(b), tuple(out_shape)) == ((2, 3), (2, 3), (2, 3))
+    assert alpha == 2  # a scalar keyword stays itself
+
+
+def test_a_raw_formula_sees_the_tensors_and_out_val():
+    seen = []
+
+    def formula(a, b, alpha=None, out_val=None):
+        seen.append((a, b, alpha, out_val))
+        return int(out_val.numel())
+
+    formula._get_raw = True
+    x, y = torch.ones(2, 3), torch.full((2, 3), 2.0)
+    report = measure_flops(lambda: torch.add(x, y, alpha=3), custom_mapping={torch.ops.aten.add: formula})
+    assert report["by_operator"] == {"aten.add": 6}
+    [(a, b, alpha, out)] = seen
+    assert a is x and b is y and alpha == 3
+    assert torch.equal(out, torch.full((2, 3), 7.0))
+
+
+@pytest.mark.parametrize(
+    ("returned", "counted", "message"),
+    [
+        (7.0, 7, None),  # a whole float is a count
+        (2**62, 2**62, None),
+        (2**63, None, "does not fit in a signed 64-bit integer"),
+        (2**70, None, "does not fit in a signed 64-bit integer"),
+        (1e30, None, "does not fit in a signed 64-bit integer"),
+        (2.5, None, "returned 2.5, not a whole number of FLOPs"),
+        (float("inf"), None, "returned float, not a non-negative finite number"),
+        (-3.0, None, "returned float, not a non-negative finite number"),
+    ],
+    ids=repr,
+)
+def test_a_formula_answer_is_read_as_a_count_or_a_diagnostic(returned, counted, message):
+    report = measure_flops(lambda: torch.sin(torch.ones(3)), custom_mapping={torch.ops.aten.sin: lambda *a, **k: returned})
+    if counted is not None:
+        assert report["by_operator"] == {"aten.sin": counted}
+        assert _diagnostics(report) == []
+    else:
+        [text] = _diagnostics(report)
+        assert message in text
+        assert report["total"]["status"] != "complete"
+
+
+class _RaisingFlag:
+    def __init__(self, error):
+        self.error = error
+
+    def __call__(self, *args, **kwargs):
+        return 1
+
+    @property
+    def _get_raw(self):
+        raise self.error
+
+
+def test_a_formula_whose_raw_flag_raises_is_a_diagnostic_and_an_interrupt_propagates():
+    report = measure_flops(lambda: torch.sin(torch.ones(3)),
+                           custom_mapping={torch.ops.aten.sin: _RaisingFlag(ValueError("flag"))})
+    [text] = _diagnostics(report)
+    assert text == "the custom formula's _get_raw raised ValueError: flag"
+    model = torch.nn.Linear(3, 3)
+    with pytest.raises(KeyboardInterrupt):
+        measure_flops(lambda: model(torch.ones(1, 3)), modules=model,
+                      custom_mapping={torch.ops.aten.addmm: _RaisingFlag(KeyboardInterrupt())})
+    assert_nothing_left(model)
+
+
+def test_a_formula_whose_answer_cannot_be_converted():
+    class Weird:
+        def __index__(self):
+            raise RuntimeError("no index")
+
+        def __float__(self):
+            raise RuntimeError("no float")
+
+    report = measure_flops(lambda: torch.sin(torch.ones(3)), custom_mapping={torch.ops.aten.sin: lambda *a, **k: Weird()})
+    [text] = _diagnostics(report)
+    assert "Weird" in text or "RuntimeError" in text
