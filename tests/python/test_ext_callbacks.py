@@ -107,3 +107,70 @@ def test_a_formula_whose_answer_cannot_be_converted():
     report = measure_flops(lambda: torch.sin(torch.ones(3)), custom_mapping={torch.ops.aten.sin: lambda *a, **k: Weird()})
     [text] = _diagnostics(report)
     assert "Weird" in text or "RuntimeError" in text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# handlers.c: MetricResult dicts returned by a custom module handler
+
+
+def _metric(**over):
+    base = {"status": "complete", "value": 7, "known_value": 7, "unit": "FLOPs", "scope": "module_call",
+            "method": "my_formula"}
+    base.update(over)
+    return {k: v for k, v in base.items() if v is not ...}
+
+
+@pytest.mark.parametrize(
+    ("metric", "why"),
+    [
+        (_metric(extra=1), "needs exactly status, value, known_value"),
+        (_metric(method=...), "needs exactly status, value, known_value"),
+        ({**_metric(method=...), "other": 1}, "needs exactly status, value, known_value"),
+        (_metric(unit=3), "must be non-empty strings"),
+        (_metric(scope=""), "must be non-empty strings"),
+        (_metric(unit="bytes"), "the unit does not match the metric"),
+        (_metric(status="done"), "status must be complete, partial or unavailable"),
+        (_metric(status="unavailable", value=None, known_value=3), "an unavailable metric has no value"),
+        (_metric(status="partial"), "a partial metric has value None"),
+        (_metric(known_value=8), "a complete metric needs known_value equal to value"),
+        (_metric(value="7"), "expected a number, a MetricResult dict or None"),
+        (_metric(known_value=float("nan")), "the value must be finite and non-negative"),
+    ],
+    ids=["extra", "missing", "other key", "unit type", "empty scope", "unit", "status", "unavailable value",
+         "partial value", "unequal", "str value", "nan known"],
+)
+def test_a_malformed_metric_result_is_a_diagnostic(metric, why):
+    from torch import nn
+
+    from torchscan import ModuleHandler, crawl_module
+
+    model = nn.Sequential(nn.Linear(4, 3))
+    report = crawl_module(model, args=(torch.ones(1, 4),),
+                          custom_modules={nn.Linear: ModuleHandler(lambda call: {"module_flops": metric})})
+    diags = [d for d in report["diagnostics"] if d["code"] == "custom_metric_invalid"]
+    assert len(diags) == 1, report["diagnostics"]
+    assert why in diags[0]["message"]
+    assert report["layers"][1]["metrics"]["module_flops"]["status"] == "unavailable"
+    assert_nothing_left(model)
+
+
+@pytest.mark.parametrize(
+    ("metric", "status", "value"),
+    [
+        (_metric(), "complete", 7),
+        (_metric(status="partial", value=None, known_value=5), "partial", None),
+        (_metric(status="unavailable", value=None, known_value=None), "unavailable", None),
+        (_metric(value=7.0, known_value=7.0), "complete", 7),
+    ],
+    ids=["complete", "partial", "unavailable", "float"],
+)
+def test_a_well_formed_metric_result_is_taken(metric, status, value):
+    from torch import nn
+
+    from torchscan import ModuleHandler, crawl_module
+
+    report = crawl_module(nn.Sequential(nn.Linear(4, 3)), args=(torch.ones(1, 4),),
+                          custom_modules={nn.Linear: ModuleHandler(lambda call: {"module_flops": metric})})
+    got = report["layers"][1]["metrics"]["module_flops"]
+    assert got["status"] == status and got["value"] == value
+    assert [d for d in report["diagnostics"] if d["code"] == "custom_metric_invalid"] == []
