@@ -149,6 +149,12 @@ static PyMethodDef engine_methods[] = {
      tsx_engine_compare_benchmarks,
      METH_VARARGS,
      "compare_benchmarks(before, after, check) -> BenchmarkComparison"},
+    {"_json_nomemory",
+     tsx_engine_json_nomemory,
+     METH_O,
+     "_json_nomemory(n) -> the previous setting: the n-th allocation of "
+     "jansson (the engine's JSON values) from now fails, once (a test "
+     "hook; 0 turns it off)"},
     {"rss_parse",
      tsx_engine_rss_parse,
      METH_VARARGS,
@@ -177,6 +183,7 @@ static int
 engine_exec(PyObject *module)
 {
     tsx_state *st = tsx_get_state(module);
+    tsx_json_alloc_init();
     if (tsx_state_init(st) < 0) {
         return -1;
     }
