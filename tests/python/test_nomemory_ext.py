@@ -250,3 +250,13 @@ def test_failed_json_allocations_raise_memoryerror_and_stay_correct():
     assert results["format_summary"]["MemoryError"] > 0 and results["describe_call"]["MemoryError"] > 0
     assert results["describe_call"].get("different", 0) == 0
     assert failed > 10000, results
+
+
+def test_failed_json_allocations_in_crawls_leave_nothing():
+    """The crawls of the Python loop above with the n-th jansson allocation failing instead (the session's records,
+    the report's emission): MemoryError or the same report, and the models as they were."""
+    results = _child(SETUP + JSON_LOOP + CRAWLS + "run(calls, 50, 40000, check_models)\n")
+    for name, outcome in results.items():
+        assert outcome["runs"] < 40000, (name, outcome)
+        assert outcome.get("MemoryError", 0) > 0, (name, outcome)
+        assert not [key for key in outcome if key == "different" or key.startswith("other")], (name, outcome)
