@@ -260,3 +260,34 @@ def test_failed_json_allocations_in_crawls_leave_nothing():
         assert outcome["runs"] < 40000, (name, outcome)
         assert outcome.get("MemoryError", 0) > 0, (name, outcome)
         assert not [key for key in outcome if key == "different" or key.startswith("other")], (name, outcome)
+
+
+MORE_FAMILIES = textwrap.dedent(
+    """
+    encoder = nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0).eval()
+    transformer = nn.Transformer(4, 2, 1, 1, dim_feedforward=8, dropout=0.0).eval()
+    gru = nn.GRU(4, 3, batch_first=True)
+    bag = nn.EmbeddingBag(10, 3)
+    models += [encoder, transformer, gru, bag, model]
+    flags = [training_flags(m) for m in models]
+    calls = {
+        "crawl encoder layer": lambda: torchscan.crawl_module(encoder, args=(seq,), kwargs={"src_mask": causal}),
+        "crawl transformer": lambda: torchscan.crawl_module(transformer, args=(seq, seq), kwargs={"tgt_mask": causal}),
+        "crawl gru": lambda: torchscan.crawl_module(gru, args=(torch.rand(1, 3, 4),)),
+        "crawl embedding bag": lambda: torchscan.crawl_module(
+            bag, args=(torch.tensor([1, 2, 4]), torch.tensor([0, 2]))),
+        "measure_flops": lambda: torchscan.measure_flops(lambda: model(x), modules=model),
+        "crawl structure": lambda: torchscan.crawl_module(model, args=(x,), mode="structure"),
+    }
+    """
+)
+
+
+def test_failed_json_allocations_in_crawls_of_transformers_rnns_and_flops():
+    """Families the Python loop cannot take (PyTorch's own argument conversion crashes there under
+    set_nomemory), with jansson's allocations failing one at a time: MemoryError or the same report."""
+    results = _child(SETUP + JSON_LOOP + CRAWLS + MORE_FAMILIES + "run(calls, 50, 40000, check_models)\n")
+    for name, outcome in results.items():
+        assert outcome["runs"] < 40000, (name, outcome)
+        assert outcome.get("MemoryError", 0) > 0, (name, outcome)
+        assert not [key for key in outcome if key == "different" or key.startswith("other")], (name, outcome)
