@@ -179,8 +179,7 @@ shapes_of(tsx_state *st, PyObject *v)
 
 /* The arguments a formula receives. FlopCounterMode's contract: formulas
  * marked _get_raw see the real arguments and out_val; the others see
- * shapes and out_shape. 0; -2 with the exception of reading the mark (the
- * caller's code: a property or __bool__); -1 with another exception. */
+ * shapes and out_shape. 0, or -1 with an exception. */
 static int
 formula_arguments(tsx_state *st,
                   PyObject *formula,
@@ -194,12 +193,12 @@ formula_arguments(tsx_state *st,
     bool raw;
     *cargs = *ckw = NULL;
     if (tsx_optional_attr(st, formula, "_get_raw", &flag) < 0) {
-        return -2;
+        return -1;
     }
     int truth = flag != NULL ? PyObject_IsTrue(flag) : 0;
     Py_XDECREF(flag);
     if (truth < 0) {
-        return -2;
+        return -1;
     }
     raw = truth == 1;
     *cargs = raw ? Py_NewRef(args) : shapes_of(st, args);
@@ -296,22 +295,7 @@ tsx_run_formula(tsx_state *st,
     char returned[96] = "", text[512];
     ts_number number;
     int rc = -1, kind;
-    kind = formula_arguments(st, formula, args, kwargs, out, &cargs, &ckw);
-    if (kind == -2) {
-        /* its _get_raw mark raised: the formula's own failure */
-        rc = tsx_user_failed(&exc);
-        if (rc > 0) {
-            tsx_exception_text(exc, text, sizeof text);
-            snprintf(message,
-                     size,
-                     "the custom formula's _get_raw raised %.80s: %.300s",
-                     exc ? Py_TYPE(exc)->tp_name : "an exception",
-                     text);
-            Py_XDECREF(exc);
-        }
-        goto done;
-    }
-    if (kind < 0) {
+    if (formula_arguments(st, formula, args, kwargs, out, &cargs, &ckw) < 0) {
         goto done;
     }
     result = PyObject_Call(formula, cargs, ckw);
