@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.built-stamp
 CSRC    := $(wildcard src/*/*.c src/*/*.h include/torchscan/*.h) meson.build meson.options docs/torchscan.1
 PYSRC   := $(wildcard python/torchscan/*.py python/torchscan/*/*.py) pyproject.toml
 
-.PHONY: readme-screenshot run test build deps ctest asan asan-ext valgrind coverage coverage-core pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
+.PHONY: readme-screenshot run test build deps ctest asan asan-ext valgrind coverage coverage-core coverage-ext pytest browser-test vision-env vision-build vision-test ext-layers bench bench-instructions lint format format-check clean
 
 run: build
 	$(PY) -m torchscan demo
@@ -109,6 +109,16 @@ coverage-core: $(STAMP)
 	$(MESON) compile -C build-cov-core
 	@set -e; for t in build-cov-core/test_*; do [ -f "$$t" ] && [ -x "$$t" ] || continue; $$t >/dev/null; done
 	$(GCOVR) --filter src/core/ build-cov-core
+
+# src/ext alone, by pytest: the instrumented build in build-cov-ext (as `make coverage`), COV_TESTS picks the test
+# files (all of tests/python by default). Counts add up over runs until COV_RESET=1 (or `make coverage`) clears them.
+COV_TESTS ?= tests/python
+coverage-ext: $(STAMP)
+	if [ "$(COV_RESET)" = 1 ]; then rm -rf build-cov-ext; fi
+	$(PIP) install -q --no-build-isolation --no-deps . -Cbuild-dir=build-cov-ext \
+	    -Csetup-args=-Db_coverage=true -Csetup-args=-Dbuildtype=debug --upgrade --target build-cov-ext/site
+	PYTHONPATH=build-cov-ext/site $(PY) -m pytest $(COV_TESTS) -q -p no:cacheprovider
+	@echo "== src/ext by pytest ($(COV_TESTS))"; $(GCOVR) --filter src/ext/ build-cov-ext
 
 # src/ext: no call from a file to a file of its own or a higher layer, and engine statuses become
 # exceptions in convert.c only (compiles each file with cc and reads its symbols with nm).

@@ -421,6 +421,14 @@ conv_fail(const conv_ctx *c, int depth, PyObject *type, const char *problem)
 
 static json_t *to_json(PyObject *obj, conv_ctx *c, int depth);
 
+/* A new JSON leaf, or NULL with MemoryError when jansson could not make it
+ * (jansson sets no Python exception). */
+static json_t *
+leaf_or_nomemory(json_t *leaf)
+{
+    return leaf != NULL ? leaf : (json_t *)PyErr_NoMemory();
+}
+
 static json_t *
 int_to_json(PyObject *obj, conv_ctx *c, int depth)
 {
@@ -442,7 +450,7 @@ int_to_json(PyObject *obj, conv_ctx *c, int depth)
         }
         return json_incref(*slot);
     }
-    return json_integer(v);
+    return leaf_or_nomemory(json_integer(v));
 }
 
 static json_t *
@@ -599,7 +607,7 @@ to_json(PyObject *obj, conv_ctx *c, int depth)
                              PyExc_ValueError,
                              "a non-finite number (NaN or infinity)");
         }
-        return json_real(d);
+        return leaf_or_nomemory(json_real(d));
     }
     if (PyUnicode_Check(obj)) {
         return text_to_json(obj, c, depth);

@@ -643,6 +643,7 @@ describe_mapping(tsx_state *st,
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *key, *item, *key_type;
         json_t *entry, *vm;
+        int bad;
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
             tsx_fail(PyExc_TypeError, "mapping items are not pairs");
             goto done;
@@ -654,40 +655,48 @@ describe_mapping(tsx_state *st,
             goto done;
         }
         entry = json_object();
+        bad = entry == NULL;
         /* Only keys that cannot carry private text are kept: ints and
          * identifiers (a file path or a sentence is dropped). */
-        if (entry != NULL && PyLong_Check(key)) {
+        if (!bad && PyLong_Check(key)) {
             long long k = PyLong_AsLongLong(key);
             if (k == -1 && PyErr_Occurred()) {
                 PyErr_Clear();
             }
-            else if (PyBool_Check(key)) {
-                json_object_set_new(entry, "key", json_boolean(k));
-            }
             else {
-                json_object_set_new(entry, "key", json_integer(k));
+                bad = json_object_set_new(
+                    entry,
+                    "key",
+                    PyBool_Check(key) ? json_boolean(k) : json_integer(k));
             }
         }
-        else if (entry != NULL && PyUnicode_Check(key)
+        else if (!bad && PyUnicode_Check(key)
                  && PyUnicode_IsIdentifier(key) == 1) {
-            json_object_set_new(
+            bad = json_object_set_new(
                 entry, "key", json_string(PyUnicode_AsUTF8(key)));
         }
-        if (entry != NULL) {
-            json_object_set_new(
+        if (!bad) {
+            bad = json_object_set_new(
                 entry, "key_type", json_string(PyUnicode_AsUTF8(key_type)));
         }
         Py_DECREF(key_type);
-        vm =
-            entry ? describe(st, item, first, found, depth + 1, budget) : NULL;
-        if (vm == NULL || json_object_set_new(entry, "value", vm)
-            || json_array_append_new(items, entry)) {
-            if (vm == NULL) {
-                json_decref(entry);
-            }
+        vm = bad ? NULL : describe(st, item, first, found, depth + 1, budget);
+        if (vm == NULL) {
+            /* a failed jansson allocation sets no exception */
+            json_decref(entry);
             if (!PyErr_Occurred()) {
                 PyErr_NoMemory();
             }
+            goto done;
+        }
+        /* set_new takes vm, append_new entry, also when they fail */
+        if (json_object_set_new(entry, "value", vm)) {
+            json_decref(entry);
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (json_array_append_new(items, entry)) {
+            PyErr_NoMemory();
             goto done;
         }
     }

@@ -29,11 +29,14 @@ mask_dtype(const tsx_dtype *info, ts_mask_dtype *out)
 }
 
 /* After a failed Python call: an Exception leaves the values unread (0,
- * cleared); an interrupt propagates (-1). */
+ * cleared); an interrupt or a MemoryError propagates (-1): a failed
+ * allocation is not a fact about the mask, and the report must not change
+ * with it. */
 static int
 unread_or_raise(void)
 {
-    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+    if (PyErr_ExceptionMatches(PyExc_Exception)
+        && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
         PyErr_Clear();
         return 0;
     }

@@ -274,6 +274,21 @@ done:
     return result;
 }
 
+/* dict[key] for a C string key, borrowed: NULL when absent, or NULL with
+ * an exception (PyDict_GetItemString would drop a failure to make the key
+ * and read the item as absent: a report without its totals). */
+static int
+dict_item(PyObject *dict, const char *key, PyObject **out)
+{
+    PyObject *k = PyUnicode_FromString(key);
+    if (k == NULL) {
+        return -1;
+    }
+    *out = PyDict_GetItemWithError(dict, k);
+    Py_DECREF(k);
+    return *out == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
 /* The parts of one rank's report that the GatheredReport reads, as JSON:
  * its totals, its operator FLOPs (a FlopReport's own fields), and each
  * layer call's path, call_index and metrics. The rest (input and output
@@ -301,7 +316,10 @@ gathered_parts(PyObject *report)
         return (json_t *)PyErr_NoMemory();
     }
     for (size_t k = 0; k < sizeof whole / sizeof whole[0]; k++) {
-        value = PyDict_GetItemString(report, whole[k]);
+        if (dict_item(report, whole[k], &value) < 0) {
+            json_decref(out);
+            return NULL;
+        }
         if (value == NULL) {
             continue;
         }
@@ -311,7 +329,10 @@ gathered_parts(PyObject *report)
             return item == NULL ? NULL : (json_t *)PyErr_NoMemory();
         }
     }
-    layers = PyDict_GetItemString(report, "layers");
+    if (dict_item(report, "layers", &layers) < 0) {
+        json_decref(out);
+        return NULL;
+    }
     if (layers == NULL || !PyList_Check(layers)) {
         return out;
     }
@@ -328,7 +349,10 @@ gathered_parts(PyObject *report)
             return (json_t *)PyErr_NoMemory();
         }
         for (size_t k = 0; PyDict_Check(layer) && k < 3; k++) {
-            value = PyDict_GetItemString(layer, row_keys[k]);
+            if (dict_item(layer, row_keys[k], &value) < 0) {
+                json_decref(out);
+                return NULL;
+            }
             item = value ? tsx_to_json(value, row_keys[k]) : NULL;
             if (value != NULL
                 && (item == NULL

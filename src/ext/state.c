@@ -2,8 +2,57 @@
  * the interned names, and their release. The caches of the layers above
  * (resolved operators, tensor metadata, report strings) hang off the state
  * too; each layer frees its own (module.c's clear calls them). */
+#include <stdatomic.h>
+
 #include "fail.h"
 #include "state.h"
+
+/* ---- jansson's allocations, for failure injection ---- */
+
+/* Allocations left before the one that fails; 0: none fails. jansson runs
+ * without the GIL too (checkpoint readers): atomic. */
+static atomic_long json_countdown = 0;
+
+static void *
+json_alloc(size_t size)
+{
+    long left = atomic_load(&json_countdown);
+    while (left > 0) {
+        if (atomic_compare_exchange_weak(&json_countdown, &left, left - 1)) {
+            if (left == 1) {
+                return NULL;
+            }
+            break;
+        }
+    }
+    return malloc(size);
+}
+
+void
+tsx_json_alloc_init(void)
+{
+    static atomic_bool done = false;
+    bool expected = false;
+    /* before anything of the engine allocates; jansson's frees stay free()
+     * so that text the engine frees with free() matches */
+    if (atomic_compare_exchange_strong(&done, &expected, true)) {
+        json_set_alloc_funcs(json_alloc, free);
+    }
+}
+
+PyObject *
+tsx_engine_json_nomemory(PyObject *module, PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    (void)module;
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        return tsx_fail(PyExc_ValueError, "n must be >= 0");
+    }
+    return PyLong_FromLong(atomic_exchange(&json_countdown, n));
+}
 
 #define INTERN(field, text)                           \
     do {                                              \

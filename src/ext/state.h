@@ -121,6 +121,13 @@ tsx_state *tsx_state_of_type(PyTypeObject *type, newfunc own_new);
 /* Imports and interned names of a new module state: 0, or -1 with an
  * exception. */
 int tsx_state_init(tsx_state *st);
+/* Routes jansson's allocations through a malloc that a test can fail
+ * (process-wide, once; frees stay free()). */
+void tsx_json_alloc_init(void);
+/* _json_nomemory(n): the n-th jansson allocation from now fails (n >= 1),
+ * once; 0 turns it off. Returns how many were still to go. A test hook,
+ * as _testcapi.set_nomemory is for Python's allocator. */
+PyObject *tsx_engine_json_nomemory(PyObject *module, PyObject *arg);
 /* Releases what tsx_state_init and tsx_name filled (the layers free their
  * own caches first: module.c's clear). */
 void tsx_state_clear(tsx_state *st);
