@@ -477,7 +477,7 @@ static int
 uninstall(tsx_crawl *c)
 {
     int rc = tsx_hooks_uninstall(c);
-    /* the forward's graph is gone: the saved tensors it left go too */
+    /* the pack hook measures nothing more */
     tsx_saved_release(&c->saved);
     if (c->counter != NULL) {
         /* attached by install, so a Counter; detaching records what its
@@ -512,7 +512,7 @@ crawl_install(tsx_crawl *c, PyObject *args)
     }
     c->counter = counter != Py_None ? Py_NewRef(counter) : NULL;
     if (ts_session_saved(c->session) != NULL) {
-        tsx_saved_open(&c->saved, c->session);
+        tsx_saved_open(&c->saved, c->session, c->counter);
     }
     Py_RETURN_NONE;
 }
@@ -526,9 +526,10 @@ crawl_saved_pack(tsx_crawl *c, PyObject *tensor)
 }
 
 static PyObject *
-crawl_saved_unpack(tsx_crawl *c, PyObject *handle)
+crawl_saved_unpack(tsx_crawl *c, PyObject *packed)
 {
-    return tsx_saved_unpack(&c->saved, handle);
+    (void)c;
+    return tsx_saved_unpack(packed);
 }
 
 static PyObject *
@@ -674,12 +675,6 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
     Py_VISIT(c->handlers);
     Py_VISIT(c->module_call);
     tsx_local_traverse(&c->local, visit, arg);
-    {
-        int visited = tsx_saved_traverse(&c->saved, visit, arg);
-        if (visited != 0) {
-            return visited;
-        }
-    }
     for (size_t i = 0; i < c->nmodules; i++) {
         Py_VISIT(c->modules[i].estimate);
         Py_VISIT(c->modules[i].identity);
@@ -792,12 +787,13 @@ static PyMethodDef crawl_methods[] = {
     {"saved_pack",
      (PyCFunction)crawl_saved_pack,
      METH_O,
-     "saved_pack(tensor) -> handle: the pack hook of saved=True (measures "
-     "the tensor's storage for the innermost layer call, keeps the tensor)"},
+     "saved_pack(tensor) -> tensor.detach(): the pack hook of saved=True "
+     "(measures the tensor's storage for the innermost layer call)"},
     {"saved_unpack",
      (PyCFunction)crawl_saved_unpack,
      METH_O,
-     "saved_unpack(handle) -> the tensor saved_pack kept, unchanged"},
+     "saved_unpack(packed) -> packed, unchanged (autograd restores its "
+     "grad_fn)"},
     {"uninstall",
      (PyCFunction)crawl_uninstall,
      METH_NOARGS,
