@@ -50,6 +50,7 @@ class MemoryReport(TypedDict):
     events: int
     unobserved: int
     diagnostics: list[Diagnostic]
+    layers: NotRequired[list[dict[str, Any]]]
     timeline: NotRequired[list[dict[str, Any]]]
 
 
@@ -214,7 +215,8 @@ def estimate_memory(
     crawl = None
     if mods is not None:
         root = mods[0] if len(mods) == 1 else torch.nn.ModuleList(mods)
-        crawl = _engine.Crawl(root, False)
+        # saved=True: the crawl's saved-tensor hooks measure what autograd saves (saved.h), as crawl_module's
+        crawl = _engine.Crawl(root, False, saved=True)
     counter = _OperatorCounter()
     counter._simulate_memory()
     try:
@@ -226,7 +228,14 @@ def estimate_memory(
         try:
             if crawl is not None:
                 crawl.install(counter, False)  # observe only: no eval(), no flag change
-            with optimizer_step_hooks(counter), _attention(attention), counting(counter):
+            with (
+                optimizer_step_hooks(counter),
+                _attention(attention),
+                counting(counter),
+                torch.autograd.graph.saved_tensors_hooks(crawl.saved_pack, crawl.saved_unpack)
+                if crawl is not None
+                else contextlib.nullcontext(),
+            ):
                 workload()
             # the roles at the end (gradients made by this backward, state made by this step)
             if mods is not None:
@@ -235,6 +244,8 @@ def estimate_memory(
             for opt in opts:
                 counter._memory_name(opt, _KIND_OPTIMIZER)
             sim = counter._memory_report(want_timeline)  # while layer calls can still be named
+            if crawl is not None:
+                sim["saved"] = crawl.saved_layers("workload")
         finally:
             if crawl is not None:
                 crawl.uninstall()
@@ -284,6 +295,20 @@ def _report(sim: dict[str, Any], attention: str) -> MemoryReport:
         },
         "diagnostics": diagnostics,
     }
+    if "saved" in sim:
+        rows, total = sim["saved"]
+        report["totals"]["saved_activation_bytes"] = total
+        report["layers"] = rows
+        if total["status"] == "partial":
+            diagnostics.append(
+                {
+                    "code": "unmeasured_saved_tensor",
+                    "severity": "warning",
+                    "metric": "saved_activation_bytes",
+                    "message": "a tensor autograd saved has no readable storage: its bytes are not counted, "
+                    "saved_activation_bytes is a lower bound",
+                }
+            )
     for key in (
         "peak",
         "resident_peak",

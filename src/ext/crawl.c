@@ -477,7 +477,7 @@ static int
 uninstall(tsx_crawl *c)
 {
     int rc = tsx_hooks_uninstall(c);
-    /* the forward's graph is gone: the saved tensors it left go too */
+    /* the pack hook measures nothing more */
     tsx_saved_release(&c->saved);
     if (c->counter != NULL) {
         /* attached by install, so a Counter; detaching records what its
@@ -512,7 +512,7 @@ crawl_install(tsx_crawl *c, PyObject *args)
     }
     c->counter = counter != Py_None ? Py_NewRef(counter) : NULL;
     if (ts_session_saved(c->session) != NULL) {
-        tsx_saved_open(&c->saved, c->session);
+        tsx_saved_open(&c->saved, c->session, c->counter);
     }
     Py_RETURN_NONE;
 }
@@ -526,9 +526,105 @@ crawl_saved_pack(tsx_crawl *c, PyObject *tensor)
 }
 
 static PyObject *
-crawl_saved_unpack(tsx_crawl *c, PyObject *handle)
+crawl_saved_unpack(tsx_crawl *c, PyObject *packed)
 {
-    return tsx_saved_unpack(&c->saved, handle);
+    (void)c;
+    return tsx_saved_unpack(packed);
+}
+
+/* A bytes MetricResult of the saved-tensor hooks: complete, or partial
+ * (a lower bound) when some saved tensor was unmeasured. */
+static PyObject *
+saved_metric(int64_t bytes, int64_t unmeasured, const char *scope)
+{
+    const char *method = "torch.autograd.graph.saved_tensors_hooks";
+    if (unmeasured > 0) {
+        return Py_BuildValue("{s:s,s:O,s:L,s:s,s:s,s:s}",
+                             "status",
+                             "partial",
+                             "value",
+                             Py_None,
+                             "known_value",
+                             (long long)bytes,
+                             "unit",
+                             "bytes",
+                             "scope",
+                             scope,
+                             "method",
+                             method);
+    }
+    return Py_BuildValue("{s:s,s:L,s:L,s:s,s:s,s:s}",
+                         "status",
+                         "complete",
+                         "value",
+                         (long long)bytes,
+                         "known_value",
+                         (long long)bytes,
+                         "unit",
+                         "bytes",
+                         "scope",
+                         scope,
+                         "method",
+                         method);
+}
+
+/* saved_layers(scope): the bytes saved for backward so far, per layer call
+ * and in all, as (rows, total): rows [{"path", "call_index",
+ * "saved_activation_bytes": MetricResult}] in call order, total a
+ * MetricResult of scope `scope` (a crawl made with saved=True; None
+ * otherwise). */
+static PyObject *
+crawl_saved_layers(tsx_crawl *c, PyObject *scope)
+{
+    ts_saved *acc = ts_session_saved(c->session);
+    ts_saved_totals totals;
+    PyObject *layers = NULL, *total = NULL, *result = NULL;
+    const char *scope_name = PyUnicode_AsUTF8(scope);
+    size_t n;
+    if (scope_name == NULL) {
+        return NULL;
+    }
+    if (acc == NULL) {
+        Py_RETURN_NONE;
+    }
+    n = ts_session_layer_count(c->session);
+    layers = PyList_New(0);
+    for (size_t i = 0; layers != NULL && i < n; i++) {
+        const char *path = NULL;
+        int32_t call_index = 0;
+        PyObject *metric, *row = NULL;
+        if (ts_session_layer_identity(c->session, (int)i, &path, &call_index)
+            != 0) {
+            continue;
+        }
+        metric = saved_metric(ts_saved_layer_bytes(acc, (int)i),
+                              ts_saved_layer_unmeasured(acc, (int)i),
+                              "module_call_self");
+        if (metric != NULL) {
+            row = Py_BuildValue("{s:s,s:i,s:O}",
+                                "path",
+                                path,
+                                "call_index",
+                                (int)call_index,
+                                "saved_activation_bytes",
+                                metric);
+            Py_DECREF(metric);
+        }
+        if (row == NULL || PyList_Append(layers, row) < 0) {
+            Py_CLEAR(layers);
+        }
+        Py_XDECREF(row);
+    }
+    if (layers != NULL) {
+        ts_saved_get_totals(acc, &totals);
+        total = saved_metric(totals.bytes, totals.unmeasured, scope_name);
+    }
+    if (total != NULL) {
+        result = PyTuple_Pack(2, layers, total);
+    }
+    Py_XDECREF(layers);
+    Py_XDECREF(total);
+    return result;
 }
 
 static PyObject *
@@ -674,12 +770,6 @@ crawl_traverse(tsx_crawl *c, visitproc visit, void *arg)
     Py_VISIT(c->handlers);
     Py_VISIT(c->module_call);
     tsx_local_traverse(&c->local, visit, arg);
-    {
-        int visited = tsx_saved_traverse(&c->saved, visit, arg);
-        if (visited != 0) {
-            return visited;
-        }
-    }
     for (size_t i = 0; i < c->nmodules; i++) {
         Py_VISIT(c->modules[i].estimate);
         Py_VISIT(c->modules[i].identity);
@@ -792,12 +882,18 @@ static PyMethodDef crawl_methods[] = {
     {"saved_pack",
      (PyCFunction)crawl_saved_pack,
      METH_O,
-     "saved_pack(tensor) -> handle: the pack hook of saved=True (measures "
-     "the tensor's storage for the innermost layer call, keeps the tensor)"},
+     "saved_pack(tensor) -> tensor.detach(): the pack hook of saved=True "
+     "(measures the tensor's storage for the innermost layer call)"},
+    {"saved_layers",
+     (PyCFunction)crawl_saved_layers,
+     METH_O,
+     "saved_layers(scope) -> (rows, total): the bytes saved for backward "
+     "per layer call so far and their total (saved=True), or None"},
     {"saved_unpack",
      (PyCFunction)crawl_saved_unpack,
      METH_O,
-     "saved_unpack(handle) -> the tensor saved_pack kept, unchanged"},
+     "saved_unpack(packed) -> packed, unchanged (autograd restores its "
+     "grad_fn)"},
     {"uninstall",
      (PyCFunction)crawl_uninstall,
      METH_NOARGS,

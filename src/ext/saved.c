@@ -3,6 +3,7 @@
 #include "fail.h"
 #include "convert.h"
 #include "saved.h"
+#include "counter.h"
 
 /* Whether the exception set is an Exception (a measurement failure) rather
  * than an interrupt. */
@@ -169,15 +170,17 @@ tsx_saved_measure(tsx_state *st,
 }
 
 void
-tsx_saved_open(tsx_saved_run *run, ts_session *session)
+tsx_saved_open(tsx_saved_run *run, ts_session *session, PyObject *counter)
 {
     run->session = session;
     run->acc = ts_session_saved(session);
+    run->counter = counter;
 }
 
 PyObject *
 tsx_saved_pack(tsx_state *st, tsx_saved_run *run, PyObject *tensor)
 {
+    PyObject *detached;
     if (run->acc == NULL) {
         return tsx_fail(PyExc_RuntimeError,
                         "saved-tensor hook of a crawl that is not installed");
@@ -190,59 +193,26 @@ tsx_saved_pack(tsx_state *st, tsx_saved_run *run, PyObject *tensor)
         < 0) {
         return NULL;
     }
-    if (run->nheld == run->cap) {
-        size_t cap = run->cap ? run->cap * 2 : 64;
-        PyObject **held = PyMem_Realloc(run->held, cap * sizeof(PyObject *));
-        if (held == NULL) {
-            return PyErr_NoMemory();
-        }
-        run->held = held;
-        run->cap = cap;
-    }
-    run->held[run->nheld] = Py_NewRef(tensor);
-    return PyLong_FromSize_t(run->nheld++);
+    /* the same storage without the autograd history: nothing that the
+     * graph keeps refers back to the node that saves it (not counted: the
+     * hook's operator, not the model's) */
+    tsx_counter_pause(run->counter, true);
+    detached = call_method(st, tensor, "detach");
+    tsx_counter_pause(run->counter, false);
+    return detached;
 }
 
 PyObject *
-tsx_saved_unpack(tsx_saved_run *run, PyObject *handle)
+tsx_saved_unpack(PyObject *packed)
 {
-    size_t index = PyLong_AsSize_t(handle);
-    if (index == (size_t)-1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (index >= run->nheld || run->held[index] == NULL) {
-        return tsx_fail(PyExc_RuntimeError,
-                        "a tensor saved during a crawl with "
-                        "saved_activations=True is used after the crawl "
-                        "ended; it was released");
-    }
-    return Py_NewRef(run->held[index]);
+    /* autograd wraps it with the saved grad_fn and requires_grad */
+    return Py_NewRef(packed);
 }
 
 void
 tsx_saved_release(tsx_saved_run *run)
 {
-    /* The handles stay valid numbers; their tensors are gone. Released
-     * from the last: a tensor's release may free a graph whose other
-     * saved tensors are ours too (nothing of ours runs then). */
-    size_t n = run->nheld;
-    PyObject **held = run->held;
     run->session = NULL;
     run->acc = NULL;
-    run->held = NULL;
-    run->nheld = run->cap = 0;
-    while (n > 0) {
-        n--; /* Py_CLEAR evaluates its argument twice */
-        Py_CLEAR(held[n]);
-    }
-    PyMem_Free(held);
-}
-
-int
-tsx_saved_traverse(tsx_saved_run *run, visitproc visit, void *arg)
-{
-    for (size_t i = 0; i < run->nheld; i++) {
-        Py_VISIT(run->held[i]);
-    }
-    return 0;
+    run->counter = NULL;
 }

@@ -6,13 +6,15 @@
  * sums) with the innermost layer call; the unpack hook gives the tensor back
  * unchanged.
  *
- * Why the pack hook does not return the tensor itself: a tensor saved as an
- * output of its own operator (ReLU saves its result) would then hold, through
- * its autograd node, a strong reference to itself that Python's collector
- * cannot see (the path runs through C++), and never be freed. The run keeps
- * the tensors in its own table instead and the graph holds their index (a
- * Python int); the table is released when the crawl uninstalls, after the
- * forward's graph is gone.
+ * The pack hook returns the tensor detached (the same storage, no autograd
+ * history) and the unpack hook gives it back unchanged: PyTorch's
+ * SavedVariable wraps what unpack returns with the saved grad_fn and
+ * requires_grad (as torch.autograd.graph.save_on_cpu does). Returning the
+ * tensor itself would leak a tensor saved as an output of its own operator
+ * (ReLU saves its result): it would hold, through its autograd node, a
+ * strong reference to itself that Python's collector cannot see. Detached,
+ * nothing is kept by the run, and a graph that outlives the crawl can still
+ * be backpropagated (double backward included).
  *
  * Reusable pieces: tsx_saved_measure measures one real tensor into any
  * accumulator (a memory simulator running on real tensors calls it with its
@@ -27,14 +29,13 @@
 /* The diagnostic code of a saved tensor whose storage cannot be read. */
 #define TSX_SAVED_UNMEASURED "unmeasured_saved_tensor"
 
-/* One crawl's pack and unpack hooks: the accumulator they feed (the
- * session's), the session whose innermost call they attribute to, and the
- * tensors packed so far. Zeroed is closed. */
+/* One crawl's pack hook: the accumulator it feeds (the session's) and the
+ * session whose innermost call it attributes to. Zeroed is closed. */
 typedef struct tsx_saved_run {
     ts_session *session; /* borrowed; NULL: closed */
     ts_saved *acc;       /* the session's accumulator; NULL: closed */
-    PyObject **held;     /* the packed tensors (strong), by handle */
-    size_t nheld, cap;
+    PyObject *counter;   /* borrowed: the operator counter attached, paused
+                            while the hook detaches; NULL: none */
 } tsx_saved_run;
 
 /* The identity and size of a tensor's storage: the address of its
@@ -67,22 +68,22 @@ int tsx_saved_measure(tsx_state *st,
                       int layer);
 
 /* Opens a run on `session`, whose accumulator (ts_session_enable_saved)
- * it feeds. */
-void tsx_saved_open(tsx_saved_run *run, ts_session *session);
+ * it feeds; `counter` (borrowed, may be NULL: kept alive by the caller
+ * while the run is open) is paused while the pack hook detaches, so that
+ * the hook's own aten.detach is not counted as the model's. */
+void tsx_saved_open(tsx_saved_run *run,
+                    ts_session *session,
+                    PyObject *counter);
 
 /* The pack hook's body: measures `tensor` for the session's innermost call
- * and keeps it; returns its handle (new reference), or NULL with an
- * exception (RuntimeError for a closed run: no crawl is installed). */
+ * and returns it detached (new reference), or NULL with an exception
+ * (RuntimeError for a closed run: no crawl is installed). */
 PyObject *tsx_saved_pack(tsx_state *st, tsx_saved_run *run, PyObject *tensor);
 
-/* The unpack hook's body: the tensor of `handle` (new reference), or NULL
- * with RuntimeError when the run was released. */
-PyObject *tsx_saved_unpack(tsx_saved_run *run, PyObject *handle);
+/* The unpack hook's body: `packed` itself (new reference). */
+PyObject *tsx_saved_unpack(PyObject *packed);
 
-/* Closes the run and releases the tensors it holds. */
+/* Closes the run: the pack hook measures nothing more. */
 void tsx_saved_release(tsx_saved_run *run);
-
-/* GC support of the object that embeds the run. */
-int tsx_saved_traverse(tsx_saved_run *run, visitproc visit, void *arg);
 
 #endif

@@ -392,3 +392,59 @@ def test_activation_checkpointing_saves_the_region_inputs_only(reentrant):
     rows = _rows(crawl_module(Checkpointed(), args=(x,), saved_activations=True))
     # the checkpoint keeps its input for the recomputation, saved in the calling module's row
     assert rows == {("", 0): 3 * 4 * F32, ("inner", 0): 0, ("inner.0", 0): 0, ("inner.1", 0): 0}
+
+
+# ---- the pack hook keeps nothing: detached tensors, autograd restores their history -------------------------
+
+
+def test_a_saved_relu_output_is_freed_without_the_collector():
+    """ReLU saves its own output: packed as itself it would hold itself through its grad_fn (a C++ cycle);
+    packed detached, dropping the output frees it at once, with the collector off."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+    x = torch.rand(3, 4)
+    outputs = []
+    handle = model.register_forward_hook(lambda m, a, out: outputs.append(out))
+    gc.disable()
+    try:
+        report = crawl_module(model, args=(x,), saved_activations=True)
+        # the hook's detach is not the model's operator
+        assert "aten.detach" not in report["operator_flops"]["ignored_operators"]
+        out = outputs.pop()
+        ref = weakref.ref(out)
+        assert out.grad_fn is not None
+        del out
+        assert ref() is None, "the saved ReLU output is kept alive"
+    finally:
+        gc.enable()
+        handle.remove()
+
+
+def _grads(model: nn.Module, x: torch.Tensor, crawled: bool, create_graph: bool) -> list[torch.Tensor]:
+    outputs = []
+    handle = model.register_forward_hook(lambda m, a, out: outputs.append(out))
+    try:
+        if crawled:
+            crawl_module(model, args=(x,), saved_activations=True)
+        else:
+            model(x)
+    finally:
+        handle.remove()
+    (out,) = outputs
+    params = list(model.parameters())
+    grads = torch.autograd.grad((out**2).sum(), [x, *params], create_graph=create_graph)
+    if not create_graph:
+        return list(grads)
+    # double backward through the crawled forward's saved tensors
+    return list(torch.autograd.grad(sum(g.pow(2).sum() for g in grads), [x, *params]))
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_graph_that_outlives_the_crawl_backpropagates(create_graph):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3), nn.Sigmoid()).double()
+    x = torch.rand(5, 4, dtype=torch.float64, requires_grad=True)
+    expected = _grads(model, x, False, create_graph)
+    got = _grads(model, x, True, create_graph)
+    assert len(got) == len(expected) == 5
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
