@@ -50,9 +50,9 @@ LAYERS = [
     "masks",  # mask arguments of attention calls: shape and value summary
     "module_call",  # the parts of a call the formulas need
     "phase",  # the phase of the running operator (autograd engine, optimizer steps)
-    "saved",  # bytes saved for backward: the saved-tensor hooks' bodies
     "memsim",  # the memory simulator's storages, weak references, roles
     "counter",  # the operator counter (type Counter)
+    "saved",  # bytes saved for backward: the saved-tensor hooks' bodies (pause the counter)
     "handlers",  # custom module handlers: matching, normalising
     "attribution",  # parameters/buffers of layer calls, model totals
     "observe",  # what one module call records

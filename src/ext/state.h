@@ -16,9 +16,9 @@
  *   module_call  the parts of a module call the formulas need
  *   phase        the phase of the running operator (autograd engine,
  *                sequence numbers; the rule is the core's phase.h)
- *   saved        bytes saved for backward (saved-tensor hooks' bodies)
  *   memsim       estimate_memory's storages, weak references and roles
  *   counter      the operator counter (Python type Counter)
+ *   saved        bytes saved for backward (saved-tensor hooks' bodies)
  *   handlers     custom module handlers: matching, normalising results
  *   attribution  parameter/buffer attribution and model totals
  *   observe      what a module call records (begin/end of a layer call)
