@@ -238,6 +238,15 @@ void ts_session_add_phase_op(ts_session *session,
  * reference, NULL on allocation failure. */
 json_t *ts_session_phase_layers(const ts_session *session);
 
+/* {layers: [{path, call_index, saved_activation_bytes}], total} of a
+ * session with saved-tensor bytes enabled (ts_session_enable_saved): every
+ * layer call in call order, its saved_activation_bytes the MetricResult of
+ * the AnalysisReport's rows (bytes, module_call_self, saved-tensor hooks;
+ * partial when a tensor saved in it was unmeasured), total the same
+ * metric over the whole run with scope `scope`. New reference; NULL on
+ * allocation failure or when saved bytes are not enabled. */
+json_t *ts_session_saved_layers(const ts_session *session, const char *scope);
+
 /* Whether the innermost active call records its operators (full mode, a
  * matchable module): the binding then describes each operator for
  * ts_session_record_op. */

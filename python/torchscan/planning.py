@@ -296,9 +296,8 @@ def _report(sim: dict[str, Any], attention: str) -> MemoryReport:
         "diagnostics": diagnostics,
     }
     if "saved" in sim:
-        rows, total = sim["saved"]
-        report["totals"]["saved_activation_bytes"] = total
-        report["layers"] = rows
+        total = report["totals"]["saved_activation_bytes"] = sim["saved"]["total"]
+        report["layers"] = sim["saved"]["layers"]
         if total["status"] == "partial":
             diagnostics.append(
                 {

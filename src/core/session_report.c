@@ -86,6 +86,54 @@ ts_session_op_flops_by_path(const ts_session *session)
     return flops_by_path(session, -1);
 }
 
+/* The method of saved_activation_bytes: PyTorch's saved-tensor hooks. */
+#define SAVED_METHOD "torch.autograd.graph.saved_tensors_hooks"
+
+json_t *
+ts_session_saved_layers(const ts_session *session, const char *scope)
+{
+    const ts_saved *acc = session->saved;
+    ts_saved_totals totals;
+    json_t *rows = acc != NULL ? json_array() : NULL, *total;
+    for (size_t i = 0; rows != NULL && i < session->nlayers; i++) {
+        const layer_record *l = &session->layers[i];
+        json_t *metric = ts_metric_new(
+            ts_saved_layer_unmeasured(acc, (int)i) ? TS_PARTIAL : TS_COMPLETE,
+            ts_int(ts_saved_layer_bytes(acc, (int)i)),
+            "bytes",
+            "module_call_self",
+            SAVED_METHOD);
+        if (metric == NULL
+            || json_array_append_new(
+                rows,
+                json_pack("{s:s, s:i, s:o}",
+                          "path",
+                          session->modules[l->module].path,
+                          "call_index",
+                          (int)l->call_index,
+                          "saved_activation_bytes",
+                          metric))) {
+            json_decref(rows);
+            return NULL;
+        }
+    }
+    if (rows == NULL) {
+        return NULL;
+    }
+    ts_saved_get_totals(acc, &totals);
+    total = ts_metric_new(totals.unmeasured ? TS_PARTIAL : TS_COMPLETE,
+                          ts_int(totals.bytes),
+                          "bytes",
+                          scope,
+                          SAVED_METHOD);
+    if (total == NULL) {
+        json_decref(rows);
+        return NULL;
+    }
+    /* "o" steals both, also on failure */
+    return json_pack("{s:o, s:o}", "layers", rows, "total", total);
+}
+
 /* [{path, call_index, operator_flops}] of one phase, in call order. */
 static json_t *
 phase_rows(const ts_session *session, int phase)
@@ -140,8 +188,6 @@ ts_session_phase_layers(const ts_session *session)
     return out;
 }
 
-/* The method of saved_activation_bytes: PyTorch's saved-tensor hooks. */
-#define SAVED_METHOD "torch.autograd.graph.saved_tensors_hooks"
 
 #define TRY_EMIT(expr)     \
     do {                   \

@@ -532,98 +532,27 @@ crawl_saved_unpack(tsx_crawl *c, PyObject *packed)
     return tsx_saved_unpack(packed);
 }
 
-/* A bytes MetricResult of the saved-tensor hooks: complete, or partial
- * (a lower bound) when some saved tensor was unmeasured. */
-static PyObject *
-saved_metric(int64_t bytes, int64_t unmeasured, const char *scope)
-{
-    const char *method = "torch.autograd.graph.saved_tensors_hooks";
-    if (unmeasured > 0) {
-        return Py_BuildValue("{s:s,s:O,s:L,s:s,s:s,s:s}",
-                             "status",
-                             "partial",
-                             "value",
-                             Py_None,
-                             "known_value",
-                             (long long)bytes,
-                             "unit",
-                             "bytes",
-                             "scope",
-                             scope,
-                             "method",
-                             method);
-    }
-    return Py_BuildValue("{s:s,s:L,s:L,s:s,s:s,s:s}",
-                         "status",
-                         "complete",
-                         "value",
-                         (long long)bytes,
-                         "known_value",
-                         (long long)bytes,
-                         "unit",
-                         "bytes",
-                         "scope",
-                         scope,
-                         "method",
-                         method);
-}
-
 /* saved_layers(scope): the bytes saved for backward so far, per layer call
- * and in all, as (rows, total): rows [{"path", "call_index",
- * "saved_activation_bytes": MetricResult}] in call order, total a
- * MetricResult of scope `scope` (a crawl made with saved=True; None
- * otherwise). */
+ * and in all (ts_session_saved_layers): {"layers": [...], "total":
+ * MetricResult of scope `scope`}; None for a crawl made without saved. */
 static PyObject *
 crawl_saved_layers(tsx_crawl *c, PyObject *scope)
 {
-    ts_saved *acc = ts_session_saved(c->session);
-    ts_saved_totals totals;
-    PyObject *layers = NULL, *total = NULL, *result = NULL;
     const char *scope_name = PyUnicode_AsUTF8(scope);
-    size_t n;
+    json_t *saved;
+    PyObject *result;
     if (scope_name == NULL) {
         return NULL;
     }
-    if (acc == NULL) {
+    if (ts_session_saved(c->session) == NULL) {
         Py_RETURN_NONE;
     }
-    n = ts_session_layer_count(c->session);
-    layers = PyList_New(0);
-    for (size_t i = 0; layers != NULL && i < n; i++) {
-        const char *path = NULL;
-        int32_t call_index = 0;
-        PyObject *metric, *row = NULL;
-        if (ts_session_layer_identity(c->session, (int)i, &path, &call_index)
-            != 0) {
-            continue;
-        }
-        metric = saved_metric(ts_saved_layer_bytes(acc, (int)i),
-                              ts_saved_layer_unmeasured(acc, (int)i),
-                              "module_call_self");
-        if (metric != NULL) {
-            row = Py_BuildValue("{s:s,s:i,s:O}",
-                                "path",
-                                path,
-                                "call_index",
-                                (int)call_index,
-                                "saved_activation_bytes",
-                                metric);
-            Py_DECREF(metric);
-        }
-        if (row == NULL || PyList_Append(layers, row) < 0) {
-            Py_CLEAR(layers);
-        }
-        Py_XDECREF(row);
+    saved = ts_session_saved_layers(c->session, scope_name);
+    if (saved == NULL) {
+        return PyErr_NoMemory();
     }
-    if (layers != NULL) {
-        ts_saved_get_totals(acc, &totals);
-        total = saved_metric(totals.bytes, totals.unmeasured, scope_name);
-    }
-    if (total != NULL) {
-        result = PyTuple_Pack(2, layers, total);
-    }
-    Py_XDECREF(layers);
-    Py_XDECREF(total);
+    result = tsx_from_json(c->st, saved);
+    json_decref(saved);
     return result;
 }
 
@@ -887,7 +816,7 @@ static PyMethodDef crawl_methods[] = {
     {"saved_layers",
      (PyCFunction)crawl_saved_layers,
      METH_O,
-     "saved_layers(scope) -> (rows, total): the bytes saved for backward "
+     "saved_layers(scope) -> {layers, total}: the bytes saved for backward "
      "per layer call so far and their total (saved=True), or None"},
     {"saved_unpack",
      (PyCFunction)crawl_saved_unpack,

@@ -139,6 +139,35 @@ test_session_report(void)
         strcmp(json_string_value(json_object_get(metric, "scope")), "forward")
         == 0);
     json_decref(report);
+    /* the same numbers per layer call and in all, in the caller's scope */
+    report = ts_session_saved_layers(session, "workload");
+    CHECK(report != NULL);
+    CHECK_EQ_INT((int64_t)json_array_size(json_object_get(report, "layers")),
+                 2);
+    row = json_array_get(json_object_get(report, "layers"), 1);
+    CHECK(strcmp(json_string_value(json_object_get(row, "path")), "fc") == 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(row, "call_index")), 0);
+    metric = json_object_get(row, "saved_activation_bytes");
+    CHECK_EQ_INT(json_integer_value(json_object_get(metric, "value")), 40);
+    CHECK(strcmp(json_string_value(json_object_get(metric, "scope")),
+                 "module_call_self")
+          == 0);
+    metric =
+        json_object_get(json_array_get(json_object_get(report, "layers"), 0),
+                        "saved_activation_bytes");
+    CHECK(json_is_null(json_object_get(metric, "value")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(metric, "known_value")),
+                 12);
+    metric = json_object_get(report, "total");
+    CHECK(
+        strcmp(json_string_value(json_object_get(metric, "status")), "partial")
+        == 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(metric, "known_value")),
+                 52);
+    CHECK(
+        strcmp(json_string_value(json_object_get(metric, "scope")), "workload")
+        == 0);
+    json_decref(report);
     ts_session_free(session);
 }
 
@@ -170,6 +199,7 @@ test_not_requested(void)
               "saved_activation_bytes")
           == NULL);
     json_decref(report);
+    CHECK(ts_session_saved_layers(session, "workload") == NULL);
     ts_session_free(session);
 }
 
