@@ -51,6 +51,7 @@ LAYERS = [
     "module_call",  # the parts of a call the formulas need
     "phase",  # the phase of the running operator (autograd engine, optimizer steps)
     "memsim",  # the memory simulator's storages, weak references, roles
+    "op_resolve",  # which operator a call is, and its arguments as a ts_op_call
     "counter",  # the operator counter (type Counter)
     "saved",  # bytes saved for backward: the saved-tensor hooks' bodies (pause the counter)
     "handlers",  # custom module handlers: matching, normalising

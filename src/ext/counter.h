@@ -1,6 +1,6 @@
 /* counter.c: the operator counter, the C body of a TorchDispatchMode
  * subclass (Python type Counter; torchscan.flops._OperatorCounter derives
- * from it), and the process-wide cache of resolved operator overloads. */
+ * from it). Which operator a call is, and its arguments: op_resolve.h. */
 #ifndef TSX_COUNTER_H
 #define TSX_COUNTER_H
 
@@ -28,10 +28,5 @@ int tsx_counter_attach(tsx_state *st,
 /* The FlopReport of a Counter as a JSON tree (new reference), or NULL
  * with an exception. */
 json_t *tsx_counter_flop_report(PyObject *counter, const char *torch_version);
-
-/* The cache of resolved operators in the module state (module teardown,
- * GC). */
-void tsx_op_cache_free(tsx_state *st);
-int tsx_op_cache_traverse(tsx_state *st, visitproc visit, void *arg);
 
 #endif

@@ -549,7 +549,7 @@ crawl_saved_layers(tsx_crawl *c, PyObject *scope)
     }
     saved = ts_session_saved_layers(c->session, scope_name);
     if (saved == NULL) {
-        return PyErr_NoMemory();
+        return tsx_raise_status(TS_ENOMEM, NULL);
     }
     result = tsx_from_json(c->st, saved);
     json_decref(saved);

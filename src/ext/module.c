@@ -4,6 +4,7 @@
  * formulas.c, progress.c, timing.c and measure.c, the types in crawl.c,
  * hooks.c and counter.c (state.h lists the layers). */
 #include "checkpoints.h"
+#include "op_resolve.h"
 #include "crawl.h"
 #include "formulas.h"
 #include "measure.h"

@@ -17,6 +17,8 @@
  *   phase        the phase of the running operator (autograd engine,
  *                sequence numbers; the rule is the core's phase.h)
  *   memsim       estimate_memory's storages, weak references and roles
+ *   op_resolve   which operator a call is (the resolved-overload cache)
+ *                and its arguments as the formulas' ts_op_call
  *   counter      the operator counter (Python type Counter)
  *   saved        bytes saved for backward (saved-tensor hooks' bodies)
  *   handlers     custom module handlers: matching, normalising results
@@ -102,10 +104,10 @@ typedef struct tsx_state {
     tsx_dtype dtypes[TSX_MAX_DTYPES];
     int ndtypes;
     tsx_name_slot names[TSX_NAME_SLOTS]; /* tsx_name */
-    struct tsx_op_cache *op_cache;       /* resolved operators (counter.c) */
-    json_t *j_tensor, *j_cpu;            /* shared metadata strings */
-    struct tsx_meta_cache *meta_cache;   /* CPU tensor metadata (describe.c) */
-    struct tsx_strings *strings;         /* report vocabulary (convert.c) */
+    struct tsx_op_cache *op_cache;     /* resolved operators (op_resolve.c) */
+    json_t *j_tensor, *j_cpu;          /* shared metadata strings */
+    struct tsx_meta_cache *meta_cache; /* CPU tensor metadata (describe.c) */
+    struct tsx_strings *strings;       /* report vocabulary (convert.c) */
     struct tsx_pybuilder *spare_builder; /* kept between reports */
     /* The modules installed crawls observe, {address: (crawl address,
      * thread ident)} (hooks.c): a second crawl of any of them is refused
