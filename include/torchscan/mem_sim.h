@@ -126,6 +126,36 @@ json_t *ts_memsim_report(const ts_memsim *sim,
                          ts_memsim_layer_fn layer_fn,
                          void *layer_ctx);
 
+/* What a MemoryReport says besides the simulation (memory_report.c). */
+typedef struct ts_memory_report_info {
+    const char *torch_version;
+    const char *attention; /* "as_run" or "fused" */
+    int64_t unobserved;    /* tensors whose storage could not be read */
+    /* {layers, total} of ts_session_saved_layers (saved-tensor hooks), or
+     * NULL when activations were not measured; the report takes it over,
+     * also on failure */
+    json_t *saved;
+} ts_memory_report_info;
+
+/* The MemoryReport of estimate_memory (new reference; NULL on allocation
+ * failure):
+ *   schema_version 1, context {torch_version, method, scope, attention}
+ *   totals: peak_bytes, resident_peak_bytes (MetricResults in bytes,
+ *       method "torchscan_memory_simulation"): unavailable with a
+ *       measurement_unavailable diagnostic each when no operator ran,
+ *       partial with an unobserved_storage diagnostic each when a tensor's
+ *       storage could not be read, complete otherwise; with `saved`, also
+ *       saved_activation_bytes (its total; partial with an
+ *       unmeasured_saved_tensor diagnostic) and layers (its rows)
+ *   diagnostics
+ *   and the members of ts_memsim_report but its two peak integers, plus
+ *   unobserved. */
+json_t *ts_memory_report(const ts_memsim *sim,
+                         bool timeline,
+                         ts_memsim_layer_fn layer_fn,
+                         void *layer_ctx,
+                         const ts_memory_report_info *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,14 +12,10 @@ from torch.overrides import TorchFunctionMode
 from .flops import _OperatorCounter, counting
 from ._phases import optimizer_step_hooks
 from . import _engine
-from .report import Diagnostic, MetricResult, _check_flag, metric_result
+from .report import Diagnostic, MetricResult, _check_flag
 
 __all__ = ["MemoryReport", "estimate_memory"]
 
-METHOD = "torchscan_memory_simulation"
-# What the totals cover: tensor storages the dispatcher shows, never an allocator's reading.
-PEAK_SCOPE = "simulated_workload_tensor_bytes"
-RESIDENT_SCOPE = "simulated_resident_tensor_bytes"
 _ATTENTION = ("as_run", "fused")
 _KIND_MODULE, _KIND_OPTIMIZER = 0, 1
 
@@ -115,14 +111,6 @@ def _attention(mode: str) -> Iterator[None]:
             yield
     else:
         yield
-
-
-def _metric(value: int, scope: str, status: str) -> MetricResult:
-    if status == "unavailable":
-        return metric_result(status="unavailable", unit="bytes", scope=scope, method=METHOD)
-    if status == "partial":
-        return metric_result(status="partial", unit="bytes", scope=scope, method=METHOD, known_value=value)
-    return metric_result(status="complete", unit="bytes", scope=scope, method=METHOD, value=value)
 
 
 def estimate_memory(
@@ -243,84 +231,12 @@ def estimate_memory(
                     counter._memory_name(mod, _KIND_MODULE)
             for opt in opts:
                 counter._memory_name(opt, _KIND_OPTIMIZER)
-            sim = counter._memory_report(want_timeline)  # while layer calls can still be named
-            if crawl is not None:
-                sim["saved"] = crawl.saved_layers("workload")
+            # while layer calls can still be named; the saved activations come from the crawl's session
+            report = counter._memory_report(want_timeline, attention, torch.__version__)
         finally:
             if crawl is not None:
                 crawl.uninstall()
     finally:
         counter._memory_end()
-    return _report(sim, attention)
+    return report  # type: ignore[no-any-return]
 
-
-def _report(sim: dict[str, Any], attention: str) -> MemoryReport:
-    diagnostics: list[Diagnostic] = []
-    status = "complete"
-    if sim["operators"] == 0:
-        status = "unavailable"
-        for metric in ("peak_bytes", "resident_peak_bytes"):
-            diagnostics.append(
-                {
-                    "code": "measurement_unavailable",
-                    "severity": "warning",
-                    "metric": metric,
-                    "message": "no operator ran under the simulator (nothing was dispatched in this thread)",
-                }
-            )
-    elif sim["unobserved"]:
-        status = "partial"
-        for metric in ("peak_bytes", "resident_peak_bytes"):
-            diagnostics.append(
-                {
-                    "code": "unobserved_storage",
-                    "severity": "warning",
-                    "metric": metric,
-                    "message": f"{sim['unobserved']} tensor(s) had no readable storage (sparse, nested or "
-                    "subclass tensors); their bytes are not counted",
-                }
-            )
-    report: dict[str, Any] = {
-        "schema_version": 1,
-        "context": {
-            "torch_version": torch.__version__,
-            "method": METHOD,
-            "scope": "a model of tensor storage bytes from the operators PyTorch dispatched; not a measured "
-            "peak (no allocator rounding, fragmentation, kernel workspaces or communication buffers)",
-            "attention": attention,
-        },
-        "totals": {
-            "peak_bytes": _metric(sim["peak_bytes"], PEAK_SCOPE, status),
-            "resident_peak_bytes": _metric(sim["resident_peak_bytes"], RESIDENT_SCOPE, status),
-        },
-        "diagnostics": diagnostics,
-    }
-    if "saved" in sim:
-        total = report["totals"]["saved_activation_bytes"] = sim["saved"]["total"]
-        report["layers"] = sim["saved"]["layers"]
-        if total["status"] == "partial":
-            diagnostics.append(
-                {
-                    "code": "unmeasured_saved_tensor",
-                    "severity": "warning",
-                    "metric": "saved_activation_bytes",
-                    "message": "a tensor autograd saved has no readable storage: its bytes are not counted, "
-                    "saved_activation_bytes is a lower bound",
-                }
-            )
-    for key in (
-        "peak",
-        "resident_peak",
-        "phases",
-        "existing_bytes",
-        "allocated_bytes",
-        "freed_bytes",
-        "operators",
-        "storages",
-        "events",
-        "unobserved",
-        "timeline",
-    ):
-        if key in sim:
-            report[key] = sim[key]
-    return report  # type: ignore[return-value]

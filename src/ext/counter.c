@@ -846,21 +846,24 @@ counter_memory_name(tsx_counter *c, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* _memory_report(timeline) -> dict: the simulation so far, layers named by
- * the session the counter is attached to. */
+/* _memory_report(timeline, attention, torch_version) -> dict: the
+ * MemoryReport of the simulation so far, layers named by the session the
+ * counter is attached to. */
 static PyObject *
-counter_memory_report(tsx_counter *c, PyObject *arg)
+counter_memory_report(tsx_counter *c, PyObject *args)
 {
     json_t *r;
     PyObject *result;
-    int timeline = PyObject_IsTrue(arg);
-    if (timeline < 0) {
+    int timeline;
+    const char *attention, *version;
+    if (!PyArg_ParseTuple(args, "pss", &timeline, &attention, &version)) {
         return NULL;
     }
     if (c->mem == NULL) {
         return tsx_fail(PyExc_RuntimeError, "not simulating memory");
     }
-    r = tsx_memsim_report(c->mem, c->session, timeline != 0);
+    r = tsx_memsim_report(
+        c->mem, c->session, timeline != 0, attention, version);
     if (r == NULL) {
         return NULL;
     }
@@ -992,8 +995,8 @@ static PyMethodDef counter_methods[] = {
      "gradients, optimizer state."},
     {"_memory_report",
      (PyCFunction)counter_memory_report,
-     METH_O,
-     "_memory_report(timeline) -> dict"},
+     METH_VARARGS,
+     "_memory_report(timeline, attention, torch_version) -> MemoryReport"},
     {"_memory_end",
      (PyCFunction)counter_memory_end,
      METH_NOARGS,

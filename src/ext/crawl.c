@@ -532,30 +532,6 @@ crawl_saved_unpack(tsx_crawl *c, PyObject *packed)
     return tsx_saved_unpack(packed);
 }
 
-/* saved_layers(scope): the bytes saved for backward so far, per layer call
- * and in all (ts_session_saved_layers): {"layers": [...], "total":
- * MetricResult of scope `scope`}; None for a crawl made without saved. */
-static PyObject *
-crawl_saved_layers(tsx_crawl *c, PyObject *scope)
-{
-    const char *scope_name = PyUnicode_AsUTF8(scope);
-    json_t *saved;
-    PyObject *result;
-    if (scope_name == NULL) {
-        return NULL;
-    }
-    if (ts_session_saved(c->session) == NULL) {
-        Py_RETURN_NONE;
-    }
-    saved = ts_session_saved_layers(c->session, scope_name);
-    if (saved == NULL) {
-        return tsx_raise_status(TS_ENOMEM, NULL);
-    }
-    result = tsx_from_json(c->st, saved);
-    json_decref(saved);
-    return result;
-}
-
 static PyObject *
 crawl_uninstall(tsx_crawl *c, PyObject *unused)
 {
@@ -813,11 +789,6 @@ static PyMethodDef crawl_methods[] = {
      METH_O,
      "saved_pack(tensor) -> tensor.detach(): the pack hook of saved=True "
      "(measures the tensor's storage for the innermost layer call)"},
-    {"saved_layers",
-     (PyCFunction)crawl_saved_layers,
-     METH_O,
-     "saved_layers(scope) -> {layers, total}: the bytes saved for backward "
-     "per layer call so far and their total (saved=True), or None"},
     {"saved_unpack",
      (PyCFunction)crawl_saved_unpack,
      METH_O,

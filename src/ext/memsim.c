@@ -620,19 +620,29 @@ layer_identity(void *ctx, int layer, const char **path, int32_t *call_index)
 }
 
 json_t *
-tsx_memsim_report(tsx_memsim *m, const ts_session *session, bool timeline)
+tsx_memsim_report(tsx_memsim *m,
+                  ts_session *session,
+                  bool timeline,
+                  const char *attention,
+                  const char *torch_version)
 {
-    json_t *r = ts_memsim_report(m->sim,
-                                 timeline,
-                                 session != NULL ? layer_identity : NULL,
-                                 (void *)session);
-    if (r == NULL
-        || json_object_set_new(
-               r, "unobserved", json_integer((json_int_t)m->unobserved))
-               != 0) {
-        json_decref(r);
+    ts_memory_report_info info = {
+        torch_version, attention, m->unobserved, NULL};
+    json_t *r;
+    if (session != NULL && ts_session_saved(session) != NULL) {
+        info.saved = ts_session_saved_layers(session, "workload");
+        if (info.saved == NULL) {
+            tsx_raise_status(TS_ENOMEM, NULL);
+            return NULL;
+        }
+    }
+    r = ts_memory_report(m->sim,
+                         timeline,
+                         session != NULL ? layer_identity : NULL,
+                         (void *)session,
+                         &info);
+    if (r == NULL) {
         tsx_raise_status(TS_ENOMEM, NULL);
-        return NULL;
     }
     return r;
 }

@@ -51,11 +51,13 @@ int tsx_memsim_name_module(tsx_memsim *m, PyObject *root);
  * (optimizer.param_groups, optimizer.state). 0 or -1 with an exception. */
 int tsx_memsim_name_optimizer(tsx_memsim *m, PyObject *optimizer);
 
-/* The core's report with layers named by `session` (NULL: numbers only),
- * plus "unobserved" (tensors whose storage could not be read). New
- * reference or NULL with an exception. */
+/* The MemoryReport (ts_memory_report) with layers named by `session`
+ * (NULL: numbers only) and, when its crawl measured saved activations,
+ * their totals and layer rows. New reference or NULL with an exception. */
 json_t *tsx_memsim_report(tsx_memsim *m,
-                          const ts_session *session,
-                          bool timeline);
+                          ts_session *session,
+                          bool timeline,
+                          const char *attention,
+                          const char *torch_version);
 
 #endif

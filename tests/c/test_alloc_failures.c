@@ -286,6 +286,7 @@ static char *
 e_memsim(const inputs *in)
 {
     ts_memsim *sim = ts_memsim_new();
+    ts_memory_report_info info = {"2.13.0", "as_run", 2, NULL};
     json_t *report = NULL;
     (void)in;
     if (sim == NULL || ts_memsim_observe(sim, 1, 4096, "cpu", true) != TS_OK
@@ -309,6 +310,23 @@ e_memsim(const inputs *in)
         goto done;
     }
     report = ts_memsim_report(sim, true, NULL, NULL);
+    /* the MemoryReport around it: partial totals, saved activations */
+    info.saved = json_pack("{s:[], s:{s:s, s:I}}",
+                           "layers",
+                           "total",
+                           "status",
+                           "partial",
+                           "known_value",
+                           (json_int_t)8);
+    if (report != NULL && info.saved != NULL) {
+        json_decref(report);
+        report = ts_memory_report(sim, true, NULL, NULL, &info);
+    }
+    else {
+        json_decref(report); /* a failure before the report is made */
+        json_decref(info.saved);
+        report = NULL;
+    }
 done:
     ts_memsim_free(sim);
     return keep_json(report);

@@ -2,6 +2,7 @@
  * resizes, the two peaks, their location and composition, phases, and a
  * key map that grows and reuses keys. */
 #include <jansson.h>
+#include <string.h>
 
 #include "harness.h"
 #include "torchscan/core.h"
@@ -274,6 +275,116 @@ test_many(void)
     ts_memsim_free(sim);
 }
 
+/* The MemoryReport around the simulation: statuses and diagnostics from
+ * what ran (nothing: unavailable; unreadable storages: partial), the saved
+ * activations taken over as given. */
+static const char *
+code_of(const json_t *report, size_t i, const char **metric)
+{
+    const json_t *d =
+        json_array_get(json_object_get(report, "diagnostics"), i);
+    *metric = json_string_value(json_object_get(d, "metric"));
+    return json_string_value(json_object_get(d, "code"));
+}
+
+static void
+test_memory_report(void)
+{
+    ts_memsim *sim = ts_memsim_new();
+    ts_memory_report_info info = {"2.13.0", "fused", 0, NULL};
+    const char *metric = NULL;
+    json_t *r, *saved_total;
+    CHECK(sim != NULL);
+    if (sim == NULL) {
+        return;
+    }
+    /* no operator: both totals unavailable, one diagnostic each */
+    r = ts_memory_report(sim, false, NULL, NULL, &info);
+    CHECK_EQ_INT(iget(r, "schema_version", NULL), 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(r, "context"), "attention")),
+                 "fused");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(r, "context"), "torch_version")),
+                 "2.13.0");
+    CHECK_EQ_INT(ts_metric_status(json_object_get(json_object_get(r, "totals"),
+                                                  "peak_bytes")),
+                 TS_UNAVAILABLE);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 2);
+    CHECK_EQ_STR(code_of(r, 0, &metric), "measurement_unavailable");
+    CHECK_EQ_STR(metric, "peak_bytes");
+    CHECK_EQ_STR(code_of(r, 1, &metric), "measurement_unavailable");
+    CHECK_EQ_STR(metric, "resident_peak_bytes");
+    CHECK(json_object_get(r, "peak_bytes") == NULL);
+    CHECK(json_object_get(r, "layers") == NULL);
+    json_decref(r);
+
+    /* 96 bytes allocated over 32 existing, 3 tensors unreadable: partial
+     * lower bounds 96 and 128 */
+    CHECK_EQ_INT(ts_memsim_op(sim, "aten.mm", TS_PHASE_FORWARD, -1), TS_OK);
+    CHECK_EQ_INT(ts_memsim_observe(sim, 1, 32, "cpu", true), TS_OK);
+    CHECK_EQ_INT(ts_memsim_observe(sim, 2, 96, "cpu", false), TS_OK);
+    info.unobserved = 3;
+    info.saved = json_pack(
+        "{s:[{s:s, s:i, s:o}], s:o}",
+        "layers",
+        "path",
+        "fc",
+        "call_index",
+        0,
+        "saved_activation_bytes",
+        ts_metric_new(
+            TS_PARTIAL, ts_int(40), "bytes", "module_call_self", "h"),
+        "total",
+        ts_metric_new(TS_PARTIAL, ts_int(40), "bytes", "workload", "h"));
+    CHECK(info.saved != NULL);
+    saved_total = json_incref(json_object_get(info.saved, "total"));
+    r = ts_memory_report(sim, false, NULL, NULL, &info);
+    {
+        json_t *totals = json_object_get(r, "totals");
+        json_t *peak = json_object_get(totals, "peak_bytes");
+        json_t *resident = json_object_get(totals, "resident_peak_bytes");
+        CHECK_EQ_INT(ts_metric_status(peak), TS_PARTIAL);
+        CHECK(json_is_null(json_object_get(peak, "value")));
+        CHECK_EQ_INT(iget(peak, "known_value", NULL), 96);
+        CHECK_EQ_INT(iget(resident, "known_value", NULL), 128);
+        CHECK_EQ_STR(json_string_value(json_object_get(resident, "scope")),
+                     "simulated_resident_tensor_bytes");
+        CHECK_EQ_STR(json_string_value(json_object_get(peak, "method")),
+                     "torchscan_memory_simulation");
+        CHECK(json_equal(json_object_get(totals, "saved_activation_bytes"),
+                         saved_total));
+    }
+    CHECK_EQ_INT(iget(r, "unobserved", NULL), 3);
+    CHECK_EQ_INT(iget(r, "operators", NULL), 1);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "layers")), 1);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 3);
+    CHECK_EQ_STR(code_of(r, 1, &metric), "unobserved_storage");
+    CHECK_EQ_STR(metric, "resident_peak_bytes");
+    CHECK(strstr(json_string_value(json_object_get(
+                     json_array_get(json_object_get(r, "diagnostics"), 0),
+                     "message")),
+                 "3 tensor(s)")
+          != NULL);
+    CHECK_EQ_STR(code_of(r, 2, &metric), "unmeasured_saved_tensor");
+    CHECK_EQ_STR(metric, "saved_activation_bytes");
+    json_decref(r);
+    json_decref(saved_total);
+
+    /* everything read: complete, no diagnostic */
+    info.unobserved = 0;
+    info.saved = NULL;
+    r = ts_memory_report(sim, false, NULL, NULL, &info);
+    CHECK_EQ_INT(ts_metric_status(json_object_get(json_object_get(r, "totals"),
+                                                  "peak_bytes")),
+                 TS_COMPLETE);
+    CHECK_EQ_INT(iget(json_object_get(r, "totals"), "peak_bytes", "value"),
+                 96);
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "diagnostics")), 0);
+    json_decref(r);
+    ts_memsim_free(sim);
+}
+
 int
 main(void)
 {
@@ -281,6 +392,7 @@ main(void)
     test_existing_and_empty();
     test_workspace();
     test_many();
+    test_memory_report();
     CHECK(ts_mem_role_name(TS_MEM_UNSET) == NULL);
     CHECK_EQ_STR(ts_mem_role_name(TS_MEM_OPTIMIZER_STATE), "optimizer_state");
     CHECK_EQ_STR(ts_mem_role_name(TS_MEM_WORKSPACE), "workspace");
