@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "render_analysis.h"
+#include "table_text.h"
 #include "torchscan/render.h"
 #include "torchscan/report_check.h"
 
@@ -32,8 +33,12 @@ ts_render_analysis(const json_t *report,
             "parameter_bytes");
         return NULL;
     }
-    if (title == NULL || (title_text = json_string(title)) == NULL) {
+    if (title == NULL || !ts_utf8_valid(title, strlen(title))) {
         ts_error_set(err, TS_EINVAL, "title must be valid UTF-8 text");
+        return NULL;
+    }
+    if ((title_text = json_string(title)) == NULL) {
+        ts_error_set(err, TS_ENOMEM, "out of memory");
         return NULL;
     }
     rc = ts_json_data_check(title_text, "title", err);

@@ -913,6 +913,24 @@ ts_table_line(const json_t *layer,
     return rc;
 }
 
+/* A shallow copy of an object, every member checked: jansson 2.14's
+ * json_copy leaves out a member whose insertion failed and returns the
+ * rest (a failed allocation became a report without "totals"). */
+static json_t *
+object_copy(const json_t *object)
+{
+    json_t *copy = json_object(), *value;
+    const char *key;
+    json_object_foreach((json_t *)object, key, value)
+    {
+        if (copy != NULL && json_object_set(copy, key, value) != 0) {
+            json_decref(copy);
+            copy = NULL;
+        }
+    }
+    return copy;
+}
+
 json_t *
 ts_table_limit_depth(const json_t *report, int64_t max_depth, ts_error *err)
 {
@@ -932,7 +950,7 @@ ts_table_limit_depth(const json_t *report, int64_t max_depth, ts_error *err)
         return NULL;
     }
     keep = calloc(count > 0 ? count : 1, sizeof *keep);
-    view = json_copy((json_t *)report);
+    view = object_copy(report);
     kept = json_array();
     if (keep == NULL || view == NULL || kept == NULL) {
         rc = FAIL(err, TS_ENOMEM, "out of memory");

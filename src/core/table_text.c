@@ -29,6 +29,37 @@ ts_utf8_chars(const char *s, size_t n)
     return count;
 }
 
+bool
+ts_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = u[i];
+        size_t len = c < 0x80                 ? 1
+                     : c >= 0xC2 && c <= 0xDF ? 2
+                     : (c & 0xF0) == 0xE0     ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4
+                                              : 0;
+        uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+        if (len == 0 || n - i < len) {
+            return false;
+        }
+        for (size_t k = 1; k < len; k++) {
+            if ((u[i + k] & 0xC0) != 0x80) {
+                return false;
+            }
+            cp = cp << 6 | (u[i + k] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
+            || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+            return false;
+        }
+        i += len;
+    }
+    return true;
+}
+
 size_t
 ts_utf8_offset(const char *s, size_t n, size_t k)
 {

@@ -20,6 +20,11 @@ extern const ts_wrap_marks ts_table_default_marks;
 /* Code points in s[0:n]. */
 size_t ts_utf8_chars(const char *s, size_t n);
 
+/* true when s[0:n] is well-formed UTF-8 (RFC 3629: no overlong forms,
+ * surrogates or code points past U+10FFFF), as jansson requires of a
+ * string: a caller tells a bad text from a failed allocation with it. */
+bool ts_utf8_valid(const char *s, size_t n);
+
 /* Byte offset where code point k starts (n when k is past the end). */
 size_t ts_utf8_offset(const char *s, size_t n, size_t k);
 

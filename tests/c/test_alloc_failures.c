@@ -206,6 +206,15 @@ e_compare(const inputs *in)
     return keep_json(ts_compare_reports(in->cnn, in->wide, &err));
 }
 
+/* a view of the rows down to depth 1 (a shallow copy of the report with
+ * a new layers list) */
+static char *
+e_limit_depth(const inputs *in)
+{
+    ts_error err;
+    return keep_json(ts_table_limit_depth(in->cnn, 1, &err));
+}
+
 static char *
 e_render_html(const inputs *in)
 {
@@ -843,6 +852,7 @@ main(void)
         {"analysis_report_check", e_check},
         {"format_summary", e_table},
         {"compare_reports", e_compare},
+        {"limit_depth", e_limit_depth},
         {"compare_benchmarks", e_benchmark_compare},
         {"render_analysis html", e_render_html},
         {"render_analysis before=", e_render_compare},

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "table_text.h"
 #include "torchscan/table.h"
 
 /* UTF-8 of U+251C U+2500 ("├─") and U+2514 U+2500 ("└─"). */
@@ -216,9 +217,42 @@ test_unit_scale(void)
     CHECK_EQ_STR(prefix, "");
 }
 
+/* Well-formed UTF-8 (RFC 3629), as jansson takes a string: render's title
+ * check tells a bad text from a failed allocation with it. */
+static void
+test_utf8_valid(void)
+{
+    static const struct {
+        const char *text;
+        bool valid;
+    } cases[] = {
+        {"", true},
+        {"plain", true},
+        {"caf\xc3\xa9", true},       /* U+00E9 */
+        {"\xe2\x82\xac", true},      /* U+20AC */
+        {"\xf0\x9f\x98\x80", true},  /* U+1F600 */
+        {"\xf4\x8f\xbf\xbf", true},  /* U+10FFFF, the last */
+        {"\xc0\x80", false},         /* overlong NUL */
+        {"\xc1\xbf", false},         /* overlong */
+        {"\xe0\x80\x80", false},     /* overlong */
+        {"\xf0\x80\x80\x80", false}, /* overlong */
+        {"\xed\xa0\x80", false},     /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", false}, /* past U+10FFFF */
+        {"\xf5\x80\x80\x80", false}, /* no such lead byte */
+        {"\x80", false},             /* a stray continuation */
+        {"\xe2\x82", false},         /* cut short */
+        {"a\xc3(", false},           /* continuation missing */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_EQ_INT(ts_utf8_valid(cases[i].text, strlen(cases[i].text)),
+                     cases[i].valid);
+    }
+}
+
 int
 main(void)
 {
+    test_utf8_valid();
     test_format_name();
     test_wrap_string();
     test_format_s();
