@@ -1,559 +1,29 @@
-/* The validator of AnalysisReports read back (report_check.h). One walk
- * keeps the path of the value it looks at, so that every message names
- * where the problem is. */
+/* report_check.c: the validators of AnalysisReports and FlopReports read
+ * back (report_check.h): diagnostics, context, operator FLOPs and their
+ * phases, layer rows, duplicate calls and ownership, the whole report.
+ * The checker and the field checks they share are in checker.h. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "checker.h"
 #include "torchscan/diff.h"
-#include "torchscan/report_check.h"
-
-#define MAX_DEPTH 512
-#define PATH_SIZE 256
-
-typedef struct checker {
-    const char *where;
-    ts_error *err;
-    char path[PATH_SIZE];
-    size_t len;
-    /* refuse control characters and non-characters in text (the render
-     * rule); reports read back may hold them (see text_problem) */
-    bool display_text;
-} checker;
-
-static void
-checker_init(checker *c, const char *where, ts_error *err)
-{
-    c->where = where != NULL ? where : "report";
-    c->err = err;
-    c->path[0] = '\0';
-    c->len = 0;
-    c->display_text = false;
-}
-
-/* Appends `len` bytes of `text` to the path; a path that no longer fits
- * ends in "...". (No printf: the check pushes every key of a report.) */
-static void
-append(checker *c, const char *text, size_t len)
-{
-    if (len >= PATH_SIZE - c->len) {
-        memcpy(c->path + PATH_SIZE - 4, "...", 4);
-        c->len = PATH_SIZE - 1;
-        return;
-    }
-    memcpy(c->path + c->len, text, len);
-    c->len += len;
-    c->path[c->len] = '\0';
-}
-
-/* Appends ".key" (or "key" at the root) to the path; returns the length
- * to restore. */
-static size_t
-push_key(checker *c, const char *key)
-{
-    size_t saved = c->len;
-    if (c->len > 0) {
-        append(c, ".", 1);
-    }
-    append(c, key, strlen(key));
-    return saved;
-}
-
-static size_t
-push_index(checker *c, size_t index)
-{
-    char text[32];
-    size_t i = sizeof text, saved = c->len;
-    text[--i] = ']';
-    do {
-        text[--i] = (char)('0' + index % 10);
-        index /= 10;
-    } while (index > 0);
-    text[--i] = '[';
-    append(c, text + i, sizeof text - i);
-    return saved;
-}
-
-static void
-pop(checker *c, size_t saved)
-{
-    c->len = saved;
-    c->path[saved] = '\0';
-}
-
-/* "<where>: <path>: <text>" (no path at the root); returns TS_EFORMAT. */
-static int fail(checker *c, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static int
-fail(checker *c, const char *fmt, ...)
-{
-    char text[TS_ERROR_MESSAGE_SIZE];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    if (c->len > 0) {
-        return ts_error_set(
-            c->err, TS_EFORMAT, "%s: %s: %s", c->where, c->path, text);
-    }
-    return ts_error_set(c->err, TS_EFORMAT, "%s: %s", c->where, text);
-}
-
-/* Python's repr() of a str, truncated: single quotes unless the text holds
- * one and no double quote; control characters escaped. */
-static void
-py_repr(char *buf, size_t size, const char *s)
-{
-    char quote =
-        strchr(s, '\'') != NULL && strchr(s, '"') == NULL ? '"' : '\'';
-    size_t n = 0;
-    buf[n++] = quote;
-    for (; *s != '\0' && n + 8 < size; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '\\' || ch == (unsigned char)quote) {
-            buf[n++] = '\\';
-            buf[n++] = (char)ch;
-        }
-        else if (ch == '\n' || ch == '\r' || ch == '\t') {
-            buf[n++] = '\\';
-            buf[n++] = ch == '\n' ? 'n' : ch == '\r' ? 'r' : 't';
-        }
-        else if (ch < 0x20 || ch == 0x7f) {
-            n += (size_t)snprintf(buf + n, size - n, "\\x%02x", ch);
-        }
-        else {
-            buf[n++] = (char)ch;
-        }
-    }
-    if (*s != '\0') {
-        buf[n++] = '.';
-        buf[n++] = '.';
-        buf[n++] = '.';
-    }
-    buf[n++] = quote;
-    buf[n] = '\0';
-}
-
-/* A short description of a value for "got ..." in messages. */
-static const char *
-describe(const json_t *value, char *buf, size_t size)
-{
-    switch (json_typeof(value)) {
-        case JSON_STRING:
-            py_repr(buf, size < 48 ? size : 48, json_string_value(value));
-            return buf;
-        case JSON_INTEGER:
-            snprintf(
-                buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
-            return buf;
-        case JSON_REAL:
-            snprintf(buf, size, "%.17g", json_real_value(value));
-            return buf;
-        case JSON_TRUE:
-            return "True";
-        case JSON_FALSE:
-            return "False";
-        case JSON_NULL:
-            return "None";
-        case JSON_OBJECT:
-            return "an object";
-        case JSON_ARRAY:
-            return "a list";
-    }
-    return "a value";
-}
-
-#define GOT(value, buf) describe((value), (buf), sizeof(buf))
-
-/* ---- JSON data ---------------------------------------------------------- */
-
-/* Text a report may hold: no NUL (a C string would be cut short) and no
- * surrogate. Text for display (`display`, the render rule) also holds no
- * control character but tab, CR and LF, and no U+FFFE/U+FFFF. Reports the
- * crawl writes can hold those: a module name or a user exception message
- * is any Python str, so a report read back keeps them. */
-static const char *
-text_problem(const char *s, size_t len, bool display)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t k = 0; k < len; k++) {
-        unsigned char ch = p[k];
-        if (ch >= 0x20 && ch < 0x7f) {
-            continue; /* printable ASCII, nearly all of a report */
-        }
-        if (ch == 0) {
-            return "a NUL character";
-        }
-        if (ch == 0xed && k + 1 < len && p[k + 1] >= 0xa0) {
-            return "a surrogate";
-        }
-        if (!display) {
-            continue;
-        }
-        if ((ch < 0x20 && ch != '\t' && ch != '\r' && ch != '\n')
-            || ch == 0x7f) {
-            return "a control character";
-        }
-        if (ch == 0xc2 && k + 1 < len && p[k + 1] >= 0x80
-            && p[k + 1] <= 0x9f) {
-            return "a control character";
-        }
-        if (ch == 0xef && k + 2 < len && p[k + 1] == 0xbf
-            && (p[k + 2] == 0xbe || p[k + 2] == 0xbf)) {
-            return "a non-character (U+FFFE or U+FFFF)";
-        }
-    }
-    return NULL;
-}
-
-/* The walk of data_check keeps the steps to the value it looks at (a key or
- * an index per level) and writes the path only for a message. */
-typedef struct data_walk {
-    struct {
-        const char *key; /* NULL: the step is `index` */
-        size_t index;
-    } steps[MAX_DEPTH + 1];
-    bool display;
-    int depth;           /* of the value with the problem */
-    const char *problem; /* NULL: nested too deeply */
-    bool in_key;
-} data_walk;
-
-static bool
-walk_value(data_walk *w, const json_t *value, int depth)
-{
-    if (depth > MAX_DEPTH) {
-        w->depth = depth;
-        w->problem = NULL;
-        return false;
-    }
-    if (json_is_string(value)) {
-        w->problem = text_problem(
-            json_string_value(value), json_string_length(value), w->display);
-        w->depth = depth;
-        w->in_key = false;
-        return w->problem == NULL;
-    }
-    if (json_is_array(value)) {
-        for (size_t k = 0; k < json_array_size(value); k++) {
-            w->steps[depth].key = NULL;
-            w->steps[depth].index = k;
-            if (!walk_value(w, json_array_get(value, k), depth + 1)) {
-                return false;
-            }
-        }
-        return true;
-    }
-    if (json_is_object(value)) {
-        /* json_object_iter takes a non-const pointer but only reads. */
-        for (void *it = json_object_iter((json_t *)value); it != NULL;
-             it = json_object_iter_next((json_t *)value, it)) {
-            const char *key = json_object_iter_key(it);
-            w->problem =
-                text_problem(key, json_object_iter_key_len(it), w->display);
-            if (w->problem != NULL) {
-                w->depth = depth;
-                w->in_key = true;
-                return false;
-            }
-            w->steps[depth].key = key;
-            if (!walk_value(w, json_object_iter_value(it), depth + 1)) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-static int
-data_check(checker *c, const json_t *value)
-{
-    data_walk w;
-    w.display = c->display_text;
-    if (walk_value(&w, value, 0)) {
-        return TS_OK;
-    }
-    for (int k = 0; k < w.depth && k <= MAX_DEPTH; k++) {
-        if (w.steps[k].key != NULL) {
-            push_key(c, w.steps[k].key);
-        }
-        else {
-            push_index(c, w.steps[k].index);
-        }
-    }
-    if (w.problem == NULL) {
-        return fail(c, "nested too deeply (more than %d levels)", MAX_DEPTH);
-    }
-    return fail(c, w.in_key ? "a key holds %s" : "text holds %s", w.problem);
-}
-
-int
-ts_json_data_check(const json_t *value, const char *where, ts_error *err)
-{
-    checker c;
-    checker_init(&c, where, err);
-    c.display_text = true;
-    return data_check(&c, value);
-}
-
-/* ---- typed fields ------------------------------------------------------- */
-
-/* A non-negative integer (bools are not integers in jansson). */
-static int
-check_count(checker *c, const json_t *value)
-{
-    char buf[64];
-    if (!json_is_integer(value) || json_integer_value(value) < 0) {
-        return fail(c,
-                    "expected a non-negative int, got %s",
-                    value == NULL ? "nothing" : GOT(value, buf));
-    }
-    return TS_OK;
-}
-
-static int
-check_member_count(checker *c, const json_t *object, const char *key)
-{
-    size_t saved = push_key(c, key);
-    int rc = check_count(c, json_object_get(object, key));
-    if (rc == TS_OK) {
-        pop(c, saved);
-    }
-    return rc;
-}
-
-/* object[key] is a str (or absent, when optional). */
-static int
-check_member_str(checker *c,
-                 const json_t *object,
-                 const char *key,
-                 bool optional)
-{
-    const json_t *value = json_object_get(object, key);
-    char buf[64];
-    size_t saved;
-    if (json_is_string(value) || (optional && value == NULL)) {
-        return TS_OK;
-    }
-    saved = push_key(c, key);
-    (void)saved;
-    return fail(c,
-                "expected a str, got %s",
-                value == NULL ? "nothing" : GOT(value, buf));
-}
-
-static int
-check_object(checker *c, const json_t *value, const char *what)
-{
-    char buf[64];
-    if (!json_is_object(value)) {
-        return fail(c,
-                    "expected %s, got %s",
-                    what,
-                    value == NULL ? "nothing" : GOT(value, buf));
-    }
-    return TS_OK;
-}
-
-static int
-check_list(checker *c, const json_t *value)
-{
-    char buf[64];
-    if (!json_is_array(value)) {
-        return fail(c,
-                    "expected a list, got %s",
-                    value == NULL ? "nothing" : GOT(value, buf));
-    }
-    return TS_OK;
-}
-
-static int
-check_schema_version(checker *c, const json_t *object)
-{
-    const json_t *version = json_object_get(object, "schema_version");
-    char buf[64];
-    if (!json_is_integer(version) || json_integer_value(version) != 1) {
-        size_t saved = push_key(c, "schema_version");
-        (void)saved;
-        return fail(c,
-                    "expected 1, got %s",
-                    version == NULL ? "nothing" : GOT(version, buf));
-    }
-    return TS_OK;
-}
-
-/* ---- MetricResult ------------------------------------------------------- */
-
-static int
-metric_check(checker *c, const json_t *metric)
-{
-    const json_t *status;
-    const json_t *value;
-    const json_t *known;
-    const char *name;
-    char buf[64];
-    int rc = check_object(c, metric, "a MetricResult object");
-    if (rc != TS_OK) {
-        return rc;
-    }
-    status = json_object_get(metric, "status");
-    value = json_object_get(metric, "value");
-    known = json_object_get(metric, "known_value");
-    name = json_string_value(status);
-    if (name == NULL || ts_status_parse(name) < 0) {
-        push_key(c, "status");
-        return fail(c,
-                    "expected 'complete', 'partial' or 'unavailable', got %s",
-                    status == NULL ? "nothing" : GOT(status, buf));
-    }
-    if (value == NULL || known == NULL) {
-        push_key(c, value == NULL ? "value" : "known_value");
-        return fail(c, "missing (a MetricResult has every key)");
-    }
-    switch ((ts_status)ts_status_parse(name)) {
-        case TS_COMPLETE:
-            if (!json_is_number(value)) {
-                push_key(c, "value");
-                return fail(c,
-                            "a complete metric needs a number, got %s",
-                            GOT(value, buf));
-            }
-            if (!json_is_number(known)) {
-                push_key(c, "known_value");
-                return fail(c,
-                            "a complete metric needs a number, got %s",
-                            GOT(known, buf));
-            }
-            if (!ts_json_equal(value, known)) {
-                push_key(c, "known_value");
-                return fail(c,
-                            "a complete metric needs known_value == value, "
-                            "got %s",
-                            GOT(known, buf));
-            }
-            break;
-        case TS_PARTIAL:
-            if (!json_is_null(value)) {
-                push_key(c, "value");
-                return fail(
-                    c, "a partial metric needs None, got %s", GOT(value, buf));
-            }
-            if (!json_is_number(known)) {
-                push_key(c, "known_value");
-                return fail(c,
-                            "a partial metric needs a numeric lower bound, "
-                            "got %s",
-                            GOT(known, buf));
-            }
-            break;
-        case TS_UNAVAILABLE:
-            if (!json_is_null(value) || !json_is_null(known)) {
-                const json_t *bad = json_is_null(value) ? known : value;
-                push_key(c, json_is_null(value) ? "known_value" : "value");
-                return fail(c,
-                            "an unavailable metric needs None, got %s",
-                            GOT(bad, buf));
-            }
-            break;
-    }
-    if ((rc = check_member_str(c, metric, "unit", false)) != TS_OK
-        || (rc = check_member_str(c, metric, "scope", false)) != TS_OK
-        || (rc = check_member_str(c, metric, "method", false)) != TS_OK) {
-        return rc;
-    }
-    return TS_OK;
-}
-
-int
-ts_metric_result_check(const json_t *metric, const char *where, ts_error *err)
-{
-    checker c;
-    checker_init(&c, where, err);
-    return metric_check(&c, metric);
-}
-
-/* Metrics whose numbers add up: a negative one is corrupt. */
-static bool
-is_additive(const char *name)
-{
-    static const char *const names[] = {
-        "calls",
-        "module_flops",
-        "macs",
-        "dmas",
-        "operator_flops",
-        "parameters",
-        "trainable_parameters",
-        "frozen_parameters",
-        "parameter_bytes",
-        "buffer_elements",
-        "buffer_bytes",
-    };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        if (strcmp(name, names[k]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool
-is_negative(const json_t *number)
-{
-    return json_is_integer(number) ? json_integer_value(number) < 0
-           : json_is_real(number)  ? json_real_value(number) < 0.0
-                                   : false;
-}
-
-/* {name: MetricResult} at the current path. */
-static int
-metrics_check(checker *c, const json_t *metrics)
-{
-    const char *name;
-    const json_t *metric;
-    int rc = check_object(c, metrics, "an object of MetricResults");
-    if (rc != TS_OK) {
-        return rc;
-    }
-    json_object_foreach((json_t *)metrics, name, metric)
-    {
-        size_t saved = push_key(c, name);
-        if ((rc = metric_check(c, metric)) != TS_OK) {
-            return rc;
-        }
-        if (is_additive(name)
-            && is_negative(json_object_get(metric, "known_value"))) {
-            char buf[64];
-            push_key(c, "known_value");
-            return fail(c,
-                        "a cost cannot be negative, got %s",
-                        GOT(json_object_get(metric, "known_value"), buf));
-        }
-        pop(c, saved);
-    }
-    return TS_OK;
-}
 
 /* ---- diagnostics, context, operator_flops ------------------------------- */
 
 static int
 diagnostics_check(checker *c, const json_t *diagnostics)
 {
-    int rc = check_list(c, diagnostics);
+    int rc = chk_list(c, diagnostics);
     for (size_t k = 0; rc == TS_OK && k < json_array_size(diagnostics); k++) {
         const json_t *d = json_array_get(diagnostics, k);
         const char *severity =
             json_string_value(json_object_get(d, "severity"));
         size_t saved = push_index(c, k);
         char buf[64];
-        if ((rc = check_object(c, d, "a Diagnostic object")) != TS_OK
-            || (rc = check_member_str(c, d, "code", false)) != TS_OK) {
+        if ((rc = chk_object(c, d, "a Diagnostic object")) != TS_OK
+            || (rc = chk_member_str(c, d, "code", false)) != TS_OK) {
             return rc;
         }
         if (severity == NULL
@@ -561,14 +31,14 @@ diagnostics_check(checker *c, const json_t *diagnostics)
                 && strcmp(severity, "error") != 0)) {
             const json_t *value = json_object_get(d, "severity");
             push_key(c, "severity");
-            return fail(c,
-                        "expected 'warning' or 'error', got %s",
-                        value == NULL ? "nothing" : GOT(value, buf));
+            return chk_fail(c,
+                            "expected 'warning' or 'error', got %s",
+                            value == NULL ? "nothing" : GOT(value, buf));
         }
-        if ((rc = check_member_str(c, d, "metric", true)) != TS_OK
-            || (rc = check_member_str(c, d, "message", true)) != TS_OK
-            || (rc = check_member_str(c, d, "path", true)) != TS_OK
-            || (rc = check_member_str(c, d, "operator", true)) != TS_OK) {
+        if ((rc = chk_member_str(c, d, "metric", true)) != TS_OK
+            || (rc = chk_member_str(c, d, "message", true)) != TS_OK
+            || (rc = chk_member_str(c, d, "path", true)) != TS_OK
+            || (rc = chk_member_str(c, d, "operator", true)) != TS_OK) {
             return rc;
         }
         pop(c, saved);
@@ -593,13 +63,13 @@ diagnostics_check(checker *c, const json_t *diagnostics)
 static int
 str_list_check(checker *c, const json_t *list)
 {
-    int rc = check_list(c, list);
+    int rc = chk_list(c, list);
     for (size_t k = 0; rc == TS_OK && k < json_array_size(list); k++) {
         const json_t *item = json_array_get(list, k);
         if (!json_is_string(item)) {
             char buf[64];
             push_index(c, k);
-            return fail(c, "expected a str, got %s", GOT(item, buf));
+            return chk_fail(c, "expected a str, got %s", GOT(item, buf));
         }
     }
     return rc;
@@ -608,7 +78,7 @@ str_list_check(checker *c, const json_t *list)
 static int
 context_check(checker *c, const json_t *context)
 {
-    int rc = check_object(c, context, "an object");
+    int rc = chk_object(c, context, "an object");
     if (rc != TS_OK) {
         return rc;
     }
@@ -620,7 +90,7 @@ context_check(checker *c, const json_t *context)
 static int
 inputs_check(checker *c, const json_t *inputs)
 {
-    return check_object(c, inputs, "an object");
+    return chk_object(c, inputs, "an object");
 }
 
 /* {key: non-negative int} */
@@ -629,14 +99,14 @@ counts_check(checker *c, const json_t *counts)
 {
     const char *key;
     const json_t *value;
-    int rc = check_object(c, counts, "an object");
+    int rc = chk_object(c, counts, "an object");
     if (rc != TS_OK) {
         return rc;
     }
     json_object_foreach((json_t *)counts, key, value)
     {
         size_t saved = push_key(c, key);
-        if ((rc = check_count(c, value)) != TS_OK) {
+        if ((rc = chk_count(c, value)) != TS_OK) {
             return rc;
         }
         pop(c, saved);
@@ -649,16 +119,16 @@ ignored_check(checker *c, const json_t *ignored)
 {
     const char *key;
     const json_t *value;
-    int rc = check_object(c, ignored, "an object");
+    int rc = chk_object(c, ignored, "an object");
     if (rc != TS_OK) {
         return rc;
     }
     json_object_foreach((json_t *)ignored, key, value)
     {
         size_t saved = push_key(c, key);
-        if ((rc = check_object(c, value, "an object {calls, reason}")) != TS_OK
-            || (rc = check_member_count(c, value, "calls")) != TS_OK
-            || (rc = check_member_str(c, value, "reason", false)) != TS_OK) {
+        if ((rc = chk_object(c, value, "an object {calls, reason}")) != TS_OK
+            || (rc = chk_member_count(c, value, "calls")) != TS_OK
+            || (rc = chk_member_str(c, value, "reason", false)) != TS_OK) {
             return rc;
         }
         pop(c, saved);
@@ -701,21 +171,21 @@ sum_counts(const json_t *counts, int64_t *sum)
 static int
 phase_layers_check(checker *c, const json_t *rows)
 {
-    int rc = check_list(c, rows);
+    int rc = chk_list(c, rows);
     for (size_t k = 0; rc == TS_OK && k < json_array_size(rows); k++) {
         const json_t *row = json_array_get(rows, k);
         size_t saved = push_index(c, k), inner;
-        if ((rc = check_object(c,
-                               row,
-                               "an object {path, call_index, "
-                               "operator_flops}"))
+        if ((rc = chk_object(c,
+                             row,
+                             "an object {path, call_index, "
+                             "operator_flops}"))
                 != TS_OK
-            || (rc = check_member_str(c, row, "path", false)) != TS_OK
-            || (rc = check_member_count(c, row, "call_index")) != TS_OK) {
+            || (rc = chk_member_str(c, row, "path", false)) != TS_OK
+            || (rc = chk_member_count(c, row, "call_index")) != TS_OK) {
             return rc;
         }
         inner = push_key(c, "operator_flops");
-        if ((rc = metric_check(c, json_object_get(row, "operator_flops")))
+        if ((rc = chk_metric(c, json_object_get(row, "operator_flops")))
             != TS_OK) {
             return rc;
         }
@@ -733,20 +203,20 @@ phase_check(checker *c, const json_t *phase)
     const json_t *total = json_object_get(phase, "total");
     int64_t sum;
     size_t saved;
-    int rc = check_object(c,
-                          phase,
-                          "an object {total, by_operator, "
-                          "by_module, layers}");
+    int rc = chk_object(c,
+                        phase,
+                        "an object {total, by_operator, "
+                        "by_module, layers}");
     if (rc != TS_OK) {
         return rc;
     }
     saved = push_key(c, "total");
-    if ((rc = metric_check(c, total)) != TS_OK) {
+    if ((rc = chk_metric(c, total)) != TS_OK) {
         return rc;
     }
-    if (is_negative(json_object_get(total, "known_value"))) {
+    if (chk_is_negative(json_object_get(total, "known_value"))) {
         push_key(c, "known_value");
-        return fail(c, "a cost cannot be negative");
+        return chk_fail(c, "a cost cannot be negative");
     }
     pop(c, saved);
     saved = push_key(c, "by_operator");
@@ -756,7 +226,7 @@ phase_check(checker *c, const json_t *phase)
     }
     if (!sum_counts(json_object_get(phase, "by_operator"), &sum)
         || sum != known_of(total)) {
-        return fail(c, "must add up to the phase's total");
+        return chk_fail(c, "must add up to the phase's total");
     }
     pop(c, saved);
     saved = push_key(c, "by_module");
@@ -782,15 +252,15 @@ phases_check(checker *c, const json_t *flops, const json_t *phases)
     const json_t *total = json_object_get(flops, "total");
     int64_t sum = 0;
     bool any_partial = false;
-    int rc = check_object(c,
-                          phases,
-                          "an object {forward, backward, "
-                          "optimizer}");
+    int rc = chk_object(c,
+                        phases,
+                        "an object {forward, backward, "
+                        "optimizer}");
     if (rc != TS_OK) {
         return rc;
     }
     if (json_object_size(phases) != 3) {
-        return fail(c, "expected exactly forward, backward and optimizer");
+        return chk_fail(c, "expected exactly forward, backward and optimizer");
     }
     for (int i = 0; i < 3; i++) {
         const json_t *phase = json_object_get(phases, names[i]);
@@ -801,15 +271,15 @@ phases_check(checker *c, const json_t *flops, const json_t *phases)
         pop(c, saved);
         any_partial |= is_partial(json_object_get(phase, "total"));
         if (!ts_add(sum, known_of(json_object_get(phase, "total")), &sum)) {
-            return fail(c, "the phases' totals overflow");
+            return chk_fail(c, "the phases' totals overflow");
         }
     }
     if (sum != known_of(total)) {
-        return fail(c, "the phases' totals must add up to total");
+        return chk_fail(c, "the phases' totals must add up to total");
     }
     if (any_partial != is_partial(total)) {
-        return fail(c,
-                    "total must be partial exactly when a phase's total is");
+        return chk_fail(
+            c, "total must be partial exactly when a phase's total is");
     }
     return TS_OK;
 }
@@ -819,19 +289,19 @@ flop_report_check(checker *c, const json_t *flops)
 {
     const json_t *total;
     size_t saved;
-    int rc = check_object(c, flops, "a FlopReport object");
-    if (rc != TS_OK || (rc = check_schema_version(c, flops)) != TS_OK) {
+    int rc = chk_object(c, flops, "a FlopReport object");
+    if (rc != TS_OK || (rc = chk_schema_version(c, flops)) != TS_OK) {
         return rc;
     }
     OPTIONAL_MEMBER(c, flops, "context", inputs_check);
     total = json_object_get(flops, "total");
     saved = push_key(c, "total");
-    if ((rc = metric_check(c, total)) != TS_OK) {
+    if ((rc = chk_metric(c, total)) != TS_OK) {
         return rc;
     }
-    if (is_negative(json_object_get(total, "known_value"))) {
+    if (chk_is_negative(json_object_get(total, "known_value"))) {
         push_key(c, "known_value");
-        return fail(c, "a cost cannot be negative");
+        return chk_fail(c, "a cost cannot be negative");
     }
     pop(c, saved);
     OPTIONAL_MEMBER(c, flops, "by_operator", counts_check);
@@ -858,9 +328,9 @@ path_check(checker *c, const json_t *path)
     const char *s = json_string_value(path);
     char buf[64];
     if (s == NULL) {
-        return fail(c,
-                    "expected a str, got %s",
-                    path == NULL ? "nothing" : GOT(path, buf));
+        return chk_fail(c,
+                        "expected a str, got %s",
+                        path == NULL ? "nothing" : GOT(path, buf));
     }
     if (s[0] == '\0') {
         return TS_OK; /* the root */
@@ -868,9 +338,9 @@ path_check(checker *c, const json_t *path)
     for (const char *p = s;; p++) {
         bool starts = p == s || p[-1] == '.';
         if ((*p == '.' || *p == '\0') && starts) {
-            return fail(c,
-                        "a module path has an empty component, got %s",
-                        GOT(path, buf));
+            return chk_fail(c,
+                            "a module path has an empty component, got %s",
+                            GOT(path, buf));
         }
         if (*p == '\0') {
             break;
@@ -882,15 +352,15 @@ path_check(checker *c, const json_t *path)
 static int
 parameters_check(checker *c, const json_t *parameters)
 {
-    int rc = check_object(c, parameters, "an object");
-    if (rc != TS_OK || (rc = check_member_count(c, parameters, "trainable"))
-        || (rc = check_member_count(c, parameters, "frozen"))
-        || (rc = check_member_count(c, parameters, "bytes"))) {
+    int rc = chk_object(c, parameters, "an object");
+    if (rc != TS_OK || (rc = chk_member_count(c, parameters, "trainable"))
+        || (rc = chk_member_count(c, parameters, "frozen"))
+        || (rc = chk_member_count(c, parameters, "bytes"))) {
         return rc;
     }
     if (!json_is_boolean(json_object_get(parameters, "shared"))) {
         push_key(c, "shared");
-        return fail(c, "expected a bool");
+        return chk_fail(c, "expected a bool");
     }
     return TS_OK;
 }
@@ -898,14 +368,14 @@ parameters_check(checker *c, const json_t *parameters)
 static int
 buffers_check(checker *c, const json_t *buffers)
 {
-    int rc = check_object(c, buffers, "an object");
-    if (rc != TS_OK || (rc = check_member_count(c, buffers, "elements"))
-        || (rc = check_member_count(c, buffers, "bytes"))) {
+    int rc = chk_object(c, buffers, "an object");
+    if (rc != TS_OK || (rc = chk_member_count(c, buffers, "elements"))
+        || (rc = chk_member_count(c, buffers, "bytes"))) {
         return rc;
     }
     if (!json_is_boolean(json_object_get(buffers, "shared"))) {
         push_key(c, "shared");
-        return fail(c, "expected a bool");
+        return chk_fail(c, "expected a bool");
     }
     return TS_OK;
 }
@@ -915,7 +385,7 @@ ownership_check(checker *c, const json_t *ownership)
 {
     const char *key;
     const json_t *value;
-    int rc = check_object(c, ownership, "an object");
+    int rc = chk_object(c, ownership, "an object");
     if (rc != TS_OK) {
         return rc;
     }
@@ -927,9 +397,9 @@ ownership_check(checker *c, const json_t *ownership)
                 && strcmp(scope, "subtree") != 0)) {
             char buf[64];
             push_key(c, key);
-            return fail(c,
-                        "expected 'module_call' or 'subtree', got %s",
-                        GOT(value, buf));
+            return chk_fail(c,
+                            "expected 'module_call' or 'subtree', got %s",
+                            GOT(value, buf));
         }
     }
     return TS_OK;
@@ -940,17 +410,17 @@ owners_shape_check(checker *c, const json_t *owners)
 {
     const char *key;
     const json_t *owner;
-    int rc = check_object(c, owners, "an object");
+    int rc = chk_object(c, owners, "an object");
     if (rc != TS_OK) {
         return rc;
     }
     json_object_foreach((json_t *)owners, key, owner)
     {
         size_t saved = push_key(c, key);
-        if ((rc = check_object(c, owner, "an Owner object {path, call_index}"))
+        if ((rc = chk_object(c, owner, "an Owner object {path, call_index}"))
                 != TS_OK
-            || (rc = check_member_str(c, owner, "path", false)) != TS_OK
-            || (rc = check_member_count(c, owner, "call_index")) != TS_OK) {
+            || (rc = chk_member_str(c, owner, "path", false)) != TS_OK
+            || (rc = chk_member_count(c, owner, "call_index")) != TS_OK) {
             return rc;
         }
         pop(c, saved);
@@ -962,7 +432,7 @@ static int
 layer_check(checker *c, const json_t *layer)
 {
     size_t saved;
-    int rc = check_object(c, layer, "a LayerReport object");
+    int rc = chk_object(c, layer, "a LayerReport object");
     if (rc != TS_OK) {
         return rc;
     }
@@ -971,15 +441,15 @@ layer_check(checker *c, const json_t *layer)
         return rc;
     }
     pop(c, saved);
-    if ((rc = check_member_count(c, layer, "call_index")) != TS_OK) {
+    if ((rc = chk_member_count(c, layer, "call_index")) != TS_OK) {
         return rc;
     }
     if (json_object_get(layer, "depth") != NULL
-        && (rc = check_member_count(c, layer, "depth")) != TS_OK) {
+        && (rc = chk_member_count(c, layer, "depth")) != TS_OK) {
         return rc;
     }
     saved = push_key(c, "metrics");
-    if ((rc = metrics_check(c, json_object_get(layer, "metrics"))) != TS_OK) {
+    if ((rc = chk_metrics(c, json_object_get(layer, "metrics"))) != TS_OK) {
         return rc;
     }
     pop(c, saved);
@@ -1057,7 +527,7 @@ duplicates_check(checker *c, const call_key *keys, size_t n)
     }
     if (repeat != SIZE_MAX) {
         char repr[192];
-        py_repr(repr, sizeof repr, keys[repeat].path);
+        chk_repr(repr, sizeof repr, keys[repeat].path);
         return ts_error_set(c->err,
                             TS_EFORMAT,
                             "%s contains duplicate layer call (%s, "
@@ -1095,9 +565,9 @@ owners_check(checker *c,
             != NULL) {
             push_key(c, "metrics");
             push_key(c, metric_name);
-            return fail(c,
-                        "a metric covered by metric_owners cannot also be "
-                        "on the covered row");
+            return chk_fail(c,
+                            "a metric covered by metric_owners cannot also be "
+                            "on the covered row");
         }
         push_key(c, "metric_owners");
         push_key(c, metric_name);
@@ -1107,19 +577,19 @@ owners_check(checker *c,
                      json_string_value(json_object_get(owner, "path")),
                      json_integer_value(json_object_get(owner, "call_index")));
         if (row == SIZE_MAX) {
-            return fail(c, "names no row of layers");
+            return chk_fail(c, "names no row of layers");
         }
         if (row == k) {
-            return fail(c, "names the row itself");
+            return chk_fail(c, "names the row itself");
         }
         if (json_object_get(json_object_get(json_array_get(layers, row),
                                             "metric_ownership"),
                             metric_name)
             == NULL) {
-            return fail(c,
-                        "names layers[%zu], whose metric_ownership lacks "
-                        "the metric",
-                        row);
+            return chk_fail(c,
+                            "names layers[%zu], whose metric_ownership lacks "
+                            "the metric",
+                            row);
         }
         pop(c, 0);
         owner_of[k] = row;
@@ -1141,7 +611,7 @@ owners_check(checker *c,
             push_index(c, k);
             push_key(c, "metric_owners");
             push_key(c, metric_name);
-            return fail(c, "the owners of this metric form a cycle");
+            return chk_fail(c, "the owners of this metric form a cycle");
         }
         for (k = start; k != SIZE_MAX && state[k] == 1; k = owner_of[k]) {
             state[k] = 2;
@@ -1235,10 +705,10 @@ report_check(const json_t *report,
     checker_init(&c, where, err);
     c.display_text = display_text;
     if (!json_is_object(report)) {
-        return fail(&c, "an AnalysisReport is a JSON object");
+        return chk_fail(&c, "an AnalysisReport is a JSON object");
     }
-    if ((rc = data_check(&c, report)) != TS_OK
-        || (rc = check_schema_version(&c, report)) != TS_OK) {
+    if ((rc = chk_data(&c, report)) != TS_OK
+        || (rc = chk_schema_version(&c, report)) != TS_OK) {
         return rc;
     }
     OPTIONAL_MEMBER(&c, report, "context", context_check);
@@ -1246,7 +716,7 @@ report_check(const json_t *report,
     OPTIONAL_MEMBER(&c, report, "diagnostics", diagnostics_check);
     layers = json_object_get(report, "layers");
     push_key(&c, "layers");
-    if ((rc = check_list(&c, layers)) != TS_OK) {
+    if ((rc = chk_list(&c, layers)) != TS_OK) {
         return rc;
     }
     for (size_t k = 0; k < json_array_size(layers); k++) {
@@ -1258,7 +728,7 @@ report_check(const json_t *report,
     }
     pop(&c, 0);
     push_key(&c, "totals");
-    if ((rc = metrics_check(&c, json_object_get(report, "totals"))) != TS_OK) {
+    if ((rc = chk_metrics(&c, json_object_get(report, "totals"))) != TS_OK) {
         return rc;
     }
     pop(&c, 0);
@@ -1275,7 +745,7 @@ report_check(const json_t *report,
             && !ts_json_equal(total, json_object_get(flops, "total"))) {
             push_key(&c, "totals");
             push_key(&c, "operator_flops");
-            return fail(&c, "must match operator_flops.total");
+            return chk_fail(&c, "must match operator_flops.total");
         }
     }
     return calls_check(&c, layers);
