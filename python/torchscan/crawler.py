@@ -245,6 +245,8 @@ def _crawl(
         module, input_shape, dtype, args, kwargs, device, strict, mode, custom_mapping
     )
     handlers = _validate_custom_modules(custom_modules)
+    model_type = f"{type(module).__module__}.{type(module).__qualname__}"
+    model_type.encode()  # UnicodeEncodeError before the forward, as for a module name UTF-8 cannot encode (Crawl)
     full = mode == "full"
     ranked = context_fields()  # rank, world_size, ... inside a torch.distributed process group, else {}
     # local=True: rows and totals record the part of sharded tensors this rank holds
@@ -275,7 +277,7 @@ def _crawl(
         "torchscan_version": _package_version(),
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
-        "model_type": f"{type(module).__module__}.{type(module).__qualname__}",
+        "model_type": model_type,
         "execution_mode": "training_forward_grad_enabled" if saved else "evaluation_no_grad",
         "training_before": training_before,
     }

@@ -171,6 +171,17 @@ class Recorder(nn.Module):
         return self.lin(x)
 
 
+def test_a_model_type_name_utf8_cannot_encode_is_refused_before_the_forward():
+    """A class whose qualified name holds a lone surrogate: refused before the model runs (it was a ValueError
+    from the report's check after the forward), as a module name that UTF-8 cannot encode is."""
+    odd = type("Odd", (CountingModule,), {"__qualname__": "Odd\udc80"})
+    model = odd()
+    with pytest.raises(UnicodeEncodeError):
+        crawl_module(model, args=(torch.ones(1, 4),))
+    assert model.calls == 0
+    assert_nothing_left(model)
+
+
 def test_caller_args_are_forwarded_unchanged():
     model = Recorder()
     x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)  # float64 into a float32 model: no cast allowed
