@@ -1,0 +1,1129 @@
+/* PyTorch checkpoints built here byte by byte: a small zip writer (STORED
+ * entries, optional Zip64 records and extra fields, bytes prepended) and a
+ * pickle assembler. Each file checks one reader path: the tensors and
+ * storages it reports (sizes by hand arithmetic) or the error that names
+ * where the file is wrong. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "ckpt_internal.h"
+#include "torchscan/checkpoint.h"
+
+/* ---- a growable byte buffer ---- */
+
+typedef struct bytes {
+    unsigned char *d;
+    size_t n, cap;
+} bytes;
+
+static void
+put(bytes *b, const void *data, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) {
+            cap *= 2;
+        }
+        b->d = realloc(b->d, cap);
+        if (b->d == NULL) {
+            abort();
+        }
+        b->cap = cap;
+    }
+    memcpy(b->d + b->n, data, n);
+    b->n += n;
+}
+
+static void
+op(bytes *b, int code)
+{
+    unsigned char c = (unsigned char)code;
+    put(b, &c, 1);
+}
+
+static void
+le(bytes *b, uint64_t v, int n)
+{
+    for (int k = 0; k < n; k++) {
+        op(b, (int)((v >> (8 * k)) & 0xff));
+    }
+}
+
+/* ---- pickle assembly ---- */
+
+static void
+p_str(bytes *b, const char *s) /* SHORT_BINUNICODE */
+{
+    op(b, 0x8c);
+    op(b, (int)strlen(s));
+    put(b, s, strlen(s));
+}
+
+static void
+p_int(bytes *b, int v) /* BININT1 */
+{
+    op(b, 'K');
+    op(b, v);
+}
+
+static void
+p_global(bytes *b, const char *module, const char *name) /* GLOBAL */
+{
+    op(b, 'c');
+    put(b, module, strlen(module));
+    op(b, '\n');
+    put(b, name, strlen(name));
+    op(b, '\n');
+}
+
+static void
+p_ints(bytes *b, int n, const int *v) /* a tuple */
+{
+    op(b, '(');
+    for (int k = 0; k < n; k++) {
+        p_int(b, v[k]);
+    }
+    op(b, 't');
+}
+
+/* ('storage', torch.<stype>, key, 'cpu', numel) BINPERSID */
+static void
+p_storage(bytes *b, const char *stype, const char *key, int numel)
+{
+    op(b, '(');
+    p_str(b, "storage");
+    p_global(b, "torch", stype);
+    p_str(b, key);
+    p_str(b, "cpu");
+    p_int(b, numel);
+    op(b, 't');
+    op(b, 'Q');
+}
+
+/* _rebuild_tensor_v2(storage, offset, size, stride, False, ()) */
+static void
+p_tensor(bytes *b,
+         const char *stype,
+         const char *key,
+         int numel,
+         int offset,
+         int ndim,
+         const int *size,
+         const int *stride)
+{
+    p_global(b, "torch._utils", "_rebuild_tensor_v2");
+    op(b, '(');
+    p_storage(b, stype, key, numel);
+    p_int(b, offset);
+    p_ints(b, ndim, size);
+    p_ints(b, ndim, stride);
+    op(b, 0x89);
+    op(b, ')');
+    op(b, 't');
+    op(b, 'R');
+}
+
+/* ---- zip writing ---- */
+
+typedef struct zent {
+    const char *name;
+    const void *data;
+    size_t size;
+    int method;       /* 0: STORED */
+    int csize_delta;  /* written compressed size minus size */
+    bool zip64_extra; /* sizes and offset in a Zip64 extra field */
+    bool short_extra; /* the Zip64 extra field with only 8 bytes */
+} zent;
+
+typedef struct zopts {
+    size_t prepend;        /* bytes before the archive */
+    bool zip64;            /* a Zip64 record and locator, saturated EOCD */
+    int64_t locator_delta; /* added to the locator's record offset */
+    bool move_record;      /* a gap between the record and the locator */
+} zopts;
+
+static void
+zip_file(bytes *z, const zent *e, size_t n, const zopts *o)
+{
+    uint64_t *local = calloc(n + 1, sizeof *local);
+    uint64_t cd_start, cd_size, rec_at;
+    for (size_t k = 0; k < o->prepend; k++) {
+        op(z, 'x');
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t nlen = strlen(e[k].name);
+        local[k] = z->n - o->prepend;
+        le(z, 0x04034b50u, 4);
+        le(z, 20, 2);
+        le(z, 0, 2);
+        le(z, (uint64_t)e[k].method, 2);
+        le(z, 0, 4);
+        le(z, 0, 4);
+        le(z, e[k].size, 4);
+        le(z, e[k].size, 4);
+        le(z, nlen, 2);
+        le(z, 0, 2);
+        put(z, e[k].name, nlen);
+        put(z, e[k].data, e[k].size);
+    }
+    cd_start = z->n - o->prepend;
+    for (size_t k = 0; k < n; k++) {
+        size_t nlen = strlen(e[k].name);
+        bool x = e[k].zip64_extra;
+        le(z, 0x02014b50u, 4);
+        le(z, 45, 2);
+        le(z, 20, 2);
+        le(z, 0, 2);
+        le(z, (uint64_t)e[k].method, 2);
+        le(z, 0, 4);
+        le(z, 0, 4);
+        le(z, x ? 0xFFFFFFFFu : e[k].size + (uint64_t)e[k].csize_delta, 4);
+        le(z, x ? 0xFFFFFFFFu : e[k].size, 4);
+        le(z, nlen, 2);
+        le(z, x ? (e[k].short_extra ? 4 + 8 + 4 : 4 + 24 + 4) : 0, 2);
+        le(z, 0, 2);
+        le(z, 0, 2);
+        le(z, 0, 2);
+        le(z, 0, 4);
+        le(z, x ? 0xFFFFFFFFu : local[k], 4);
+        put(z, e[k].name, nlen);
+        if (x) {
+            /* an unrelated field first, then Zip64's */
+            le(z, 0x7075, 2);
+            le(z, 0, 2);
+            le(z, 0x0001, 2);
+            if (e[k].short_extra) {
+                le(z, 8, 2);
+                le(z, e[k].size, 8);
+            }
+            else {
+                le(z, 24, 2);
+                le(z, e[k].size, 8);
+                le(z, e[k].size, 8);
+                le(z, local[k], 8);
+            }
+        }
+    }
+    cd_size = z->n - o->prepend - cd_start;
+    if (o->zip64) {
+        rec_at = z->n - o->prepend;
+        le(z, 0x06064b50u, 4);
+        le(z, 44, 8);
+        le(z, 45, 2);
+        le(z, 45, 2);
+        le(z, 0, 4);
+        le(z, 0, 4);
+        le(z, n, 8);
+        le(z, n, 8);
+        le(z, cd_size, 8);
+        le(z, cd_start, 8);
+        if (o->move_record) {
+            for (int k = 0; k < 16; k++) {
+                op(z, 0);
+            }
+        }
+        le(z, 0x07064b50u, 4);
+        le(z, 0, 4);
+        le(z, (uint64_t)((int64_t)rec_at + o->locator_delta), 8);
+        le(z, 1, 4);
+    }
+    le(z, 0x06054b50u, 4);
+    le(z, 0, 2);
+    le(z, 0, 2);
+    le(z, o->zip64 ? 0xFFFF : n, 2);
+    le(z, o->zip64 ? 0xFFFF : n, 2);
+    le(z, o->zip64 ? 0xFFFFFFFFu : cd_size, 4);
+    le(z, o->zip64 ? 0xFFFFFFFFu : cd_start, 4);
+    le(z, 0, 2);
+    free(local);
+}
+
+static json_t *
+inspect_zip(const zent *e, size_t n, const zopts *o, ts_error *err)
+{
+    bytes z = {0};
+    static const zopts none = {0};
+    json_t *r;
+    zip_file(&z, e, n, o != NULL ? o : &none);
+    ts_error_clear(err);
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", err);
+    free(z.d);
+    return r;
+}
+
+static int64_t
+total(const json_t *report, const char *key)
+{
+    return json_integer_value(json_object_get(
+        json_object_get(json_object_get(report, "totals"), key),
+        "known_value"));
+}
+
+static const json_t *
+tensor(const json_t *report, size_t k)
+{
+    return json_array_get(json_object_get(report, "tensors"), k);
+}
+
+static bool
+has_code(const json_t *report, const char *code)
+{
+    const json_t *d = json_object_get(report, "diagnostics");
+    for (size_t k = 0; k < json_array_size(d); k++) {
+        const char *c =
+            json_string_value(json_object_get(json_array_get(d, k), "code"));
+        if (c != NULL && strcmp(c, code) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+#define EXPECT_ERR(r, err, fragment)                                    \
+    do {                                                                \
+        CHECK((r) == NULL);                                             \
+        CHECK_EQ_INT((err).code, TS_EFORMAT);                           \
+        if ((r) != NULL || strstr((err).message, (fragment)) == NULL) { \
+            fprintf(stderr,                                             \
+                    "%s:%d: message '%s' lacks '%s'\n",                 \
+                    __FILE__,                                           \
+                    __LINE__,                                           \
+                    (r) != NULL ? "(a report)" : (err).message,         \
+                    (fragment));                                        \
+            CHECK(!"message");                                          \
+        }                                                               \
+        json_decref(r);                                                 \
+    } while (0)
+
+/* A state dict {"w": 2x3 float32 on storage "0"} and its 24-byte data. */
+static void
+w_pickle(bytes *b)
+{
+    static const int size[2] = {2, 3}, stride[2] = {3, 1};
+    op(b, 0x80);
+    op(b, 2);
+    op(b, '}');
+    op(b, '(');
+    p_str(b, "w");
+    p_tensor(b, "FloatStorage", "0", 6, 0, 2, size, stride);
+    op(b, 'u');
+    op(b, '.');
+}
+
+static const unsigned char zeros[4096];
+
+/* ---- the zip container ---- */
+
+static void
+test_zip_layouts(void)
+{
+    ts_error err;
+    bytes pk = {0};
+    json_t *r;
+    w_pickle(&pk);
+    {
+        /* PREFIX-less names, a Zip64 record and locator, extra fields */
+        zent e[2] = {{"data.pkl", pk.d, pk.n, 0, 0, true, false},
+                     {"data/0", zeros, 24, 0, 0, true, false}};
+        zopts o = {0};
+        o.zip64 = true;
+        r = inspect_zip(e, 2, &o, &err);
+        CHECK(r != NULL);
+        if (r == NULL) {
+            fprintf(stderr, "%s\n", err.message);
+        }
+        CHECK_EQ_INT(total(r, "tensors"), 1);
+        CHECK_EQ_INT(total(r, "stored_bytes"), 24);
+        CHECK_EQ_INT(
+            json_integer_value(json_object_get(tensor(r, 0), "bytes")), 24);
+        json_decref(r);
+        /* the same with 100 bytes prepended: the record sits where the
+         * locator says plus the prefix */
+        o.prepend = 100;
+        r = inspect_zip(e, 2, &o, &err);
+        CHECK(r != NULL);
+        /* the data of "data/0" follows its 30-byte local header and
+         * 6-byte name; the local header follows data.pkl's */
+        CHECK_EQ_INT(
+            json_integer_value(json_object_get(tensor(r, 0), "offset")),
+            100 + 30 + 8 + (int64_t)pk.n + 30 + 6);
+        json_decref(r);
+        /* a gap between the record and the locator: found by the offset */
+        o.prepend = 0;
+        o.move_record = true;
+        r = inspect_zip(e, 2, &o, &err);
+        CHECK(r != NULL);
+        json_decref(r);
+        o.move_record = false;
+        o.locator_delta = 1000000;
+        r = inspect_zip(e, 2, &o, &err);
+        EXPECT_ERR(r, err, "Zip64 locator points outside the space before it");
+        o.move_record = true;
+        o.locator_delta = -1;
+        r = inspect_zip(e, 2, &o, &err);
+        EXPECT_ERR(r, err, "Zip64 locator points at no Zip64 record");
+    }
+    {
+        zent e[2] = {{"data.pkl", pk.d, pk.n, 0, 0, true, true},
+                     {"data/0", zeros, 24, 0, 0, false, false}};
+        r = inspect_zip(e, 2, NULL, &err);
+        EXPECT_ERR(r, err, "an entry's Zip64 sizes are missing or short");
+    }
+    {
+        /* an archive folder deeper than PREFIX/data.pkl is skipped, and
+         * "xdata.pkl" is not data.pkl */
+        zent e[3] = {{"a/b/data.pkl", pk.d, pk.n, 0, 0, false, false},
+                     {"xdata.pkl", pk.d, pk.n, 0, 0, false, false},
+                     {"arch/data.pkl", pk.d, pk.n, 0, 0, false, false}};
+        r = inspect_zip(e, 3, NULL, &err);
+        EXPECT_ERR(r, err, "storage '0' has no entry arch/data/0");
+    }
+    {
+        zent e[1] = {{"a/b/data.pkl", pk.d, pk.n, 0, 0, false, false}};
+        r = inspect_zip(e, 1, NULL, &err);
+        EXPECT_ERR(r, err, "no data.pkl entry: a zip archive");
+    }
+    {
+        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 8, 0, false, false},
+                     {"arch/data/0", zeros, 24, 0, 0, false, false}};
+        r = inspect_zip(e, 2, NULL, &err);
+        EXPECT_ERR(r, err, "entry arch/data.pkl is compressed (method 8)");
+    }
+    {
+        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 0, 0, false, false},
+                     {"arch/data/0", zeros, 24, 0, -4, false, false}};
+        r = inspect_zip(e, 2, NULL, &err);
+        EXPECT_ERR(r, err, "entry arch/data/0 is STORED with two sizes");
+    }
+    {
+        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 0, 0, false, false},
+                     {"arch/data/0", zeros, 20, 0, 0, false, false}};
+        r = inspect_zip(e, 2, NULL, &err);
+        EXPECT_ERR(r,
+                   err,
+                   "entry arch/data/0 holds 20 bytes, storage '0' 24 (6 "
+                   "elements of torch.float32)");
+    }
+    {
+        /* a name over 48 bytes, twice: the message cuts it at 48 */
+        static const char long_name[] =
+            "arch/0123456789012345678901234567890123456789012345678901";
+        zent e[2] = {{long_name, zeros, 1, 0, 0, false, false},
+                     {long_name, zeros, 1, 0, 0, false, false}};
+        r = inspect_zip(e, 2, NULL, &err);
+        CHECK(r == NULL);
+        CHECK_EQ_STR(err.message,
+                     "t.pt: zip: duplicate entry "
+                     "arch/0123456789012345678901234567890123456789012");
+    }
+    {
+        /* an empty archive: only the end record (PK 5 6) */
+        r = inspect_zip(NULL, 0, NULL, &err);
+        EXPECT_ERR(r, err, "no data.pkl entry");
+    }
+    free(pk.d);
+}
+
+/* Zip files edited after writing: offsets that point elsewhere. */
+static void
+test_zip_bad_offsets(void)
+{
+    ts_error err;
+    bytes pk = {0}, z = {0};
+    zent e[2];
+    static const zopts none = {0};
+    size_t cd, eocd;
+    json_t *r;
+    w_pickle(&pk);
+    memset(e, 0, sizeof e);
+    e[0].name = "arch/data.pkl";
+    e[0].data = pk.d;
+    e[0].size = pk.n;
+    e[1].name = "arch/data/0";
+    e[1].data = zeros;
+    e[1].size = 24;
+    zip_file(&z, e, 2, &none);
+    eocd = z.n - 22;
+    cd = ck_le32(z.d + eocd + 16);
+    /* Zip64 fields in a plain end record */
+    z.d[eocd + 10] = 0xff;
+    z.d[eocd + 11] = 0xff;
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+    EXPECT_ERR(r, err, "Zip64 fields without a Zip64 locator");
+    z.d[eocd + 10] = 2;
+    z.d[eocd + 11] = 0;
+    /* the directory said to start past its end record */
+    z.d[eocd + 16] = (unsigned char)(eocd + 1);
+    z.d[eocd + 17] = (unsigned char)((eocd + 1) >> 8);
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+    EXPECT_ERR(
+        r, err, "the central directory does not lie before its end record");
+    z.d[eocd + 16] = (unsigned char)cd;
+    z.d[eocd + 17] = (unsigned char)(cd >> 8);
+    /* data.pkl's local header offset (central entry + 42) past the
+     * directory */
+    z.d[cd + 42] = (unsigned char)(cd - 10);
+    z.d[cd + 43] = (unsigned char)((cd - 10) >> 8);
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+    EXPECT_ERR(r, err, "is not before the central directory");
+    /* pointing at data.pkl's own data: no local header there */
+    z.d[cd + 42] = 30 + 13;
+    z.d[cd + 43] = 0;
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+    EXPECT_ERR(r, err, "entry arch/data.pkl: no local header at byte 43");
+    z.d[cd + 42] = 0;
+    /* a local header whose name length runs its data past the directory */
+    z.d[26] = 0xff;
+    z.d[27] = 0x7f;
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+    EXPECT_ERR(r, err, "run past the central directory");
+    z.d[26] = 13;
+    z.d[27] = 0;
+    /* intact again: read */
+    r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+    CHECK(r != NULL);
+    json_decref(r);
+    free(z.d);
+    free(pk.d);
+}
+
+/* ---- the pickle machine, through data.pkl ---- */
+
+/* The report of data.pkl = pickle, with storages data/KEY of the sizes
+ * given (NULL-terminated key list, sizes in bytes). */
+static json_t *
+run_pickle(const bytes *pk,
+           const char *const *keys,
+           const size_t *sizes,
+           ts_error *err)
+{
+    zent e[8];
+    char names[8][32];
+    size_t n = 1;
+    memset(e, 0, sizeof e);
+    e[0].name = "arch/data.pkl";
+    e[0].data = pk->d;
+    e[0].size = pk->n;
+    for (size_t k = 0; keys != NULL && keys[k] != NULL && n < 8; k++, n++) {
+        snprintf(names[n], sizeof names[n], "arch/data/%s", keys[k]);
+        e[n].name = names[n];
+        e[n].data = zeros;
+        e[n].size = sizes[k];
+    }
+    return inspect_zip(e, n, NULL, err);
+}
+
+/* The error of a pickle of `code` bytes (after PROTO 2). */
+static void
+expect_pickle_error(const char *code, size_t n, const char *fragment)
+{
+    bytes pk = {0};
+    ts_error err;
+    json_t *r;
+    op(&pk, 0x80);
+    op(&pk, 2);
+    put(&pk, code, n);
+    r = run_pickle(&pk, NULL, NULL, &err);
+    EXPECT_ERR(r, err, fragment);
+    free(pk.d);
+}
+
+#define PICKLE_ERROR(lit, fragment) \
+    expect_pickle_error((lit), sizeof(lit) - 1, (fragment))
+
+static void
+test_pickle_errors(void)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    /* protocol 1 */
+    op(&pk, 0x80);
+    op(&pk, 1);
+    op(&pk, 'N');
+    op(&pk, '.');
+    r = run_pickle(&pk, NULL, NULL, &err);
+    EXPECT_ERR(r, err, "pickle protocol outside 2..5");
+    free(pk.d);
+    PICKLE_ERROR("(N\x01.", "an opcode this reader does not run: 0x01");
+    PICKLE_ERROR("Nh\x05.", "a memo reference to nothing");
+    PICKLE_ERROR("Nj\x05\x00\x00\x00.", "a memo reference to nothing");
+    PICKLE_ERROR("Nr\xff\xff\x00\x00.",
+                 "a memo index past what the pickle can hold");
+    PICKLE_ERROR("(\x86.", "a tuple of more items than the stack holds");
+    PICKLE_ERROR("(N\x86.", "a mark inside a tuple");
+    PICKLE_ERROR("(NNNd.", "DICT of an odd number of items");
+    PICKLE_ERROR("}(NNNu.", "SETITEMS with an odd number of items");
+    PICKLE_ERROR("NNNs.", "items added to a value that is no container");
+    PICKLE_ERROR("(Ne.", "no container below the mark");
+    PICKLE_ERROR("0.", "pop from an empty stack");
+    PICKLE_ERROR("NN.", "STOP with a stack that does not hold one value");
+    PICKLE_ERROR("K\x01K\x02\x93.",
+                 "STACK_GLOBAL of values that are not text");
+    PICKLE_ERROR(
+        "X\xff\x00\x00\x00"
+        "ab.",
+        "truncated: a string ends past the pickle");
+    PICKLE_ERROR("cmod\x00x\nname\n.", "a global name holding NUL");
+    /* persistent ids */
+    PICKLE_ERROR("K\x01Q.", "a persistent id that is not ('storage'");
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nFloatStorage\n\x8c\x00"
+        "\x8c\x03"
+        "cpuK\x01tQ.",
+        "a storage key that is empty, too long or holds NUL");
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nNoSuchStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpuK\x01tQ.",
+        "an unknown storage type torch.NoSuchStorage");
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nFloatStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpuK\x01K\x00tQ.",
+        "storage views (legacy view metadata) are not read");
+    /* one key, two sizes */
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nFloatStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpuK\x01tQ"
+        "(\x8c\x07storagectorch\nFloatStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpuK\x02tQ\x86.",
+        "storage key used twice with different sizes: 0");
+    /* a storage size that overflows int64 (LONG1 of 8 bytes) */
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nDoubleStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpu\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40tQ.",
+        "a storage size that overflows");
+    /* rebuild calls */
+    PICKLE_ERROR("ctorch._utils\n_rebuild_tensor_v2\n(K\x01tR.",
+                 "a tensor rebuild call with too few arguments");
+    PICKLE_ERROR("ctorch._utils\n_rebuild_tensor_v3\n(K\x01K\x01K\x01K\x01tR.",
+                 "a tensor rebuild call with too few arguments");
+    PICKLE_ERROR("ctorch._utils\n_rebuild_meta_tensor_no_storage\n(K\x01tR.",
+                 "a meta tensor rebuild with too few arguments");
+}
+
+static void
+test_pickle_values(void)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    static const int size1[1] = {4}, stride1[1] = {1};
+    static const int size2[2] = {2, 2}, stride2[2] = {2, 1};
+    const char *keys[] = {"0", "1", NULL};
+    const size_t sizes[] = {16, 8};
+    /* a dict of many value kinds around three tensors: every opcode the
+     * reader runs, the tensors named by their keys and indices */
+    op(&pk, 0x80);
+    op(&pk, 4);
+    op(&pk, 0x95); /* FRAME */
+    le(&pk, 0, 8);
+    op(&pk, '}');
+    op(&pk, 0x94); /* MEMOIZE -> memo 0 */
+    op(&pk, '(');
+    /* "a": a list of a tensor (float32, 4 elements) */
+    p_str(&pk, "a");
+    op(&pk, ']');
+    p_tensor(&pk, "FloatStorage", "0", 4, 0, 1, size1, stride1);
+    op(&pk, 'q'); /* BINPUT 1 */
+    op(&pk, 1);
+    op(&pk, 'a'); /* APPEND */
+    /* "b": a v3 tensor, bfloat16 2x2 on storage "1" of 4 elements */
+    p_str(&pk, "b");
+    p_global(&pk, "torch._utils", "_rebuild_tensor_v3");
+    op(&pk, '(');
+    p_storage(&pk, "BFloat16Storage", "1", 4);
+    p_int(&pk, 0);
+    p_ints(&pk, 2, size2);
+    p_ints(&pk, 2, stride2);
+    op(&pk, 0x89);
+    op(&pk, ')');
+    p_global(&pk, "torch", "bfloat16");
+    op(&pk, 't');
+    op(&pk, 'R');
+    /* "c": a Parameter around the memo'd tensor (LONG_BINGET 1) */
+    p_str(&pk, "c");
+    p_global(&pk, "torch._utils", "_rebuild_parameter");
+    op(&pk, 'j');
+    le(&pk, 1, 4);
+    op(&pk, 0x88); /* NEWTRUE */
+    op(&pk, ')');
+    op(&pk, 0x87); /* TUPLE3 */
+    op(&pk, 'R');
+    /* "d": a meta tensor 3x5 float16 (no storage, no bytes) */
+    p_str(&pk, "d");
+    p_global(&pk, "torch._utils", "_rebuild_meta_tensor_no_storage");
+    op(&pk, '(');
+    p_global(&pk, "torch", "float16");
+    {
+        static const int s[2] = {3, 5}, st[2] = {5, 1};
+        p_ints(&pk, 2, s);
+        p_ints(&pk, 2, st);
+    }
+    op(&pk, 0x89);
+    op(&pk, 't');
+    op(&pk, 'R');
+    /* "e": scalars of every width and text kinds, in a tuple */
+    p_str(&pk, "e");
+    op(&pk, '(');
+    op(&pk, 'M'); /* BININT2 */
+    le(&pk, 513, 2);
+    op(&pk, 'J'); /* BININT */
+    le(&pk, (uint32_t)-7, 4);
+    op(&pk, 0x8a); /* LONG1 -1 */
+    op(&pk, 1);
+    op(&pk, 0xff);
+    op(&pk, 0x8a); /* LONG1 0 bytes */
+    op(&pk, 0);
+    op(&pk, 0x8a); /* LONG1 of 9 bytes: a big integer */
+    op(&pk, 9);
+    le(&pk, 0, 8);
+    op(&pk, 1);
+    op(&pk, 0x8b); /* LONG4 */
+    le(&pk, 2, 4);
+    le(&pk, 300, 2);
+    op(&pk, 'G'); /* BINFLOAT */
+    le(&pk, 0, 8);
+    op(&pk, 'B'); /* BINBYTES */
+    le(&pk, 2, 4);
+    put(&pk, "xy", 2);
+    op(&pk, 'C'); /* SHORT_BINBYTES */
+    op(&pk, 1);
+    op(&pk, 'z');
+    op(&pk, 'T'); /* BINSTRING */
+    le(&pk, 1, 4);
+    op(&pk, 's');
+    op(&pk, 'U'); /* SHORT_BINSTRING */
+    op(&pk, 1);
+    op(&pk, 't');
+    op(&pk, 0x8d); /* BINUNICODE8 */
+    le(&pk, 1, 8);
+    op(&pk, 'u');
+    op(&pk, 0x8e); /* BINBYTES8 */
+    le(&pk, 1, 8);
+    op(&pk, 'v');
+    op(&pk, 0x96); /* BYTEARRAY8 */
+    le(&pk, 1, 8);
+    op(&pk, 'w');
+    op(&pk, 'N');
+    op(&pk, 0x85); /* TUPLE1 */
+    op(&pk, 't');
+    /* "f": sets and a frozenset */
+    p_str(&pk, "f");
+    op(&pk, 0x8f); /* EMPTY_SET */
+    op(&pk, '(');
+    p_int(&pk, 1);
+    p_int(&pk, 2);
+    op(&pk, 0x90); /* ADDITEMS */
+    op(&pk, '(');
+    p_int(&pk, 3);
+    op(&pk, 0x91); /* FROZENSET */
+    op(&pk, 0x86);
+    /* "g": a LIST of [DUP'd int], POP and POP_MARK in between */
+    p_str(&pk, "g");
+    op(&pk, '(');
+    p_int(&pk, 9);
+    op(&pk, '2'); /* DUP */
+    p_int(&pk, 8);
+    op(&pk, '0'); /* POP */
+    op(&pk, 'l'); /* LIST */
+    op(&pk, '(');
+    p_int(&pk, 7);
+    op(&pk, '1'); /* POP_MARK */
+    /* "h": objects: NEWOBJ, NEWOBJ_EX with BUILD state, STACK_GLOBAL */
+    p_str(&pk, "h");
+    p_str(&pk, "mymod");
+    p_str(&pk, "Thing");
+    op(&pk, 0x93); /* STACK_GLOBAL */
+    op(&pk, ')');
+    op(&pk, 0x81); /* NEWOBJ */
+    op(&pk, '}');
+    op(&pk, 'b'); /* BUILD: state of an object */
+    /* "i": a DICT with an integer key and a None key */
+    p_str(&pk, "i");
+    op(&pk, '(');
+    p_int(&pk, 5);
+    p_int(&pk, 1);
+    op(&pk, 'N');
+    p_int(&pk, 2);
+    op(&pk, 'd');
+    /* "j": NEWOBJ_EX of an OrderedDict-like global, dict SETITEM, BUILD
+     * on a dict (left) */
+    p_str(&pk, "j");
+    p_global(&pk, "mymod", "Other");
+    op(&pk, ')');
+    op(&pk, '}');
+    op(&pk, 0x92); /* NEWOBJ_EX */
+    op(&pk, 'h');  /* BINGET 0: the root dict */
+    op(&pk, 0);
+    op(&pk, '0');
+    p_global(&pk, "collections", "OrderedDict");
+    op(&pk, ')');
+    op(&pk, 'R');
+    p_str(&pk, "k");
+    p_int(&pk, 1);
+    op(&pk, 's'); /* SETITEM */
+    op(&pk, '}');
+    op(&pk, 'b'); /* BUILD on a dict */
+    op(&pk, 0x86);
+    op(&pk, 'u');
+    op(&pk, '.');
+    r = run_pickle(&pk, keys, sizes, &err);
+    CHECK(r != NULL);
+    if (r == NULL) {
+        fprintf(stderr, "%s\n", err.message);
+        free(pk.d);
+        return;
+    }
+    /* a.0 (4 float32), b (2x2 bf16), c (the same tensor as a.0), d meta */
+    CHECK_EQ_INT(total(r, "tensors"), 4);
+    CHECK_EQ_INT(total(r, "elements"), 4 + 4 + 4 + 15);
+    /* bytes: 16 + 8 + 16 + 0 (meta) */
+    CHECK_EQ_INT(total(r, "tensor_bytes"), 16 + 8 + 16);
+    CHECK_EQ_INT(total(r, "stored_bytes"), 16 + 8);
+    CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 0), "name")),
+                 "a.0");
+    CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 1), "dtype")),
+                 "torch.bfloat16");
+    CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 3), "name")),
+                 "d");
+    CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 3), "dtype")),
+                 "torch.float16");
+    /* a.0 and c are one view of storage 0: tied */
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(r, "shared"), 0), "relation")),
+        "tied");
+    /* mymod.Thing and mymod.Other are not allowed */
+    CHECK(has_code(r, "checkpoint_unsafe_global"));
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(json_object_get(r, "totals"), "tensors"),
+                     "status")),
+                 "partial");
+    json_decref(r);
+    free(pk.d);
+}
+
+static void
+test_pickle_tensors(void)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    const char *keys[] = {"0", NULL};
+    size_t sizes[] = {24};
+    static const int size2[2] = {2, 3}, stride2[2] = {3, 1};
+    /* _rebuild_from_type_v2(_rebuild_tensor_v2, Parameter, args, {}) */
+    op(&pk, 0x80);
+    op(&pk, 2);
+    op(&pk, '}');
+    op(&pk, '(');
+    p_str(&pk, "p");
+    p_global(&pk, "torch._tensor", "_rebuild_from_type_v2");
+    op(&pk, '(');
+    p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+    p_global(&pk, "torch.nn.parameter", "Parameter");
+    op(&pk, '(');
+    p_storage(&pk, "FloatStorage", "0", 6);
+    p_int(&pk, 0);
+    p_ints(&pk, 2, size2);
+    p_ints(&pk, 2, stride2);
+    op(&pk, 0x89);
+    op(&pk, ')');
+    op(&pk, 't');
+    op(&pk, '}');
+    op(&pk, 't');
+    op(&pk, 'R');
+    /* q: a quantized tensor: diagnosed, not read */
+    p_str(&pk, "q");
+    p_global(&pk, "torch._utils", "_rebuild_qtensor");
+    op(&pk, ')');
+    op(&pk, 'R');
+    /* r: a Parameter of something that is not a tensor */
+    p_str(&pk, "r");
+    p_global(&pk, "torch.nn.parameter", "Parameter");
+    op(&pk, '(');
+    p_int(&pk, 3);
+    op(&pk, 't');
+    op(&pk, 'R');
+    op(&pk, 'u');
+    op(&pk, '.');
+    r = run_pickle(&pk, keys, sizes, &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_INT(total(r, "tensors"), 1);
+        CHECK_EQ_INT(total(r, "tensor_bytes"), 24);
+        CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 0), "name")),
+                     "p");
+        CHECK(has_code(r, "checkpoint_unknown_object"));
+    }
+    else {
+        fprintf(stderr, "%s\n", err.message);
+    }
+    json_decref(r);
+    free(pk.d);
+}
+
+/* Tensor records the walk refuses. */
+static void
+expect_tensor_error(const int *size,
+                    const int *stride,
+                    int ndim,
+                    int nstride,
+                    int offset,
+                    int numel,
+                    const char *fragment)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    const char *keys[] = {"0", NULL};
+    size_t sizes[1];
+    sizes[0] = (size_t)numel * 4;
+    op(&pk, 0x80);
+    op(&pk, 2);
+    op(&pk, '}');
+    op(&pk, '(');
+    p_str(&pk, "t");
+    p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+    op(&pk, '(');
+    p_storage(&pk, "FloatStorage", "0", numel);
+    p_int(&pk, offset);
+    p_ints(&pk, ndim, size);
+    p_ints(&pk, nstride, stride);
+    op(&pk, 0x89);
+    op(&pk, ')');
+    op(&pk, 't');
+    op(&pk, 'R');
+    op(&pk, 'u');
+    op(&pk, '.');
+    r = run_pickle(&pk, keys, sizes, &err);
+    EXPECT_ERR(r, err, fragment);
+    free(pk.d);
+}
+
+static void
+test_tensor_records(void)
+{
+    static const int s2[2] = {2, 3}, st2[2] = {3, 1}, st1[1] = {1};
+    /* size and stride of different lengths */
+    expect_tensor_error(s2, st1, 2, 1, 0, 6, "tensor 't': size and stride");
+    /* a view past its 6-element storage: offset 1 + 5 = element 6 */
+    expect_tensor_error(s2, st2, 2, 2, 1, 6, "its view (offset 1, 2 dims)");
+    {
+        ts_error err;
+        json_t *r;
+        bytes pk = {0};
+        const char *keys[] = {"0", NULL};
+        size_t sizes[] = {4};
+        /* an empty tensor (size 0) on a storage: placed at its storage */
+        static const int s[1] = {0}, st[1] = {1};
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, '}');
+        op(&pk, '(');
+        p_str(&pk, "t");
+        p_tensor(&pk, "FloatStorage", "0", 1, 0, 1, s, st);
+        p_str(&pk, "u");
+        /* size as a list, negative stride: refused */
+        p_global(&pk, "torch._utils", "_rebuild_tensor");
+        op(&pk, '(');
+        p_storage(&pk, "FloatStorage", "0", 1);
+        p_int(&pk, 0);
+        op(&pk, ']');
+        op(&pk, '(');
+        p_int(&pk, 1);
+        op(&pk, 'e');
+        op(&pk, '(');
+        op(&pk, 0x8a);
+        op(&pk, 1);
+        op(&pk, 0xff);
+        op(&pk, 't');
+        op(&pk, 't');
+        op(&pk, 'R');
+        op(&pk, 'u');
+        op(&pk, '.');
+        r = run_pickle(&pk, keys, sizes, &err);
+        EXPECT_ERR(r,
+                   err,
+                   "tensor 'u': size, stride and offset must be "
+                   "non-negative integers");
+        free(pk.d);
+    }
+    {
+        ts_error err;
+        json_t *r;
+        bytes pk = {0};
+        const char *keys[] = {"0", NULL};
+        size_t sizes[] = {4};
+        static const int s[1] = {0}, st[1] = {1};
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, '}');
+        op(&pk, '(');
+        p_str(&pk, "t");
+        p_tensor(&pk, "FloatStorage", "0", 1, 0, 1, s, st);
+        op(&pk, 'u');
+        op(&pk, '.');
+        r = run_pickle(&pk, keys, sizes, &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            /* data/0's data: after data.pkl's header, name and bytes and
+             * its own 30 + 11 */
+            CHECK_EQ_INT(
+                json_integer_value(json_object_get(tensor(r, 0), "offset")),
+                30 + 13 + (int64_t)pk.n + 30 + 11);
+            CHECK_EQ_INT(
+                json_integer_value(json_object_get(tensor(r, 0), "elements")),
+                0);
+        }
+        json_decref(r);
+        free(pk.d);
+    }
+    {
+        /* the dtype argument of v3 that is not a dtype; a storage that is
+         * not a persistent id */
+        PICKLE_ERROR(
+            "ctorch._utils\n_rebuild_tensor_v3\n(NK\x00(K\x01t(K\x01t"
+            "\x89)K\x05tR.",
+            "its dtype is not a torch dtype");
+        PICKLE_ERROR(
+            "ctorch._utils\n_rebuild_tensor_v2\n(K\x07K\x00(K\x01t(K"
+            "\x01t\x89)tR.",
+            "its storage is not a persistent id");
+    }
+}
+
+/* ---- checkpoint.c: detection and the file entry point ---- */
+
+static void
+test_detection(void)
+{
+    ts_error err;
+    json_t *r;
+    /* an index after white space of each kind: only the index is read */
+    static const char index[] =
+        " \t\r\n{\"metadata\": {}, \"weight_map\": {}}";
+    r = ts_checkpoint_inspect_memory(index, sizeof index - 1, NULL, &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_STR(json_string_value(json_object_get(r, "format")),
+                     "safetensors_sharded");
+    }
+    else {
+        fprintf(stderr, "%s\n", err.message);
+    }
+    json_decref(r);
+    /* NULL data: an empty file */
+    r = ts_checkpoint_inspect_memory(NULL, 5, NULL, &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message, "<memory>: not a checkpoint") != NULL
+          && strstr(err.message, "the file is empty") != NULL);
+    /* 30 bytes of text, no zip end record: unknown */
+    r = ts_checkpoint_inspect_memory(
+        "0123456789abcdefghijklmnopqrstuv", 32, "x", &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message,
+                 "x: not a checkpoint TorchScan reads (safetensors, a sharded "
+                 "safetensors index, a PyTorch zip or legacy file, GGUF): it "
+                 "begins with 30 31 32 33 34 35 36 37")
+          != NULL);
+    /* PK\3\4 prefixed by text: read as a zip whose errors are kept */
+    {
+        bytes z = {0};
+        zent e[1] = {{"a/b/data.pkl", "x", 1, 0, 0, false, false}};
+        zopts o = {0};
+        o.prepend = 5;
+        zip_file(&z, e, 1, &o);
+        r = ts_checkpoint_inspect_memory(z.d, z.n, "p.pt", &err);
+        EXPECT_ERR(r, err, "p.pt: zip: no data.pkl entry");
+        free(z.d);
+    }
+    /* GGUF of 4 bytes only; "PK" not followed by 3 4 or 5 6 */
+    r = ts_checkpoint_inspect_memory("GGUF", 4, "g", &err);
+    CHECK(r == NULL && err.code == TS_EFORMAT);
+    r = ts_checkpoint_inspect_memory("PK\x05\x07zzzz", 8, "k", &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message, "it begins with 50 4b 05 07") != NULL);
+    r = ts_checkpoint_inspect_memory("PK\x03\x05zzzz", 8, "k", &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message, "it begins with 50 4b 03 05") != NULL);
+    /* the fuzzing entry: a reader index out of range */
+    r = ck_inspect_memory_as("x", 1, -1, &err);
+    CHECK(r == NULL && err.code == TS_EINVAL);
+    r = ck_inspect_memory_as("x", 1, 5, &err);
+    CHECK(r == NULL && err.code == TS_EINVAL);
+    r = ck_inspect_memory_as(NULL, 0, 4, &err);
+    CHECK(r == NULL && err.code == TS_EFORMAT);
+}
+
+static void
+test_inspect_file(void)
+{
+    ts_error err;
+    json_t *r;
+    char dir[] = "/tmp/ts_cov_corea_XXXXXX";
+    char cwd[4096];
+    FILE *f;
+    bytes pk = {0}, z = {0};
+    zent e[2];
+    static const zopts none = {0};
+    r = ts_checkpoint_inspect("/nonexistent/dir/model.pt", &err);
+    CHECK(r == NULL && err.code == TS_EIO);
+    if (mkdtemp(dir) == NULL || getcwd(cwd, sizeof cwd) == NULL) {
+        CHECK(!"temporary directory");
+        return;
+    }
+    w_pickle(&pk);
+    memset(e, 0, sizeof e);
+    e[0].name = "m/data.pkl";
+    e[0].data = pk.d;
+    e[0].size = pk.n;
+    e[1].name = "m/data/0";
+    e[1].data = zeros;
+    e[1].size = 24;
+    zip_file(&z, e, 2, &none);
+    /* a plain name, read from the working directory */
+    CHECK(chdir(dir) == 0);
+    f = fopen("m.pt", "wb");
+    CHECK(f != NULL && fwrite(z.d, 1, z.n, f) == z.n);
+    if (f != NULL) {
+        fclose(f);
+    }
+    r = ts_checkpoint_inspect("m.pt", &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_INT(total(r, "file_bytes"), (int64_t)z.n);
+        CHECK_EQ_STR(
+            json_string_value(json_object_get(
+                json_array_get(json_object_get(r, "files"), 0), "name")),
+            "m.pt");
+    }
+    json_decref(r);
+    remove("m.pt");
+    CHECK(chdir(cwd) == 0);
+    rmdir(dir);
+    free(z.d);
+    free(pk.d);
+}
+
+int
+main(void)
+{
+    test_zip_layouts();
+    test_zip_bad_offsets();
+    test_pickle_errors();
+    test_pickle_values();
+    test_pickle_tensors();
+    test_tensor_records();
+    test_detection();
+    test_inspect_file();
+    return ts_test_report();
+}
