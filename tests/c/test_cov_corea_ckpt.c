@@ -136,6 +136,8 @@ typedef struct zent {
     int csize_delta;  /* written compressed size minus size */
     bool zip64_extra; /* sizes and offset in a Zip64 extra field */
     bool short_extra; /* the Zip64 extra field with only 8 bytes */
+    int only_local;   /* 1: only the offset in the Zip64 field; 2: and it
+                         is missing */
 } zent;
 
 typedef struct zopts {
@@ -183,13 +185,27 @@ zip_file(bytes *z, const zent *e, size_t n, const zopts *o)
         le(z, x ? 0xFFFFFFFFu : e[k].size + (uint64_t)e[k].csize_delta, 4);
         le(z, x ? 0xFFFFFFFFu : e[k].size, 4);
         le(z, nlen, 2);
-        le(z, x ? (e[k].short_extra ? 4 + 8 + 4 : 4 + 24 + 4) : 0, 2);
+        le(z,
+           x                      ? (e[k].short_extra ? 4 + 8 + 4 : 4 + 24 + 4)
+           : e[k].only_local == 1 ? 4 + 8
+           : e[k].only_local == 2 ? 4
+                                  : 0,
+           2);
         le(z, 0, 2);
         le(z, 0, 2);
         le(z, 0, 2);
         le(z, 0, 4);
-        le(z, x ? 0xFFFFFFFFu : local[k], 4);
+        le(z, x || e[k].only_local ? 0xFFFFFFFFu : local[k], 4);
         put(z, e[k].name, nlen);
+        if (e[k].only_local == 1) {
+            le(z, 0x0001, 2);
+            le(z, 8, 2);
+            le(z, local[k], 8);
+        }
+        else if (e[k].only_local == 2) {
+            le(z, 0x0001, 2);
+            le(z, 0, 2);
+        }
         if (x) {
             /* an unrelated field first, then Zip64's */
             le(z, 0x7075, 2);
@@ -326,8 +342,8 @@ test_zip_layouts(void)
     w_pickle(&pk);
     {
         /* PREFIX-less names, a Zip64 record and locator, extra fields */
-        zent e[2] = {{"data.pkl", pk.d, pk.n, 0, 0, true, false},
-                     {"data/0", zeros, 24, 0, 0, true, false}};
+        zent e[2] = {{"data.pkl", pk.d, pk.n, 0, 0, true, false, 0},
+                     {"data/0", zeros, 24, 0, 0, true, false, 0}};
         zopts o = {0};
         o.zip64 = true;
         r = inspect_zip(e, 2, &o, &err);
@@ -367,40 +383,40 @@ test_zip_layouts(void)
         EXPECT_ERR(r, err, "Zip64 locator points at no Zip64 record");
     }
     {
-        zent e[2] = {{"data.pkl", pk.d, pk.n, 0, 0, true, true},
-                     {"data/0", zeros, 24, 0, 0, false, false}};
+        zent e[2] = {{"data.pkl", pk.d, pk.n, 0, 0, true, true, 0},
+                     {"data/0", zeros, 24, 0, 0, false, false, 0}};
         r = inspect_zip(e, 2, NULL, &err);
         EXPECT_ERR(r, err, "an entry's Zip64 sizes are missing or short");
     }
     {
         /* an archive folder deeper than PREFIX/data.pkl is skipped, and
          * "xdata.pkl" is not data.pkl */
-        zent e[3] = {{"a/b/data.pkl", pk.d, pk.n, 0, 0, false, false},
-                     {"xdata.pkl", pk.d, pk.n, 0, 0, false, false},
-                     {"arch/data.pkl", pk.d, pk.n, 0, 0, false, false}};
+        zent e[3] = {{"a/b/data.pkl", pk.d, pk.n, 0, 0, false, false, 0},
+                     {"xdata.pkl", pk.d, pk.n, 0, 0, false, false, 0},
+                     {"arch/data.pkl", pk.d, pk.n, 0, 0, false, false, 0}};
         r = inspect_zip(e, 3, NULL, &err);
         EXPECT_ERR(r, err, "storage '0' has no entry arch/data/0");
     }
     {
-        zent e[1] = {{"a/b/data.pkl", pk.d, pk.n, 0, 0, false, false}};
+        zent e[1] = {{"a/b/data.pkl", pk.d, pk.n, 0, 0, false, false, 0}};
         r = inspect_zip(e, 1, NULL, &err);
         EXPECT_ERR(r, err, "no data.pkl entry: a zip archive");
     }
     {
-        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 8, 0, false, false},
-                     {"arch/data/0", zeros, 24, 0, 0, false, false}};
+        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 8, 0, false, false, 0},
+                     {"arch/data/0", zeros, 24, 0, 0, false, false, 0}};
         r = inspect_zip(e, 2, NULL, &err);
         EXPECT_ERR(r, err, "entry arch/data.pkl is compressed (method 8)");
     }
     {
-        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 0, 0, false, false},
-                     {"arch/data/0", zeros, 24, 0, -4, false, false}};
+        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 0, 0, false, false, 0},
+                     {"arch/data/0", zeros, 24, 0, -4, false, false, 0}};
         r = inspect_zip(e, 2, NULL, &err);
         EXPECT_ERR(r, err, "entry arch/data/0 is STORED with two sizes");
     }
     {
-        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 0, 0, false, false},
-                     {"arch/data/0", zeros, 20, 0, 0, false, false}};
+        zent e[2] = {{"arch/data.pkl", pk.d, pk.n, 0, 0, false, false, 0},
+                     {"arch/data/0", zeros, 20, 0, 0, false, false, 0}};
         r = inspect_zip(e, 2, NULL, &err);
         EXPECT_ERR(r,
                    err,
@@ -411,8 +427,8 @@ test_zip_layouts(void)
         /* a name over 48 bytes, twice: the message cuts it at 48 */
         static const char long_name[] =
             "arch/0123456789012345678901234567890123456789012345678901";
-        zent e[2] = {{long_name, zeros, 1, 0, 0, false, false},
-                     {long_name, zeros, 1, 0, 0, false, false}};
+        zent e[2] = {{long_name, zeros, 1, 0, 0, false, false, 0},
+                     {long_name, zeros, 1, 0, 0, false, false, 0}};
         r = inspect_zip(e, 2, NULL, &err);
         CHECK(r == NULL);
         CHECK_EQ_STR(err.message,
@@ -1001,6 +1017,661 @@ test_tensor_records(void)
     }
 }
 
+
+/* More zip layouts: Zip64 fields one at a time, short names, long names,
+ * sizes past the directory, saturated fields without Zip64. */
+static void
+test_zip_fields(void)
+{
+    ts_error err;
+    bytes pk = {0};
+    json_t *r;
+    static const zopts none = {0};
+    w_pickle(&pk);
+    {
+        /* only the local header offset in the Zip64 field; a one-byte
+         * entry name */
+        zent e[3] = {{"a", zeros, 1, 0, 0, false, false, 0},
+                     {"data.pkl", pk.d, pk.n, 0, 0, false, false, 1},
+                     {"data/0", zeros, 24, 0, 0, false, false, 0}};
+        r = inspect_zip(e, 3, NULL, &err);
+        CHECK(r != NULL);
+        CHECK_EQ_INT(total(r, "stored_bytes"), 24);
+        json_decref(r);
+        e[1].only_local = 2;
+        r = inspect_zip(e, 3, NULL, &err);
+        EXPECT_ERR(r, err, "an entry's Zip64 sizes are missing or short");
+    }
+    {
+        /* a compressed entry whose name is cut at 80 bytes in the error */
+        static const char name[] =
+            "arch/data/"
+            "0123456789012345678901234567890123456789012345678901234567890123"
+            "456789xyz";
+        zent e[1] = {{name, zeros, 1, 8, 0, false, false, 0}};
+        bytes z = {0};
+        zip_file(&z, e, 1, &none);
+        r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+        EXPECT_ERR(r, err, "no data.pkl entry");
+        free(z.d);
+    }
+    {
+        bytes z = {0};
+        zent e[2];
+        size_t cd, eocd;
+        memset(e, 0, sizeof e);
+        e[0].name = "arch/data.pkl";
+        e[0].data = pk.d;
+        e[0].size = pk.n;
+        e[1].name = "arch/data/0";
+        e[1].data = zeros;
+        e[1].size = 24;
+        zip_file(&z, e, 2, &none);
+        eocd = z.n - 22;
+        cd = ck_le32(z.d + eocd + 16);
+        /* data.pkl said to hold 4096 bytes (both sizes): past the
+         * directory */
+        z.d[cd + 20] = 0;
+        z.d[cd + 21] = 0x10;
+        z.d[cd + 24] = 0;
+        z.d[cd + 25] = 0x10;
+        r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+        EXPECT_ERR(r, err, "entry arch/data.pkl: its 4096 bytes at byte 43");
+        z.d[cd + 20] = (unsigned char)pk.n;
+        z.d[cd + 21] = 0;
+        z.d[cd + 24] = (unsigned char)pk.n;
+        z.d[cd + 25] = 0;
+        /* saturated directory size, then offset, without a locator */
+        memset(z.d + eocd + 12, 0xff, 4);
+        r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+        EXPECT_ERR(r, err, "Zip64 fields without a Zip64 locator");
+        z.d[eocd + 12] = (unsigned char)(eocd - cd);
+        z.d[eocd + 13] = (unsigned char)((eocd - cd) >> 8);
+        z.d[eocd + 14] = 0;
+        z.d[eocd + 15] = 0;
+        memset(z.d + eocd + 16, 0xff, 4);
+        r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+        EXPECT_ERR(r, err, "Zip64 fields without a Zip64 locator");
+        z.d[eocd + 16] = (unsigned char)cd;
+        z.d[eocd + 17] = (unsigned char)(cd >> 8);
+        z.d[eocd + 18] = 0;
+        z.d[eocd + 19] = 0;
+        /* a directory size that runs past the end record */
+        z.d[eocd + 12] = (unsigned char)(eocd - cd + 1);
+        z.d[eocd + 13] = (unsigned char)((eocd - cd + 1) >> 8);
+        r = ts_checkpoint_inspect_memory(z.d, z.n, "t.pt", &err);
+        EXPECT_ERR(r,
+                   err,
+                   "the central directory does not lie before its end "
+                   "record");
+        free(z.d);
+    }
+    free(pk.d);
+}
+
+static void
+test_pickle_truncations(void)
+{
+    /* each opcode cut after its code byte */
+    PICKLE_ERROR("\x95\x01\x00",
+                 "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("\x8b\x01\x00",
+                 "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("\x8b\x05\x00\x00\x00\x01",
+                 "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("X\x01\x00", "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("\x8d\x01\x00",
+                 "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("Nr\x01\x00", "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("j\x01\x00", "truncated: the pickle ends inside an opcode");
+    PICKLE_ERROR("cmod", "truncated: a GLOBAL line without its end");
+    /* too few values for an opcode */
+    PICKLE_ERROR("a.", "pop from an empty stack");
+    PICKLE_ERROR("N\x93.", "pop from an empty stack");
+    PICKLE_ERROR("N\x81.", "pop from an empty stack");
+    PICKLE_ERROR("NN\x92.", "pop from an empty stack");
+    PICKLE_ERROR("N\x92.", "pop from an empty stack");
+    PICKLE_ERROR("\x8c\x01xK\x01\x93.",
+                 "STACK_GLOBAL of values that are not text");
+    PICKLE_ERROR("(.", "STOP with a stack that does not hold one value");
+    PICKLE_ERROR("\x8f(N\x90(K\x01\x91K\x00\x8a\x01\xff\x86.",
+                 "STOP with a stack that does not hold one value");
+}
+
+static void
+test_pickle_calls(void)
+{
+    ts_error err;
+    json_t *r;
+    /* a persistent id with a negative numel */
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nFloatStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpu\x8a\x01\xfftQ.",
+        "a persistent id that is not ('storage'");
+    /* rebuild calls whose arguments are no tuple */
+    PICKLE_ERROR("ctorch._utils\n_rebuild_tensor_v2\nK\x01R.",
+                 "a tensor rebuild call with too few arguments");
+    PICKLE_ERROR("ctorch._utils\n_rebuild_meta_tensor_no_storage\nK\x01R.",
+                 "a meta tensor rebuild with too few arguments");
+    /* a global name over 64 KiB */
+    {
+        bytes pk = {0};
+        char *big = calloc(65537 + 1, 1);
+        memset(big, 'm', 65537);
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, 'X');
+        le(&pk, 65537, 4);
+        put(&pk, big, 65537);
+        p_str(&pk, "name");
+        op(&pk, 0x93);
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        EXPECT_ERR(r, err, "a global name longer than 64 KiB");
+        free(pk.d);
+        free(big);
+    }
+    /* the other tensor kinds torch rebuilds: diagnosed, not read; a
+     * Parameter of nothing, _rebuild_from_type_v2 nested too deep or with
+     * too few arguments */
+    {
+        static const char *const kinds[] = {
+            "_rebuild_sparse_tensor",
+            "_rebuild_nested_tensor",
+            "_rebuild_wrapper_subclass",
+            "_rebuild_device_tensor_from_numpy",
+            "_rebuild_device_tensor_from_cpu_tensor",
+        };
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+            bytes pk = {0};
+            const char *msg;
+            op(&pk, 0x80);
+            op(&pk, 2);
+            p_global(&pk, "torch._utils", kinds[k]);
+            op(&pk, ')');
+            op(&pk, 'R');
+            op(&pk, '.');
+            r = run_pickle(&pk, NULL, NULL, &err);
+            CHECK(r != NULL);
+            msg = json_string_value(json_object_get(
+                json_array_get(json_object_get(r, "diagnostics"), 0),
+                "message"));
+            CHECK(msg != NULL && strstr(msg, kinds[k]) != NULL
+                  && strstr(msg, "is not read") != NULL);
+            CHECK_EQ_INT(total(r, "tensors"), 0);
+            json_decref(r);
+            free(pk.d);
+        }
+    }
+    {
+        bytes pk = {0};
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, '(');
+        /* Parameter(3) (not a tuple), Parameter(), with_state(()) */
+        p_global(&pk, "torch.nn.parameter", "Parameter");
+        p_int(&pk, 3);
+        op(&pk, 'R');
+        p_global(&pk, "torch.nn.parameter", "Parameter");
+        op(&pk, ')');
+        op(&pk, 'R');
+        p_global(&pk, "torch._utils", "_rebuild_parameter_with_state");
+        op(&pk, ')');
+        op(&pk, 'R');
+        /* _rebuild_from_type_v2 with too few arguments, and with an
+         * argument that is no tuple */
+        p_global(&pk, "torch._tensor", "_rebuild_from_type_v2");
+        op(&pk, '(');
+        p_int(&pk, 1);
+        op(&pk, 't');
+        op(&pk, 'R');
+        p_global(&pk, "torch._tensor", "_rebuild_from_type_v2");
+        p_int(&pk, 1);
+        op(&pk, 'R');
+        /* five levels of _rebuild_from_type_v2: the fifth is opaque */
+        p_global(&pk, "torch._tensor", "_rebuild_from_type_v2");
+        for (int k = 0; k < 5; k++) {
+            op(&pk, '(');
+            p_global(&pk, "torch._tensor", "_rebuild_from_type_v2");
+            op(&pk, 'N');
+        }
+        op(&pk, ')');
+        for (int k = 0; k < 5; k++) {
+            op(&pk, 't');
+        }
+        op(&pk, 'R');
+        /* a persistent id whose location is no text: no location */
+        p_storage(&pk, "HalfStorage", "7", 3);
+        op(&pk, 'l');
+        op(&pk, '.');
+        r = run_pickle(
+            &pk, (const char *const[]){"7", NULL}, (const size_t[]){6}, &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            const json_t *st =
+                json_array_get(json_object_get(r, "storages"), 0);
+            CHECK_EQ_INT(total(r, "tensors"), 0);
+            CHECK_EQ_STR(json_string_value(json_object_get(st, "dtype")),
+                         "torch.float16");
+            CHECK_EQ_INT(json_integer_value(json_object_get(st, "bytes")), 6);
+        }
+        else {
+            fprintf(stderr, "%s\n", err.message);
+        }
+        json_decref(r);
+        free(pk.d);
+    }
+}
+
+/* Values the walk refuses or cuts. */
+static void
+test_walk_limits(void)
+{
+    ts_error err;
+    json_t *r;
+    /* 300 nested lists: cut at depth 256, diagnosed */
+    {
+        bytes pk = {0};
+        op(&pk, 0x80);
+        op(&pk, 2);
+        for (int k = 0; k < 300; k++) {
+            op(&pk, ']');
+        }
+        for (int k = 0; k < 299; k++) {
+            op(&pk, 'a');
+        }
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        CHECK(r != NULL);
+        CHECK(has_code(r, "checkpoint_unknown_object"));
+        json_decref(r);
+        free(pk.d);
+    }
+    /* a key of 300 bytes (the path grows past 256), a key holding NUL
+     * (skipped), with a tensor under each */
+    {
+        bytes pk = {0};
+        char key[301];
+        static const int s[1] = {2}, st[1] = {1};
+        memset(key, 'k', 300);
+        key[300] = '\0';
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, '}');
+        op(&pk, '(');
+        op(&pk, 'X');
+        le(&pk, 300, 4);
+        put(&pk, key, 300);
+        p_tensor(&pk, "FloatStorage", "0", 2, 0, 1, s, st);
+        op(&pk, 0x8c);
+        op(&pk, 3);
+        put(&pk, "a\0b", 3);
+        p_tensor(&pk, "FloatStorage", "0", 2, 0, 1, s, st);
+        op(&pk, 'u');
+        op(&pk, '.');
+        r = run_pickle(
+            &pk, (const char *const[]){"0", NULL}, (const size_t[]){8}, &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            CHECK_EQ_INT(total(r, "tensors"), 1);
+            CHECK_EQ_INT(strlen(json_string_value(
+                             json_object_get(tensor(r, 0), "name"))),
+                         300);
+        }
+        json_decref(r);
+        free(pk.d);
+    }
+    /* tensor records: stride no tuple, 65 dims, offset None or -1,
+     * a stride of None, sizes whose product overflows, a view whose
+     * extent overflows */
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_tensor_v2\n(NK\x00(K\x01tK\x01"
+        "\x89)tR.",
+        "size and stride are not two lists");
+    {
+        bytes pk = {0};
+        op(&pk, 0x80);
+        op(&pk, 2);
+        p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+        op(&pk, '(');
+        op(&pk, 'N');
+        p_int(&pk, 0);
+        for (int t = 0; t < 2; t++) {
+            op(&pk, '(');
+            for (int k = 0; k < 65; k++) {
+                p_int(&pk, 1);
+            }
+            op(&pk, 't');
+        }
+        op(&pk, 0x89);
+        op(&pk, ')');
+        op(&pk, 't');
+        op(&pk, 'R');
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        EXPECT_ERR(r, err, "two lists of one length (at most 64)");
+        free(pk.d);
+    }
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_tensor_v2\n(NN(K\x01t(K\x01t"
+        "\x89)tR.",
+        "size, stride and offset must be non-negative integers");
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_tensor_v2\n(N\x8a\x01\xff(K\x01t(K"
+        "\x01t\x89)tR.",
+        "size, stride and offset must be non-negative integers");
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_tensor_v2\n(NK\x00(K\x01t(Nt"
+        "\x89)tR.",
+        "size, stride and offset must be non-negative integers");
+    /* 2^62 x 2^62 elements */
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_meta_tensor_no_storage\n(ctorch\n"
+        "float32\n(\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40\x8a\x08"
+        "\x00\x00\x00\x00\x00\x00\x00\x40t(K\x01K\x01t\x89tR.",
+        "its size overflows");
+    /* 2^62 float32 elements: 2^64 bytes */
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_meta_tensor_no_storage\n(ctorch\n"
+        "float32\n(\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40t(K\x01t"
+        "\x89tR.",
+        "its size overflows");
+    /* a 2-element view with stride 2^62 at offset 2^62: its extent
+     * overflows, and so reaches past the storage */
+    {
+        bytes pk = {0};
+        op(&pk, 0x80);
+        op(&pk, 2);
+        p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+        op(&pk, '(');
+        p_storage(&pk, "FloatStorage", "0", 2);
+        put(&pk, "\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40", 10);
+        op(&pk, '(');
+        p_int(&pk, 2);
+        op(&pk, 't');
+        op(&pk, '(');
+        put(&pk, "\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40", 10);
+        op(&pk, 't');
+        op(&pk, 0x89);
+        op(&pk, ')');
+        op(&pk, 't');
+        op(&pk, 'R');
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        EXPECT_ERR(r, err, "reaches past storage '0' (8 bytes)");
+        free(pk.d);
+    }
+}
+
+/* ---- legacy files ---- */
+
+static void
+legacy_file(bytes *b,
+            const bytes *main_pickle,
+            const char *keys_pickle,
+            size_t keys_len,
+            const int64_t *numels,
+            const size_t *nbytes,
+            size_t nstorages,
+            size_t trailing)
+{
+    static const unsigned char magic[] = {0x80,
+                                          0x02,
+                                          0x8a,
+                                          0x0a,
+                                          0x6c,
+                                          0xfc,
+                                          0x9c,
+                                          0x46,
+                                          0xf9,
+                                          0x20,
+                                          0x6a,
+                                          0xa8,
+                                          0x50,
+                                          0x19,
+                                          '.'};
+    put(b, magic, sizeof magic);
+    put(b, "\x80\x02M\xe9\x03.", 6); /* 1001 */
+    put(b, "\x80\x02}.", 4);         /* sys_info */
+    put(b, main_pickle->d, main_pickle->n);
+    put(b, keys_pickle, keys_len);
+    for (size_t k = 0; k < nstorages; k++) {
+        le(b, (uint64_t)numels[k], 8);
+        for (size_t i = 0; i < nbytes[k]; i++) {
+            op(b, 0);
+        }
+    }
+    for (size_t i = 0; i < trailing; i++) {
+        op(b, 0);
+    }
+}
+
+#define KEYS(lit) (lit), sizeof(lit) - 1
+
+static json_t *
+inspect_legacy(const bytes *main_pickle,
+               const char *keys_pickle,
+               size_t keys_len,
+               const int64_t *numels,
+               const size_t *nbytes,
+               size_t nstorages,
+               size_t trailing,
+               ts_error *err)
+{
+    bytes f = {0};
+    json_t *r;
+    legacy_file(&f,
+                main_pickle,
+                keys_pickle,
+                keys_len,
+                numels,
+                nbytes,
+                nstorages,
+                trailing);
+    ts_error_clear(err);
+    r = ts_checkpoint_inspect_memory(f.d, f.n, "l.pt", err);
+    free(f.d);
+    return r;
+}
+
+static void
+test_legacy(void)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    const int64_t six[2] = {6, 6};
+    const size_t b24[2] = {24, 24};
+    w_pickle(&pk);
+    /* w: 2x3 float32; 5 bytes after the storage */
+    r = inspect_legacy(&pk,
+                       KEYS("\x80\x02(\x8c\x01"
+                            "0l."),
+                       six,
+                       b24,
+                       1,
+                       5,
+                       &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        /* 15 + 6 + 4 bytes of small pickles, the main one, the keys (8),
+         * then 8 bytes of numel before the data */
+        CHECK_EQ_INT(
+            json_integer_value(json_object_get(tensor(r, 0), "offset")),
+            25 + (int64_t)pk.n + 8 + 8);
+        CHECK_EQ_INT(total(r, "stored_bytes"), 24);
+        CHECK(has_code(r, "checkpoint_unreferenced_bytes"));
+    }
+    else {
+        fprintf(stderr, "%s\n", err.message);
+    }
+    json_decref(r);
+    r = inspect_legacy(&pk, KEYS("\x80\x02K\x01."), six, b24, 1, 0, &err);
+    EXPECT_ERR(r, err, "the storage keys are not a list of text");
+    r = inspect_legacy(&pk, KEYS("\x80\x02(K\x01l."), six, b24, 1, 0, &err);
+    EXPECT_ERR(r, err, "a storage key list of other than text");
+    r = inspect_legacy(&pk,
+                       KEYS("\x80\x02(\x8c\x01"
+                            "9l."),
+                       six,
+                       b24,
+                       1,
+                       0,
+                       &err);
+    EXPECT_ERR(r, err, "the storage key list names '9', which no tensor uses");
+    r = inspect_legacy(&pk,
+                       KEYS("\x80\x02(\x8c\x01"
+                            "0\x8c\x01"
+                            "0l."),
+                       six,
+                       b24,
+                       2,
+                       0,
+                       &err);
+    EXPECT_ERR(r, err, "the storage key list names '0', twice");
+    {
+        const int64_t five[1] = {5};
+        r = inspect_legacy(&pk,
+                           KEYS("\x80\x02(\x8c\x01"
+                                "0l."),
+                           five,
+                           b24,
+                           1,
+                           0,
+                           &err);
+        EXPECT_ERR(r,
+                   err,
+                   "storage '0' holds 5 elements, its persistent id "
+                   "says 6");
+    }
+    {
+        const size_t b20[1] = {20};
+        r = inspect_legacy(&pk,
+                           KEYS("\x80\x02(\x8c\x01"
+                                "0l."),
+                           six,
+                           b20,
+                           1,
+                           0,
+                           &err);
+        EXPECT_ERR(r, err, "truncated: storage '0' (24 bytes at byte");
+    }
+    r = inspect_legacy(&pk, KEYS("\x80\x02]."), six, b24, 0, 0, &err);
+    EXPECT_ERR(r, err, "1 storages are used, the key list names 0");
+    free(pk.d);
+    /* wrong magic numbers and versions, through the legacy reader */
+    {
+        static const char *const heads[] = {
+            /* a 9-byte LONG1 */
+            "\x80\x02\x8a\x09\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50.",
+            /* 10 bytes, one changed */
+            "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x18.",
+            /* 20 bytes */
+            "\x80\x02\x8a\x14\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01"
+            "\x01\x01\x01\x01\x01\x01\x01\x01\x01.",
+            /* an integer */
+            "\x80\x02K\x01.",
+        };
+        for (size_t k = 0; k < sizeof heads / sizeof *heads; k++) {
+            bytes f = {0};
+            put(&f, heads[k], strlen(heads[k]));
+            put(&f, "\x80\x02M\xe9\x03.\x80\x02}.", 10);
+            r = ck_inspect_memory_as(f.d, f.n, 3, &err);
+            EXPECT_ERR(r, err, "the magic number is wrong");
+            free(f.d);
+        }
+    }
+    {
+        static const char *const versions[] = {"\x80\x02M\xe8\x03.",
+                                               "\x80\x02N."};
+        for (size_t k = 0; k < 2; k++) {
+            bytes f = {0};
+            put(&f,
+                "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.",
+                15);
+            put(&f, versions[k], strlen(versions[k]));
+            put(&f, "\x80\x02}.", 4);
+            r = ck_inspect_memory_as(f.d, f.n, 3, &err);
+            EXPECT_ERR(r, err, "legacy protocol version");
+            free(f.d);
+        }
+    }
+    {
+        /* sys_info as a key list (dropped), then a main pickle that ends
+         * with a mark alone */
+        bytes f = {0};
+        put(&f,
+            "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.",
+            15);
+        put(&f, "\x80\x02M\xe9\x03.", 6);
+        put(&f,
+            "\x80\x02(\x8c\x01"
+            "al.",
+            7);
+        put(&f, "\x80\x02(.", 4);
+        r = ts_checkpoint_inspect_memory(f.d, f.n, "l.pt", &err);
+        EXPECT_ERR(r, err, "STOP with a stack that does not hold one value");
+        free(f.d);
+    }
+    {
+        /* a small pickle ending with a mark alone */
+        bytes f = {0};
+        put(&f,
+            "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.",
+            15);
+        put(&f, "\x80\x02(.", 4);
+        r = ts_checkpoint_inspect_memory(f.d, f.n, "l.pt", &err);
+        EXPECT_ERR(r, err, "STOP with a stack that does not hold one value");
+        free(f.d);
+    }
+    {
+        /* a main pickle over 1 MiB (a text of 1.5 MiB beside the tensor):
+         * read again with the whole file */
+        size_t big = 3 << 19;
+        char *text = calloc(big, 1);
+        bytes main_pk = {0};
+        static const int s[1] = {2}, st[1] = {1};
+        const int64_t two[1] = {2};
+        const size_t b8[1] = {8};
+        memset(text, 't', big);
+        op(&main_pk, 0x80);
+        op(&main_pk, 2);
+        op(&main_pk, '}');
+        op(&main_pk, '(');
+        p_str(&main_pk, "note");
+        op(&main_pk, 'X');
+        le(&main_pk, big, 4);
+        put(&main_pk, text, big);
+        p_str(&main_pk, "v");
+        p_tensor(&main_pk, "FloatStorage", "0", 2, 0, 1, s, st);
+        op(&main_pk, 'u');
+        op(&main_pk, '.');
+        r = inspect_legacy(&main_pk,
+                           KEYS("\x80\x02(\x8c\x01"
+                                "0l."),
+                           two,
+                           b8,
+                           1,
+                           0,
+                           &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            CHECK_EQ_INT(total(r, "tensors"), 1);
+            CHECK_EQ_INT(total(r, "stored_bytes"), 8);
+            CHECK_EQ_INT(
+                json_integer_value(json_object_get(tensor(r, 0), "offset")),
+                25 + (int64_t)main_pk.n + 8 + 8);
+        }
+        else {
+            fprintf(stderr, "%s\n", err.message);
+        }
+        json_decref(r);
+        free(main_pk.d);
+        free(text);
+    }
+}
+
 /* ---- checkpoint.c: detection and the file entry point ---- */
 
 static void
@@ -1038,7 +1709,7 @@ test_detection(void)
     /* PK\3\4 prefixed by text: read as a zip whose errors are kept */
     {
         bytes z = {0};
-        zent e[1] = {{"a/b/data.pkl", "x", 1, 0, 0, false, false}};
+        zent e[1] = {{"a/b/data.pkl", "x", 1, 0, 0, false, false, 0}};
         zopts o = {0};
         o.prepend = 5;
         zip_file(&z, e, 1, &o);
@@ -1123,6 +1794,11 @@ main(void)
     test_pickle_values();
     test_pickle_tensors();
     test_tensor_records();
+    test_zip_fields();
+    test_pickle_truncations();
+    test_pickle_calls();
+    test_walk_limits();
+    test_legacy();
     test_detection();
     test_inspect_file();
     return ts_test_report();
