@@ -354,11 +354,59 @@ test_keys_and_alignment(void)
     }
 }
 
+static void
+test_unknown_types(void)
+{
+    bytes b = {0};
+    ts_error err;
+    json_t *r;
+    uint64_t d3[1] = {3}, huge[1] = {(uint64_t)1 << 62};
+    /* ggml type 4 (the removed Q4_2): size unknown, bytes null, partial */
+    g_head(&b, 3, 2, 0);
+    g_tensor(&b, "u", 1, d3, 4, 0);
+    g_tensor(&b, "f", 1, d3, 0, 0);
+    g_data(&b, 32, 12);
+    r = inspect(&b, &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const json_t *t = json_array_get(json_object_get(r, "tensors"), 0);
+        const json_t *tb =
+            json_object_get(json_object_get(r, "totals"), "tensor_bytes");
+        CHECK_EQ_STR(json_string_value(json_object_get(t, "dtype")),
+                     "unknown");
+        CHECK(json_is_null(json_object_get(t, "bytes")));
+        CHECK_EQ_STR(json_string_value(json_object_get(tb, "status")),
+                     "partial");
+        /* the known part: f's 3 float32 */
+        CHECK_EQ_INT(json_integer_value(json_object_get(tb, "known_value")),
+                     12);
+        CHECK_EQ_STR(json_string_value(json_object_get(
+                         json_array_get(json_object_get(r, "diagnostics"), 0),
+                         "code")),
+                     "checkpoint_unknown_dtype");
+    }
+    else {
+        fprintf(stderr, "%s\n", err.message);
+    }
+    json_decref(r);
+    /* two tensors of 2^62 elements of an unknown type: their sum
+     * overflows int64 */
+    g_head(&b, 3, 2, 0);
+    g_tensor(&b, "a", 1, huge, 4, 0);
+    g_tensor(&b, "b", 1, huge, 4, 0);
+    g_data(&b, 32, 0);
+    r = inspect(&b, &err);
+    CHECK(r == NULL);
+    CHECK_EQ_INT(err.code, TS_EOVERFLOW);
+    json_decref(r);
+}
+
 int
 main(void)
 {
     test_text_values();
     test_arrays_and_numbers();
     test_keys_and_alignment();
+    test_unknown_types();
     return ts_test_report();
 }
