@@ -380,10 +380,10 @@ test_unknown_types(void)
         /* the known part: f's 3 float32 */
         CHECK_EQ_INT(json_integer_value(json_object_get(tb, "known_value")),
                      12);
-        CHECK_EQ_STR(json_string_value(json_object_get(
-                         json_array_get(json_object_get(r, "diagnostics"), 0),
-                         "code")),
-                     "checkpoint_unknown_dtype");
+        CHECK_EQ_STR(
+            json_string_value(json_object_get(
+                json_array_get(json_object_get(r, "diagnostics"), 0), "code")),
+            "checkpoint_unknown_dtype");
     }
     else {
         fprintf(stderr, "%s\n", err.message);
