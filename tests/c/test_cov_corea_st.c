@@ -386,6 +386,75 @@ test_index(void)
     }
 }
 
+/* The file layer: what cannot be opened or read, and the bounds of the
+ * record arrays. */
+static void
+test_file_layer(void)
+{
+    ts_error err;
+    json_t *r;
+    ck_source src;
+    ck_set set;
+    uint8_t buf[16];
+    char path[128];
+    int64_t dims[2];
+    FILE *f;
+    r = ts_checkpoint_inspect(dir, &err);
+    CHECK(r == NULL && err.code == TS_EIO);
+    CHECK(strstr(err.message, ": is a directory") != NULL);
+    /* a trailing slash: the name is the whole path */
+    snprintf(path, sizeof path, "%s/", dir);
+    r = ts_checkpoint_inspect(path, &err);
+    CHECK(r == NULL && err.code == TS_EIO);
+    CHECK(strncmp(err.message, path, strlen(path)) == 0);
+    r = ts_checkpoint_inspect("/dev/null", &err);
+    CHECK(r == NULL && err.code == TS_EIO);
+    CHECK_EQ_STR(err.message, "null: not a regular file");
+    /* a file that shrinks after it was opened */
+    snprintf(path, sizeof path, "%s/shrinks.bin", dir);
+    f = fopen(path, "wb");
+    CHECK(f != NULL && fwrite("0123456789abcdef", 1, 16, f) == 16);
+    if (f != NULL) {
+        fclose(f);
+    }
+    CHECK_EQ_INT(ck_open(&src, dir, "shrinks.bin", &err), TS_OK);
+    CHECK_EQ_INT(src.size, 16);
+    CHECK_EQ_STR(src.name, "shrinks.bin");
+    CHECK(truncate(path, 4) == 0);
+    CHECK_EQ_INT(ck_read(&src, 0, buf, 16, "the bytes", &err), TS_EIO);
+    CHECK_EQ_STR(err.message,
+                 "shrinks.bin: cannot read the bytes at byte 4: the file is "
+                 "shorter than it was");
+    CHECK(ck_read_alloc(&src, 2, 14, "the rest", &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EIO);
+    CHECK(ck_read_alloc(&src, 17, 1, "past", &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    /* a descriptor that is not open */
+    close(src.fd);
+    src.fd = -1;
+    CHECK_EQ_INT(ck_read(&src, 0, buf, 4, "the bytes", &err), TS_EIO);
+    CHECK(strstr(err.message, "cannot read the bytes at byte 0: ") != NULL);
+    ck_close(&src);
+    remove(path);
+    CHECK_EQ_INT(ck_open(&src, dir, "none.bin", &err), TS_EIO);
+    CHECK(strncmp(err.message, "none.bin: cannot open: ", 23) == 0);
+    /* tensors of -1 and 65 dimensions; sizes below zero or overflowing */
+    CHECK_EQ_INT(ck_set_init(&set, &err), TS_OK);
+    CHECK(ck_add_tensor(&set, "t", 1, -1, &err) == NULL);
+    CHECK_EQ_STR(err.message, "tensor with -1 dimensions (at most 64)");
+    CHECK(ck_add_tensor(&set, "t", 1, 65, &err) == NULL);
+    ck_set_clear(&set);
+    dims[0] = -1;
+    dims[1] = 1;
+    CHECK(!ck_numel(dims, 2, &dims[1]));
+    dims[0] = INT64_MAX;
+    dims[1] = 2;
+    CHECK(!ck_numel(dims, 2, &dims[1]));
+    dims[0] = 3;
+    dims[1] = 4;
+    CHECK(ck_numel(dims, 2, &dims[0]) && dims[0] == 12);
+}
+
 static void
 cleanup(void)
 {
@@ -410,6 +479,7 @@ main(void)
     snprintf(dir, sizeof dir, "/tmp/ts_cov_corea_st_XXXXXX");
     if (mkdtemp(dir) != NULL) {
         test_index();
+        test_file_layer();
         cleanup();
     }
     else {
