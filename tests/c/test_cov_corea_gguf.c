@@ -6,91 +6,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "cov_corea_build.h"
 #include "torchscan/checkpoint.h"
-
-typedef struct bytes {
-    unsigned char *d;
-    size_t n, cap;
-} bytes;
-
-static void
-put(bytes *b, const void *data, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) {
-            cap *= 2;
-        }
-        b->d = realloc(b->d, cap);
-        if (b->d == NULL) {
-            abort();
-        }
-        b->cap = cap;
-    }
-    memcpy(b->d + b->n, data, n);
-    b->n += n;
-}
-
-static void
-le(bytes *b, uint64_t v, int n)
-{
-    for (int k = 0; k < n; k++) {
-        unsigned char c = (unsigned char)(v >> (8 * k));
-        put(b, &c, 1);
-    }
-}
-
-static void
-g_head(bytes *b, uint32_t version, uint64_t ntensors, uint64_t nkv)
-{
-    put(b, "GGUF", 4);
-    le(b, version, 4);
-    le(b, ntensors, 8);
-    le(b, nkv, 8);
-}
-
-static void
-g_str(bytes *b, const void *s, size_t n)
-{
-    le(b, n, 8);
-    put(b, s, n);
-}
-
-static void
-g_key(bytes *b, const char *key, uint32_t type)
-{
-    g_str(b, key, strlen(key));
-    le(b, type, 4);
-}
-
-static void
-g_tensor(bytes *b,
-         const char *name,
-         int ndim,
-         const uint64_t *dims,
-         uint32_t type,
-         uint64_t offset)
-{
-    g_str(b, name, strlen(name));
-    le(b, (uint64_t)ndim, 4);
-    for (int k = 0; k < ndim; k++) {
-        le(b, dims[k], 8);
-    }
-    le(b, type, 4);
-    le(b, offset, 8);
-}
-
-/* Pads to `align` and appends `data` zero bytes. */
-static void
-g_data(bytes *b, size_t align, size_t data)
-{
-    while (b->n % align != 0) {
-        le(b, 0, 1);
-    }
-    for (size_t k = 0; k < data; k++) {
-        le(b, 0, 1);
-    }
-}
 
 static json_t *
 inspect(bytes *b, ts_error *err)
@@ -285,7 +202,10 @@ test_keys_and_alignment(void)
         le(&b, 0, 4);
         le(&b, 0, 1);
         r = inspect(&b, &err);
-        EXPECT_ERR(r, err, "a metadata key longer than 64 KiB or holding NUL");
+        EXPECT_ERR(r,
+                   err,
+                   "a metadata key longer than 64 KiB, holding NUL or not "
+                   "UTF-8 text");
         /* a tensor name of 70,000 bytes */
         g_head(&b, 3, 1, 0);
         g_str(&b, key, 70000);
@@ -301,7 +221,10 @@ test_keys_and_alignment(void)
     le(&b, 0, 4);
     le(&b, 0, 1);
     r = inspect(&b, &err);
-    EXPECT_ERR(r, err, "a metadata key longer than 64 KiB or holding NUL");
+    EXPECT_ERR(
+        r,
+        err,
+        "a metadata key longer than 64 KiB, holding NUL or not UTF-8 text");
     /* general.alignment: as uint64, 0, 48 */
     g_head(&b, 3, 0, 1);
     g_key(&b, "general.alignment", 10);
@@ -401,6 +324,32 @@ test_unknown_types(void)
     json_decref(r);
 }
 
+/* Names that are not UTF-8 cannot be named in the report: refused as
+ * malformed (they were reported as out of memory). */
+static void
+test_names_not_utf8(void)
+{
+    bytes b = {0};
+    ts_error err;
+    json_t *r;
+    uint64_t d[1] = {1};
+    g_head(&b, 3, 1, 0);
+    g_tensor(&b, "w\xff", 1, d, 0, 0);
+    g_data(&b, 32, 4);
+    r = inspect(&b, &err);
+    EXPECT_ERR(r, err, "a tensor name that is not UTF-8 text");
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    g_head(&b, 3, 0, 1);
+    g_key(&b, "k\xc3", 7);
+    le(&b, 1, 1);
+    r = inspect(&b, &err);
+    EXPECT_ERR(r,
+               err,
+               "a metadata key longer than 64 KiB, holding NUL or "
+               "not UTF-8 text");
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+}
+
 int
 main(void)
 {
@@ -408,5 +357,6 @@ main(void)
     test_arrays_and_numbers();
     test_keys_and_alignment();
     test_unknown_types();
+    test_names_not_utf8();
     return ts_test_report();
 }
