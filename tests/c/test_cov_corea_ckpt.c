@@ -1303,6 +1303,89 @@ test_names_not_utf8(void)
     }
 }
 
+/* Python 2 module names of globals read as Python 3's; untyped storages
+ * are bytes; a storage class outside torch is unknown. */
+static void
+test_names_of_globals(void)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    static const int s[1] = {6}, st[1] = {1};
+    op(&pk, 0x80);
+    op(&pk, 2);
+    op(&pk, '}');
+    op(&pk, '(');
+    p_str(&pk, "u");
+    p_tensor(&pk, "UntypedStorage", "0", 6, 0, 1, s, st);
+    p_str(&pk, "v");
+    p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+    op(&pk, '(');
+    op(&pk, '(');
+    p_str(&pk, "storage");
+    p_global(&pk, "torch.storage", "UntypedStorage");
+    p_str(&pk, "1");
+    p_str(&pk, "cpu");
+    p_int(&pk, 2);
+    op(&pk, 't');
+    op(&pk, 'Q');
+    p_int(&pk, 0);
+    {
+        static const int s2[1] = {2};
+        p_ints(&pk, 1, s2);
+    }
+    p_ints(&pk, 1, st);
+    op(&pk, 0x89);
+    op(&pk, ')');
+    op(&pk, 't');
+    op(&pk, 'R');
+    p_str(&pk, "e");
+    p_global(&pk, "__builtin__", "eval");
+    p_str(&pk, "n");
+    p_global(&pk, "copy_reg", "_reconstructor");
+    op(&pk, 'u');
+    op(&pk, '.');
+    r = run_pickle(&pk,
+                   (const char *const[]){"0", "1", NULL},
+                   (const size_t[]){6, 2},
+                   &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const json_t *globals = json_object_get(r, "globals");
+        bool eval = false, reconstructor = false;
+        CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 0), "dtype")),
+                     "torch.uint8");
+        CHECK_EQ_INT(total(r, "tensor_bytes"), 6 + 2);
+        for (size_t k = 0; k < json_array_size(globals); k++) {
+            const json_t *g = json_array_get(globals, k);
+            const char *name = json_string_value(json_object_get(g, "name"));
+            if (strcmp(name, "builtins.eval") == 0) {
+                eval = json_is_false(json_object_get(g, "allowed"));
+            }
+            if (strcmp(name, "copyreg._reconstructor") == 0) {
+                reconstructor = true; /* copy_reg read as copyreg */
+            }
+        }
+        CHECK(eval);
+        CHECK(reconstructor);
+    }
+    else {
+        fprintf(stderr, "%s\n", err.message);
+    }
+    json_decref(r);
+    free(pk.d);
+    PICKLE_ERROR(
+        "(\x8c\x07storagecmymod\nFloatStorage\n\x8c\x01"
+        "0\x8c\x03"
+        "cpuK\x01tQ.",
+        "an unknown storage type mymod.FloatStorage");
+    PICKLE_ERROR(
+        "(\x8c\x07storagectorch\nFloat\n\x8c\x01"
+        "0\x8c\x03"
+        "cpuK\x01tQ.",
+        "an unknown storage type torch.Float");
+}
+
 /* ---- checkpoint.c: detection and the file entry point ---- */
 
 static void
@@ -1354,6 +1437,9 @@ test_detection(void)
     r = ts_checkpoint_inspect_memory("PK\x05\x07zzzz", 8, "k", &err);
     CHECK(r == NULL);
     CHECK(strstr(err.message, "it begins with 50 4b 05 07") != NULL);
+    r = ts_checkpoint_inspect_memory("Pzzzzzzz", 8, "k", &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message, "it begins with 50 7a 7a 7a") != NULL);
     r = ts_checkpoint_inspect_memory("PK\x03\x05zzzz", 8, "k", &err);
     CHECK(r == NULL);
     CHECK(strstr(err.message, "it begins with 50 4b 03 05") != NULL);
@@ -1431,6 +1517,7 @@ main(void)
     test_walk_limits();
     test_legacy();
     test_names_not_utf8();
+    test_names_of_globals();
     test_detection();
     test_inspect_file();
     return ts_test_report();
