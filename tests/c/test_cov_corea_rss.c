@@ -25,11 +25,21 @@ test_interrupted(void)
 {
     ts_rss_result r;
     ts_error err;
-    /* the command signals its parent (the supervisor) twice: the first
-     * signal is the one reported, the group is killed (no 5 s sleep) */
-    char *argv[] = {
-        "sh", "-c", "kill -INT $PPID; kill -TERM $PPID; sleep 5", NULL};
-    CHECK_EQ_INT(ts_rss_supervise(argv, 30.0, NULL, 0, &r, &err), TS_OK);
+    char script[256];
+    /* a descendant in its own session signals the supervisor twice: the
+     * first signal kills the command's group (no 5 s sleep) and is the one
+     * reported; the second arrives while the descendant is reaped, with
+     * no group left to kill */
+    snprintf(script,
+             sizeof script,
+             "setsid sh -c 'kill -INT %ld; sleep 0.2; kill -TERM %ld' "
+             "</dev/null >/dev/null 2>&1 & sleep 5",
+             (long)getpid(),
+             (long)getpid());
+    {
+        char *argv[] = {"sh", "-c", script, NULL};
+        CHECK_EQ_INT(ts_rss_supervise(argv, 30.0, NULL, 0, &r, &err), TS_OK);
+    }
     CHECK_EQ_INT(r.outcome, TS_RSS_INTERRUPTED);
     CHECK_EQ_INT(r.code, SIGINT);
     CHECK_EQ_INT(ts_rss_exit_status(&r), 128 + SIGINT);
