@@ -390,6 +390,210 @@ test_render(void)
     }
 }
 
+/* Module-level matching on hand-made documents: a module row without a
+ * path is a malformed report (it was refused as out of memory), counts
+ * that are not integers count 0, "encx" is not under "enc", a prefix
+ * longer than 4 KiB. */
+static void
+test_module_match_edges(void)
+{
+    ts_error err;
+    json_t *m;
+    json_t *report = parse(
+        "{\"report_type\": \"checkpoint\", \"tensors\": [], \"modules\": ["
+        "{\"path\": \"\", \"elements\": 12}, {\"path\": \"enc\", "
+        "\"elements\": 5}, {\"path\": \"encx\", \"elements\": 7}]}");
+    json_t *analysis = parse(
+        "{\"layers\": [{\"path\": \"\"}, {\"path\": \"enc\", \"parameters\":"
+        " {\"trainable\": 5, \"frozen\": \"3\"}}, {\"path\": \"encx\","
+        " \"parameters\": {\"trainable\": 7}}]}");
+    json_t *bad;
+    char *long_path;
+    m = ts_checkpoint_match(report, analysis, &err);
+    CHECK(m != NULL);
+    if (m != NULL) {
+        /* "": 5 + 7 = 12, enc 5 (not encx's 7, "3" counts 0), encx 7 */
+        CHECK(json_is_true(json_object_get(m, "matches")));
+        CHECK_EQ_INT(json_integer_value(json_object_get(m, "matched")), 3);
+    }
+    json_decref(m);
+    bad = parse(
+        "{\"report_type\": \"checkpoint\", \"tensors\": [],"
+        " \"modules\": [{\"elements\": 1}]}");
+    CHECK(ts_checkpoint_match(bad, analysis, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    CHECK_EQ_STR(err.message, "report: modules[0].path: expected text");
+    json_decref(bad);
+    /* no tensors list; layers that are no list; no tensors in against */
+    bad = parse("{\"report_type\": \"checkpoint\", \"modules\": []}");
+    CHECK(ts_checkpoint_match(bad, analysis, &err) == NULL);
+    CHECK(strstr(err.message, "report: expected a checkpoint report") != NULL);
+    json_decref(bad);
+    bad = parse("{\"layers\": 5}");
+    CHECK(ts_checkpoint_match(report, bad, &err) == NULL);
+    CHECK(strstr(err.message, "against: expected an AnalysisReport") != NULL);
+    json_decref(bad);
+    bad = parse("{\"report_type\": \"state_dict\"}");
+    CHECK(ts_checkpoint_match(report, bad, &err) == NULL);
+    CHECK_EQ_STR(err.message, "against: tensors: expected a list");
+    json_decref(bad);
+    /* a checkpoint prefix of 5,000 bytes under "": unexpected (its parent
+     * is cut at 4 KiB, which still names no layer) */
+    long_path = calloc(5001 + 2, 1);
+    memset(long_path, 'p', 5000);
+    memcpy(long_path + 5000, ".q", 3);
+    bad = json_pack("{s:s, s:[], s:[{s:s, s:i}, {s:s, s:i}]}",
+                    "report_type",
+                    "checkpoint",
+                    "tensors",
+                    "modules",
+                    "path",
+                    "",
+                    "elements",
+                    12,
+                    "path",
+                    long_path,
+                    "elements",
+                    0);
+    m = ts_checkpoint_match(bad, analysis, &err);
+    CHECK(m != NULL);
+    if (m != NULL) {
+        /* enc and encx are missing from this report; the long prefix's
+         * parent (cut) is no layer: not listed as unexpected */
+        CHECK_EQ_INT(json_array_size(json_object_get(m, "missing")), 2);
+        CHECK_EQ_INT(json_array_size(json_object_get(m, "unexpected")), 0);
+    }
+    json_decref(m);
+    json_decref(bad);
+    free(long_path);
+    json_decref(report);
+    json_decref(analysis);
+}
+
+/* A second table: two files, a module name too long to widen the column,
+ * a depth limit of 0, a global without "allowed", shapes that are lists. */
+static void
+test_table_edges(void)
+{
+    ts_error err;
+    char *text;
+    char name[100];
+    json_t *r;
+    memset(name, 'n', 90);
+    name[90] = '\0';
+    r = json_pack(
+        "{s:s, s:s, s:[{s:s}, {s:s}], s:[{s:s, s:i}, {s:s, s:i}, "
+        "{s:s, s:i}], s:[{s:s}], s:{}}",
+        "report_type",
+        "checkpoint",
+        "format",
+        "safetensors_sharded",
+        "files",
+        "name",
+        "a",
+        "name",
+        "b",
+        "modules",
+        "path",
+        "",
+        "depth",
+        0,
+        "path",
+        name,
+        "depth",
+        1,
+        "path",
+        "ab",
+        "depth",
+        1,
+        "globals",
+        "name",
+        "os.system",
+        "totals");
+    text = ts_checkpoint_table(r, 0, &err);
+    CHECK(text != NULL);
+    if (text != NULL) {
+        CHECK(strncmp(text, "Checkpoint (safetensors_sharded): 2 files\n", 42)
+              == 0);
+        /* depth 0 only: the long name is neither shown nor widening */
+        CHECK(strstr(text, "nnnnnnnnnn") == NULL);
+        CHECK(strstr(text,
+                     "\nModule"
+                     "                     "
+                     "Tensors")
+              != NULL);
+        CHECK(strstr(text, "  os.system\n") != NULL);
+    }
+    free(text);
+    text = ts_checkpoint_table(r, -1, &err);
+    CHECK(text != NULL && strstr(text, name) != NULL);
+    free(text);
+    json_decref(r);
+    {
+        json_t *m = parse(
+            "{\"report_type\": \"checkpoint_match\", \"level\": \"tensor\","
+            " \"matches\": false, \"matched\": 0, \"missing\": [{\"name\":"
+            " \"a\", \"expected_shape\": [2, 3], \"expected_dtype\": \"f\"}],"
+            " \"unexpected\": [], \"mismatched\": [{\"name\": \"b\", "
+            "\"shape\":"
+            " [], \"dtype\": \"g\", \"expected_shape\": [1], "
+            "\"expected_dtype\":"
+            " \"g\"}]}");
+        text = ts_checkpoint_match_text(m, &err);
+        CHECK_EQ_STR(text,
+                     "does not match (tensor level): 0 matched, 1 missing, 0 "
+                     "unexpected, 1 mismatched\n"
+                     "missing:\n"
+                     "  a: [2, 3] f expected\n"
+                     "mismatched:\n"
+                     "  b: [] g in the checkpoint, [1] g expected\n");
+        free(text);
+        json_decref(m);
+        m = parse("{\"level\": \"module\"}");
+        CHECK(ts_checkpoint_match_text(m, &err) == NULL);
+        json_decref(m);
+    }
+    /* the storage map of a report without a report_type */
+    r = parse("{\"modules\": [{\"path\": \"\", \"depth\": 0}]}");
+    CHECK(ts_checkpoint_render(r, "T", "svg", &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    json_decref(r);
+}
+
+/* Components equal as numbers keep their tensors' order: x.1, x.01,
+ * x.001 (file order), then x.2, then x.10, x.010. */
+static void
+test_numeric_ties(void)
+{
+    ts_error err;
+    static const char *const want[] = {
+        "", "x", "x.1", "x.01", "x.001", "x.2", "x.10", "x.010"};
+    json_t *r = inspect_st(
+        "{\"x.10.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+        "\"data_offsets\": [0, 1]}, "
+        "\"x.1.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+        "\"data_offsets\": [1, 2]}, "
+        "\"x.01.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+        "\"data_offsets\": [2, 3]}, "
+        "\"x.2.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+        "\"data_offsets\": [3, 4]}, "
+        "\"x.001.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+        "\"data_offsets\": [4, 5]}, "
+        "\"x.010.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+        "\"data_offsets\": [5, 6]}}",
+        6,
+        &err);
+    CHECK(r != NULL);
+    if (r == NULL) {
+        return;
+    }
+    CHECK_EQ_INT(json_array_size(json_object_get(r, "modules")), 8);
+    for (size_t k = 0; k < 8; k++) {
+        CHECK_EQ_STR(module_path(r, k), want[k]);
+    }
+    json_decref(r);
+}
+
 int
 main(void)
 {
@@ -397,5 +601,8 @@ main(void)
     test_table_of_hand_report();
     test_module_match();
     test_render();
+    test_module_match_edges();
+    test_table_edges();
+    test_numeric_ties();
     return ts_test_report();
 }
