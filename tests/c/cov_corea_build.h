@@ -135,8 +135,11 @@ typedef struct zent {
     int csize_delta;  /* written compressed size minus size */
     bool zip64_extra; /* sizes and offset in a Zip64 extra field */
     bool short_extra; /* the Zip64 extra field with only 8 bytes */
-    int only_local;   /* 1: only the offset in the Zip64 field; 2: and it
-                         is missing */
+    int only_local;   /* other extra fields: 1: only the offset in the
+                         Zip64 field; 2: the offset saturated, the field
+                         empty; 3: only the two sizes in it; 4: the sizes
+                         saturated, the field empty; 5: an unrelated
+                         field; 6: a field longer than the extra data */
 } zent;
 
 typedef struct zopts {
@@ -181,29 +184,46 @@ zip_file(bytes *z, const zent *e, size_t n, const zopts *o)
         le(z, (uint64_t)e[k].method, 2);
         le(z, 0, 4);
         le(z, 0, 4);
-        le(z, x ? 0xFFFFFFFFu : e[k].size + (uint64_t)e[k].csize_delta, 4);
-        le(z, x ? 0xFFFFFFFFu : e[k].size, 4);
+        bool sizes = x || e[k].only_local == 3 || e[k].only_local == 4;
+        bool offset = x || e[k].only_local == 1 || e[k].only_local == 2;
+        le(z, sizes ? 0xFFFFFFFFu : e[k].size + (uint64_t)e[k].csize_delta, 4);
+        le(z, sizes ? 0xFFFFFFFFu : e[k].size, 4);
         le(z, nlen, 2);
         le(z,
            x                      ? (e[k].short_extra ? 4 + 8 + 4 : 4 + 24 + 4)
            : e[k].only_local == 1 ? 4 + 8
-           : e[k].only_local == 2 ? 4
+           : e[k].only_local == 3 ? 4 + 16
+           : e[k].only_local != 0 ? 4
                                   : 0,
            2);
         le(z, 0, 2);
         le(z, 0, 2);
         le(z, 0, 2);
         le(z, 0, 4);
-        le(z, x || e[k].only_local ? 0xFFFFFFFFu : local[k], 4);
+        le(z, offset ? 0xFFFFFFFFu : local[k], 4);
         put(z, e[k].name, nlen);
         if (e[k].only_local == 1) {
             le(z, 0x0001, 2);
             le(z, 8, 2);
             le(z, local[k], 8);
         }
-        else if (e[k].only_local == 2) {
+        else if (e[k].only_local == 2 || e[k].only_local == 4) {
             le(z, 0x0001, 2);
             le(z, 0, 2);
+        }
+        else if (e[k].only_local == 3) {
+            le(z, 0x0001, 2);
+            le(z, 16, 2);
+            le(z, e[k].size, 8);
+            le(z, e[k].size, 8);
+        }
+        else if (e[k].only_local == 5) {
+            le(z, 0x7075, 2);
+            le(z, 0, 2);
+        }
+        else if (e[k].only_local == 6) {
+            le(z, 0x0001, 2);
+            le(z, 100, 2);
         }
         if (x) {
             /* an unrelated field first, then Zip64's */

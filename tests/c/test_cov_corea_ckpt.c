@@ -589,6 +589,35 @@ test_zip_fields(void)
         e[1].only_local = 2;
         r = inspect_zip(e, 3, NULL, &err);
         EXPECT_ERR(r, err, "an entry's Zip64 sizes are missing or short");
+        /* sizes only in the field (offset plain); an unrelated field; a
+         * field longer than the extra data (ignored) */
+        e[1].only_local = 3;
+        e[2].only_local = 5;
+        e[0].only_local = 6;
+        r = inspect_zip(e, 3, NULL, &err);
+        CHECK(r != NULL);
+        CHECK_EQ_INT(total(r, "stored_bytes"), 24);
+        json_decref(r);
+        e[1].only_local = 4;
+        r = inspect_zip(e, 3, NULL, &err);
+        EXPECT_ERR(r, err, "an entry's Zip64 sizes are missing or short");
+    }
+    {
+        /* a compressed data.pkl under a 90-byte folder: its name cut at
+         * 80 bytes in the error */
+        char name[128];
+        zent e[1] = {{name, zeros, 1, 8, 0, false, false, 0}};
+        memset(name, 'f', 90);
+        memcpy(name + 90, "/data.pkl", 10);
+        r = inspect_zip(e, 1, NULL, &err);
+        CHECK(r == NULL);
+        CHECK(strstr(err.message, "zip: entry ffffffffff") != NULL
+              && strstr(err.message,
+                        "ffff is compressed (method 8); torch.save writes "
+                        "STORED entries")
+                     != NULL);
+        /* 80 of the 99 bytes: no "/data.pkl" */
+        CHECK(strstr(err.message, "/data.pkl") == NULL);
     }
     {
         /* a compressed entry whose name is cut at 80 bytes in the error */
@@ -719,6 +748,53 @@ test_pickle_calls(void)
         EXPECT_ERR(r, err, "a global name longer than 64 KiB");
         free(pk.d);
         free(big);
+    }
+    /* a global whose name (not module) is over 64 KiB */
+    {
+        bytes pk = {0};
+        char *big = calloc(65537 + 1, 1);
+        memset(big, 'n', 65537);
+        op(&pk, 0x80);
+        op(&pk, 2);
+        p_str(&pk, "mod");
+        op(&pk, 'X');
+        le(&pk, 65537, 4);
+        put(&pk, big, 65537);
+        op(&pk, 0x93);
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        EXPECT_ERR(r, err, "a global name longer than 64 KiB");
+        free(pk.d);
+        free(big);
+    }
+    /* a storage location of 70 bytes is not kept */
+    {
+        bytes pk = {0};
+        char loc[71];
+        memset(loc, 'l', 70);
+        loc[70] = '\0';
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, '(');
+        p_str(&pk, "storage");
+        p_global(&pk, "torch", "ByteStorage");
+        p_str(&pk, "0");
+        p_str(&pk, loc);
+        p_int(&pk, 3);
+        op(&pk, 't');
+        op(&pk, 'Q');
+        op(&pk, '.');
+        r = run_pickle(
+            &pk, (const char *const[]){"0", NULL}, (const size_t[]){3}, &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            const json_t *st =
+                json_array_get(json_object_get(r, "storages"), 0);
+            CHECK(json_is_null(json_object_get(st, "location")));
+            CHECK_EQ_INT(json_integer_value(json_object_get(st, "bytes")), 3);
+        }
+        json_decref(r);
+        free(pk.d);
     }
     /* the other tensor kinds torch rebuilds: diagnosed, not read; a
      * Parameter of nothing, _rebuild_from_type_v2 nested too deep or with
