@@ -9,10 +9,57 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "torchscan/rss.h"
+
+/* A descendant that left the group and outlives the command is given up
+ * after about a second of reaping (then ended here). */
+static void
+test_gives_up(void)
+{
+    ts_rss_result r;
+    ts_error err;
+    char script[256], pidfile[64];
+    struct timespec t0, t1;
+    FILE *f;
+    long pid = 0;
+    double elapsed;
+    snprintf(
+        pidfile, sizeof pidfile, "/tmp/ts_cov_corea_rss_%ld", (long)getpid());
+    snprintf(script,
+             sizeof script,
+             "setsid sh -c 'echo $$ > %s; exec sleep 20' </dev/null "
+             ">/dev/null 2>&1 & sleep 0.2; exit 0",
+             pidfile);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    {
+        char *argv[] = {"sh", "-c", script, NULL};
+        CHECK_EQ_INT(ts_rss_supervise(argv, 30.0, NULL, 0, &r, &err), TS_OK);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    elapsed = (double)(t1.tv_sec - t0.tv_sec)
+              + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK_EQ_INT(r.outcome, TS_RSS_EXITED);
+    CHECK_EQ_INT(r.code, 0);
+    /* 0.2 s of the command, then at least 1,000 idle polls of 1 ms */
+    CHECK(elapsed >= 1.0);
+    f = fopen(pidfile, "r");
+    CHECK(f != NULL && fscanf(f, "%ld", &pid) == 1 && pid > 0);
+    if (f != NULL) {
+        fclose(f);
+    }
+    remove(pidfile);
+    if (pid > 0) {
+        /* still running (given up, not killed); it is our child now */
+        CHECK(kill((pid_t)pid, 0) == 0);
+        kill((pid_t)pid, SIGKILL);
+        waitpid((pid_t)pid, NULL, 0);
+    }
+}
 
 static void
 ignore_late(int signo)
@@ -202,5 +249,6 @@ main(void)
     test_sigchld_ignored();
     test_interrupted();
     test_late_signal();
+    test_gives_up();
     return ts_test_report();
 }
