@@ -711,6 +711,24 @@ test_pickle_truncations(void)
     PICKLE_ERROR("\x8c\x01xK\x01\x93.",
                  "STACK_GLOBAL of values that are not text");
     PICKLE_ERROR("(.", "STOP with a stack that does not hold one value");
+    /* opcodes on an empty stack, or without a mark */
+    static const char *const empty_ops[] = {
+        "\x93.", "\x92.", "\x81.", "R.", "Q.", "b.", "s.", "Ns."};
+    for (size_t k = 0; k < sizeof empty_ops / sizeof *empty_ops; k++) {
+        expect_pickle_error(
+            empty_ops[k], strlen(empty_ops[k]), "pop from an empty stack");
+    }
+    static const char *const no_mark[] = {
+        "e.", "t.", "l.", "d.", "\x91.", "1.", "Nu."};
+    for (size_t k = 0; k < sizeof no_mark / sizeof *no_mark; k++) {
+        expect_pickle_error(
+            no_mark[k], strlen(no_mark[k]), "no mark on the stack");
+    }
+    static const char *const no_top[] = {"2.", "Na.", "NNs.", "Nb."};
+    for (size_t k = 0; k < sizeof no_top / sizeof *no_top; k++) {
+        expect_pickle_error(
+            no_top[k], strlen(no_top[k]), "the stack is empty");
+    }
     PICKLE_ERROR("\x8f(N\x90(K\x01\x91K\x00\x8a\x01\xff\x86.",
                  "STOP with a stack that does not hold one value");
 }
