@@ -1480,6 +1480,147 @@ test_names_of_globals(void)
         "an unknown storage type torch.Float");
 }
 
+/* More walks: a stride given as a list, sizes that are not integers, a
+ * reach that overflows, a bad tensor inside an object's state, a key over
+ * 64 KiB (skipped), and memo references that make 2^24 visits of a
+ * 60-byte pickle (cut at 4,000,000, diagnosed). */
+static void
+test_more_walks(void)
+{
+    ts_error err;
+    json_t *r;
+    bytes pk = {0};
+    static const int s3[1] = {3};
+    /* stride as a LIST: a valid [3] float32 on 3 elements */
+    op(&pk, 0x80);
+    op(&pk, 2);
+    p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+    op(&pk, '(');
+    p_storage(&pk, "FloatStorage", "0", 3);
+    p_int(&pk, 0);
+    p_ints(&pk, 1, s3);
+    op(&pk, ']');
+    op(&pk, '(');
+    p_int(&pk, 1);
+    op(&pk, 'e');
+    op(&pk, 0x89);
+    op(&pk, ')');
+    op(&pk, 't');
+    op(&pk, 'R');
+    op(&pk, '.');
+    r = run_pickle(
+        &pk, (const char *const[]){"0", NULL}, (const size_t[]){12}, &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK_EQ_INT(total(r, "tensor_bytes"), 12);
+        CHECK_EQ_STR(json_string_value(json_object_get(tensor(r, 0), "name")),
+                     "");
+    }
+    json_decref(r);
+    free(pk.d);
+    PICKLE_ERROR(
+        "ctorch._utils\n_rebuild_tensor_v2\n(NK\x00(Nt(K\x01t"
+        "\x89)tR.",
+        "size, stride and offset must be non-negative integers");
+    /* size 3, stride 2^62: (3 - 1) x 2^62 overflows */
+    {
+        memset(&pk, 0, sizeof pk);
+        op(&pk, 0x80);
+        op(&pk, 2);
+        p_global(&pk, "torch._utils", "_rebuild_tensor_v2");
+        op(&pk, '(');
+        p_storage(&pk, "FloatStorage", "0", 3);
+        p_int(&pk, 0);
+        p_ints(&pk, 1, s3);
+        op(&pk, '(');
+        put(&pk, "\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x40", 10);
+        op(&pk, 't');
+        op(&pk, 0x89);
+        op(&pk, ')');
+        op(&pk, 't');
+        op(&pk, 'R');
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        EXPECT_ERR(r, err, "reaches past storage '0' (12 bytes)");
+        free(pk.d);
+    }
+    /* a bad tensor (offset None) in an object's state */
+    PICKLE_ERROR(
+        "cmymod\nT\n)\x81(ctorch._utils\n_rebuild_tensor_v2\n(NN(K"
+        "\x01t(K\x01t\x89)tRtb.",
+        "size, stride and offset must be non-negative integers");
+    /* a key of 70,000 bytes: its tensor is skipped */
+    {
+        char *key = calloc(70000, 1);
+        memset(key, 'k', 70000);
+        memset(&pk, 0, sizeof pk);
+        op(&pk, 0x80);
+        op(&pk, 2);
+        op(&pk, '}');
+        op(&pk, '(');
+        op(&pk, 'X');
+        le(&pk, 70000, 4);
+        put(&pk, key, 70000);
+        p_tensor(&pk, "FloatStorage", "0", 3, 0, 1, s3, (const int[]){1});
+        op(&pk, 'u');
+        op(&pk, '.');
+        r = run_pickle(
+            &pk, (const char *const[]){"0", NULL}, (const size_t[]){12}, &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            CHECK_EQ_INT(total(r, "tensors"), 0);
+            CHECK_EQ_INT(json_array_size(json_object_get(r, "storages")), 1);
+        }
+        json_decref(r);
+        free(pk.d);
+        free(key);
+    }
+    /* L0 = [None]; Lk = [Lk-1, Lk-1] for k = 1..24: 2^25 values */
+    {
+        memset(&pk, 0, sizeof pk);
+        op(&pk, 0x80);
+        op(&pk, 4);
+        op(&pk, ']');
+        op(&pk, 'N');
+        op(&pk, 'a');
+        op(&pk, 0x94); /* memo 0 */
+        op(&pk, '0');
+        for (int k = 1; k <= 24; k++) {
+            op(&pk, ']');
+            op(&pk, '(');
+            op(&pk, 'h');
+            op(&pk, k - 1);
+            op(&pk, 'h');
+            op(&pk, k - 1);
+            op(&pk, 'e');
+            op(&pk, 0x94); /* memo k */
+            op(&pk, '0');
+        }
+        op(&pk, 'h');
+        op(&pk, 24);
+        op(&pk, '.');
+        r = run_pickle(&pk, NULL, NULL, &err);
+        CHECK(r != NULL);
+        if (r != NULL) {
+            const char *msg = json_string_value(json_object_get(
+                json_array_get(json_object_get(r, "diagnostics"), 0),
+                "message"));
+            CHECK(msg != NULL
+                  && strstr(msg, "reach more than 4000000 values") != NULL);
+        }
+        json_decref(r);
+        free(pk.d);
+    }
+    /* the legacy start (80 02 8a 0a) with another magic: not legacy */
+    r = ts_checkpoint_inspect_memory(
+        "\x80\x02\x8a\x0a\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a.",
+        15,
+        "m",
+        &err);
+    CHECK(r == NULL);
+    CHECK(strstr(err.message, "not a checkpoint TorchScan reads") != NULL);
+}
+
 /* ---- checkpoint.c: detection and the file entry point ---- */
 
 static void
@@ -1612,6 +1753,7 @@ main(void)
     test_legacy();
     test_names_not_utf8();
     test_names_of_globals();
+    test_more_walks();
     test_detection();
     test_inspect_file();
     return ts_test_report();
