@@ -594,6 +594,44 @@ test_numeric_ties(void)
     json_decref(r);
 }
 
+/* Documents the table, the map and the match refuse, one member at a
+ * time; a map row without bytes is not drawn. */
+static void
+test_refusals(void)
+{
+    ts_error err;
+    json_t *r;
+    char *out;
+    static const char *const tables[] = {
+        "{\"report_type\": \"checkpoint\", \"modules\": 5, \"totals\": {}}",
+        "{\"report_type\": \"checkpoint\", \"modules\": [], \"totals\": 5}",
+        "{\"report_type\": 5, \"modules\": [], \"totals\": {}}",
+    };
+    CHECK(ts_checkpoint_table(NULL, -1, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EFORMAT);
+    for (size_t k = 0; k < sizeof tables / sizeof *tables; k++) {
+        r = parse(tables[k]);
+        CHECK(ts_checkpoint_table(r, -1, &err) == NULL);
+        CHECK_EQ_STR(err.message,
+                     "not a checkpoint report (report_type \"checkpoint\" "
+                     "with modules and totals)");
+        json_decref(r);
+    }
+    r = parse("{\"report_type\": \"checkpoint\", \"tensors\": []}");
+    CHECK(ts_checkpoint_match(r, r, &err) == NULL);
+    CHECK(strstr(err.message, "report: expected a checkpoint report") != NULL);
+    json_decref(r);
+    r = parse(
+        "{\"report_type\": \"checkpoint\", \"modules\": ["
+        "{\"path\": \"\", \"depth\": 0, \"bytes\": 8},"
+        " {\"path\": \"nb\", \"depth\": 1}]}");
+    out = ts_checkpoint_render(r, "T", "svg", &err);
+    CHECK(out != NULL && strstr(out, "<title>nb") == NULL
+          && strstr(out, "<title>(checkpoint): 8 bytes") != NULL);
+    free(out);
+    json_decref(r);
+}
+
 int
 main(void)
 {
@@ -604,5 +642,6 @@ main(void)
     test_module_match_edges();
     test_table_edges();
     test_numeric_ties();
+    test_refusals();
     return ts_test_report();
 }
