@@ -158,6 +158,14 @@ static void
 test_empty_and_gaps(void)
 {
     ts_error err;
+    /* two tensors on the same bytes */
+    expect_error(
+        "{\"p\": {\"dtype\": \"F32\", \"shape\": [1], "
+        "\"data_offsets\": [0, 4]}, "
+        "\"q\": {\"dtype\": \"I32\", \"shape\": [1], "
+        "\"data_offsets\": [0, 4]}}",
+        4,
+        "(bytes 0 to 4)");
     /* an empty tensor at the start of another's bytes, and 4 bytes no
      * tensor covers */
     json_t *r = inspect_st(
@@ -328,6 +336,24 @@ test_index(void)
         }
         json_decref(r);
     }
+    /* only a missing tensor, no stray one */
+    r = inspect_index(
+        "{\"weight_map\": {\"a\": \"s1.safetensors\", "
+        "\"x\": \"s1.safetensors\", \"zz\": "
+        "\"s1.safetensors\"}}",
+        &err);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        const char *msg = json_string_value(json_object_get(
+            json_array_get(json_object_get(r, "diagnostics"), 0), "message"));
+        CHECK_EQ_INT(count_code(r, "checkpoint_index_mismatch"), 1);
+        CHECK(msg != NULL
+              && strstr(msg,
+                        "tensor 'zz' is listed in shard s1.safetensors, "
+                        "which does not hold it")
+                     != NULL);
+    }
+    json_decref(r);
     /* refusals */
     r = inspect_index("{\"weight_map\": {\"a\": \"../s1.safetensors\"}}",
                       &err);
