@@ -223,7 +223,7 @@ keep(char *text)
     return copy;
 }
 
-static char last_message[256];
+static char last_message[sizeof(((ts_error *)0)->message)];
 
 static char *
 inspect_bytes(const bytes *b, int *code)
