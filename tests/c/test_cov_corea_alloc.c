@@ -7,9 +7,11 @@
  * made for every N until a run makes fewer than N allocations: each
  * failing run must report TS_ENOMEM (or survive with the same result); none
  * may crash, and under `make asan` none may leak. */
+#define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "cov_corea_build.h"
@@ -333,6 +335,96 @@ e_render(const input *in, int *code)
     return keep(text);
 }
 
+/* ---- files on disk: a zip by plain name (read from the working
+ * directory) and a sharded index by path ---- */
+
+static char tmpdir[64];
+
+static void
+write_file(const char *name, const void *data, size_t n)
+{
+    char path[256];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        CHECK(fwrite(data, 1, n, f) == n);
+        fclose(f);
+    }
+}
+
+static char *
+inspect_path(const char *path, int *code)
+{
+    ts_error err;
+    json_t *r;
+    ts_error_clear(&err);
+    r = ts_checkpoint_inspect(path, &err);
+    *code = err.code;
+    snprintf(last_message, sizeof last_message, "%s", err.message);
+    return as_text(r);
+}
+
+static char *
+e_file_by_name(const input *in, int *code)
+{
+    (void)in;
+    return inspect_path("m.pt", code);
+}
+
+static char *
+e_index_on_disk(const input *in, int *code)
+{
+    char path[256];
+    (void)in;
+    snprintf(path, sizeof path, "%s/i.json", tmpdir);
+    return inspect_path(path, code);
+}
+
+static void
+write_files(const input *in)
+{
+    static const char s1[] =
+        "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], "
+        "\"data_offsets\": [0, 8]}, "
+        "\"x\": {\"dtype\": \"F16\", \"shape\": [2], "
+        "\"data_offsets\": [8, 12]}}";
+    static const char s2[] =
+        "{\"b\": {\"dtype\": \"I64\", \"shape\": [1], "
+        "\"data_offsets\": [0, 8]}}";
+    static const char index[] =
+        "{\"metadata\": {\"total_size\": 99}, \"weight_map\": "
+        "{\"a\": \"s1.safetensors\", \"b\": \"s1.safetensors\", "
+        "\"y\": \"s2.safetensors\"}}";
+    bytes b = {0};
+    write_file("m.pt", in->zip_rich.d, in->zip_rich.n);
+    le(&b, sizeof s1 - 1, 8);
+    put(&b, s1, sizeof s1 - 1);
+    put(&b, zeros, 12);
+    write_file("s1.safetensors", b.d, b.n);
+    b.n = 0;
+    le(&b, sizeof s2 - 1, 8);
+    put(&b, s2, sizeof s2 - 1);
+    put(&b, zeros, 8);
+    write_file("s2.safetensors", b.d, b.n);
+    free(b.d);
+    write_file("i.json", index, sizeof index - 1);
+}
+
+static void
+remove_files(void)
+{
+    static const char *const names[] = {
+        "m.pt", "s1.safetensors", "s2.safetensors", "i.json"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[k]);
+        remove(path);
+    }
+    rmdir(tmpdir);
+}
+
 static long sites;
 
 static void
@@ -398,7 +490,10 @@ main(void)
         {"match tensors", e_match_tensors},
         {"table", e_table},
         {"render html", e_render},
+        {"file by name", e_file_by_name},
+        {"index on disk", e_index_on_disk},
     };
+    char cwd[4096];
     memset(&in, 0, sizeof in);
     json_set_alloc_funcs(json_alloc, free);
     {
@@ -477,12 +572,18 @@ main(void)
         CHECK(in.deep != NULL);
         free(deep.d);
     }
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_cov_corea_alloc_XXXXXX");
+    CHECK(mkdtemp(tmpdir) != NULL && getcwd(cwd, sizeof cwd) != NULL);
+    write_files(&in);
+    CHECK(chdir(tmpdir) == 0);
     if (in.report != NULL && in.analysis != NULL && in.state_dict != NULL
         && in.hand != NULL && in.deep != NULL) {
         for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
             inject(entries[i].name, entries[i].fn, &in);
         }
     }
+    CHECK(chdir(cwd) == 0);
+    remove_files();
     printf("allocation sites failed: %ld\n", sites);
     free(in.zip_rich.d);
     free(in.zip_calls.d);
