@@ -455,6 +455,10 @@ test_file_layer(void)
     CHECK_EQ_INT(err.code, TS_EIO);
     CHECK(ck_read_alloc(&src, 17, 1, "past", &err) == NULL);
     CHECK_EQ_INT(err.code, TS_EFORMAT);
+    CHECK(ck_read_alloc(&src, 2, 15, "past", &err) == NULL);
+    CHECK_EQ_STR(err.message,
+                 "shrinks.bin: truncated: past (15 bytes at byte 2) ends past "
+                 "the end of the file (16 bytes)");
     /* a descriptor that is not open */
     close(src.fd);
     src.fd = -1;
@@ -497,11 +501,32 @@ cleanup(void)
     rmdir(dir);
 }
 
+/* An index over 100 MiB is refused before it is read. */
+static void
+test_huge_index(void)
+{
+    size_t n = ((size_t)100 << 20) + 1;
+    char *buf = calloc(n, 1);
+    ts_error err;
+    json_t *r;
+    CHECK(buf != NULL);
+    if (buf == NULL) {
+        return;
+    }
+    buf[0] = '{';
+    r = ts_checkpoint_inspect_memory(buf, n, "big.json", &err);
+    CHECK(r == NULL);
+    CHECK_EQ_STR(err.message,
+                 "big.json: an index of 104857601 bytes (more than 100 MiB)");
+    free(buf);
+}
+
 int
 main(void)
 {
     test_header_errors();
     test_empty_and_gaps();
+    test_huge_index();
     snprintf(dir, sizeof dir, "/tmp/ts_cov_corea_st_XXXXXX");
     if (mkdtemp(dir) != NULL) {
         test_index();
