@@ -186,45 +186,12 @@ static const char *const value_types[] = {"uint8",
                                           "float64"};
 static const int value_sizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
-/* True for valid UTF-8 without NUL (what a JSON string can hold). */
-static bool
-utf8_text(const unsigned char *s, size_t n)
-{
-    size_t k = 0;
-    while (k < n) {
-        unsigned c = s[k];
-        size_t len = c < 0x80         ? 1
-                     : (c >> 5) == 6  ? 2
-                     : (c >> 4) == 14 ? 3
-                     : (c >> 3) == 30 ? 4
-                                      : 0;
-        uint32_t cp;
-        if (c == 0 || len == 0 || len > n - k) {
-            return false;
-        }
-        cp = len == 1 ? c : c & (0x3Fu >> (len - 1));
-        for (size_t j = 1; j < len; j++) {
-            if ((s[k + j] & 0xC0) != 0x80) {
-                return false;
-            }
-            cp = (cp << 6) | (s[k + j] & 0x3Fu);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800)
-            || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))
-            || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            return false;
-        }
-        k += len;
-    }
-    return true;
-}
-
 /* A string's JSON value; one that is not text is summarised. NULL: out of
  * memory. */
 static json_t *
 text_json(const char *s, uint64_t len)
 {
-    if (utf8_text((const unsigned char *)s, (size_t)len)) {
+    if (ck_utf8(s, (size_t)len)) {
         return json_stringn(s, (size_t)len);
     }
     return json_pack("{s:s, s:I}", "type", "bytes", "length", (json_int_t)len);
@@ -430,6 +397,10 @@ read_tensor(gg *g, ck_set *set, int file, gg_range *range, ts_error *err)
         free(name);
         return gg_fail(g, NULL, "a tensor name holding NUL");
     }
+    if (!ck_utf8(name, (size_t)name_len)) {
+        free(name);
+        return gg_fail(g, NULL, "a tensor name that is not UTF-8 text");
+    }
     if (!get_u32(g, &ndim, "a tensor's dimensions")) {
         free(name);
         return err->code;
@@ -554,12 +525,13 @@ ck_read_gguf(ck_set *set, const ck_source *src, ts_error *err)
             rc = err->code;
             goto done;
         }
-        if (key == NULL || strlen(key) != klen) {
+        if (key == NULL || strlen(key) != klen
+            || !ck_utf8(key, (size_t)klen)) {
             free(key);
             rc = gg_fail(&g,
                          NULL,
-                         "a metadata key longer than 64 KiB or "
-                         "holding NUL");
+                         "a metadata key longer than 64 KiB, holding NUL "
+                         "or not UTF-8 text");
             goto done;
         }
         if (!get_u32(&g, &t, "a metadata type")

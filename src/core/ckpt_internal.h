@@ -154,6 +154,10 @@ int ck_add_storage(ck_set *set, const char *key, ts_error *err);
  * negative. */
 bool ck_numel(const int64_t *dims, int ndim, int64_t *out);
 
+/* True for n bytes of valid UTF-8 without NUL: what a JSON string (a name
+ * or key in the report) can hold. */
+bool ck_utf8(const char *s, size_t n);
+
 /* Appends a diagnostic {code, severity, metric, path, message} to the
  * set; TS_ENOMEM. path may be NULL. */
 int ck_diagnose(ck_set *set,

@@ -243,7 +243,14 @@ match_modules(const json_t *report, const json_t *analysis, ts_error *err)
     json_array_foreach(modules, i, m)
     {
         const char *path = json_string_value(json_object_get(m, "path"));
-        if (path == NULL || json_object_set(ck, path, m) != 0) {
+        if (path == NULL) {
+            ts_error_set(err,
+                         TS_EFORMAT,
+                         "report: modules[%zu].path: expected text",
+                         i);
+            goto fail;
+        }
+        if (json_object_set(ck, path, m) != 0) {
             goto nomem;
         }
     }

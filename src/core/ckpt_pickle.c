@@ -251,6 +251,10 @@ make_global(pk *p, const char *module, size_t nm, const char *name, size_t nn)
         ck_pk_fail(p, p->pos, "a global name holding NUL", NULL);
         return NULL;
     }
+    if (!ck_utf8(module, nm) || !ck_utf8(name, nn)) {
+        ck_pk_fail(p, p->pos, "a global name that is not UTF-8 text", NULL);
+        return NULL;
+    }
     if ((v = pv_new(p, PV_GLOBAL)) == NULL) {
         return NULL;
     }
@@ -311,6 +315,10 @@ persistent_load(pk *p, pv *pid, size_t at)
             p, at, "a storage key that is empty, too long or holds NUL", NULL);
         return NULL;
     }
+    if (!ck_utf8(key->s, key->n)) {
+        ck_pk_fail(p, at, "a storage key that is not UTF-8 text", NULL);
+        return NULL;
+    }
     memcpy(keybuf, key->s, key->n);
     keybuf[key->n] = '\0';
     dt = ck_dtype_of_storage(pid->items[1]->s);
@@ -347,8 +355,7 @@ persistent_load(pk *p, pv *pid, size_t at)
         st->elements = numel->i;
         st->bytes = bytes;
         st->file = p->file;
-        if (loc->kind == PV_STR && loc->n < 64
-            && memchr(loc->s, '\0', loc->n) == NULL) {
+        if (loc->kind == PV_STR && loc->n < 64 && ck_utf8(loc->s, loc->n)) {
             st->location = malloc(loc->n + 1);
             if (st->location == NULL) {
                 ck_pk_nomem(p);
@@ -1040,15 +1047,18 @@ ck_unpickle_value(const ck_source *src,
             }
             for (size_t k = 0; k < v->nitems; k++) {
                 const pv *key = v->items[k];
-                if (key->kind != PV_STR
-                    || json_array_append_new(out->keys,
-                                             json_stringn(key->s, key->n))
-                           != 0) {
+                if (key->kind != PV_STR || !ck_utf8(key->s, key->n)) {
                     rc = ck_pk_fail(&p,
                                     0,
                                     "a storage key list of other than "
                                     "text",
                                     NULL);
+                    goto done;
+                }
+                if (json_array_append_new(out->keys,
+                                          json_stringn(key->s, key->n))
+                    != 0) {
+                    rc = ck_pk_nomem(&p);
                     goto done;
                 }
             }

@@ -219,8 +219,8 @@ walk_value(walk *w, const pv *v, int depth)
                 const pv *key = v->items[k];
                 int rc;
                 if (key->kind == PV_STR) {
-                    if (memchr(key->s, '\0', key->n) != NULL
-                        || key->n > CK_MAX_NAME) {
+                    /* a key no report can name (NUL, not UTF-8) */
+                    if (key->n > CK_MAX_NAME || !ck_utf8(key->s, key->n)) {
                         continue;
                     }
                     rc = walk_child(w, key->s, key->n, v->items[k + 1], depth);

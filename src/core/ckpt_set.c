@@ -231,6 +231,39 @@ ck_add_storage(ck_set *set, const char *key, ts_error *err)
 }
 
 bool
+ck_utf8(const char *text, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t k = 0;
+    while (k < n) {
+        unsigned c = s[k];
+        size_t len = c < 0x80         ? 1
+                     : (c >> 5) == 6  ? 2
+                     : (c >> 4) == 14 ? 3
+                     : (c >> 3) == 30 ? 4
+                                      : 0;
+        uint32_t cp;
+        if (c == 0 || len == 0 || len > n - k) {
+            return false;
+        }
+        cp = len == 1 ? c : c & (0x3Fu >> (len - 1));
+        for (size_t j = 1; j < len; j++) {
+            if ((s[k + j] & 0xC0) != 0x80) {
+                return false;
+            }
+            cp = (cp << 6) | (s[k + j] & 0x3Fu);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800)
+            || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))
+            || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return false;
+        }
+        k += len;
+    }
+    return true;
+}
+
+bool
 ck_numel(const int64_t *dims, int ndim, int64_t *out)
 {
     int64_t n = 1;

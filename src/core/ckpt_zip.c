@@ -270,6 +270,11 @@ read_central(zip *z, uint64_t entries, ts_error *err)
         if (memchr(e->name, '\0', nlen) != NULL) {
             return zfail(z, err, "an entry name holds NUL", NULL);
         }
+        if (!ck_utf8(e->name, nlen)) {
+            snprintf(where, sizeof where, "%llu", (unsigned long long)k);
+            return zfail(
+                z, err, "an entry name that is not UTF-8 text: entry ", where);
+        }
         {
             json_t *idx = json_integer((json_int_t)k);
             if (json_object_getn(z->index, e->name, nlen) != NULL) {
