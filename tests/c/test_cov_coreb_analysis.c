@@ -311,9 +311,98 @@ test_reals_and_depth(void)
     json_decref(r);
 }
 
+/* Operator evidence (by operator, by module label, ignored operators),
+ * shared parameters and buffers, and rows covered by the root's
+ * inclusive estimate. */
+static void
+test_evidence_and_covered(void)
+{
+    json_t *r = new_report("t");
+    ts_error err;
+    json_t *root =
+        add_row(r, "", 0, 0, metric("complete", 40, false, "FLOPs"), 0, 0);
+    json_object_set_new(root,
+                        "metric_ownership",
+                        json_pack("{s:s}", "module_flops", "subtree"));
+    for (int i = 0; i < 3; i++) {
+        char path[8];
+        snprintf(path, sizeof path, "c%d", i);
+        json_t *row = add_row(r, path, 0, 1, NULL, 0, 2);
+        json_object_set_new(row,
+                            "metric_owners",
+                            json_pack("{s:{s:s, s:i}}",
+                                      "module_flops",
+                                      "path",
+                                      "",
+                                      "call_index",
+                                      0));
+        json_object_set_new(
+            json_object_get(row, "parameters"), "shared", json_true());
+        json_object_set_new(
+            json_object_get(row, "buffers"), "shared", json_true());
+    }
+    json_t *total = json_pack("{s:s, s:i, s:i, s:s, s:s, s:s}",
+                              "status",
+                              "complete",
+                              "value",
+                              1234,
+                              "known_value",
+                              1234,
+                              "unit",
+                              "FLOPs",
+                              "scope",
+                              "workload",
+                              "method",
+                              "torchscan_dispatch_counter");
+    json_object_set_new(
+        r,
+        "operator_flops",
+        json_pack("{s:i, s:O, s:{s:i}, s:{s:i, s:i}, s:{s:{s:i, s:s}}, "
+                  "s:[]}",
+                  "schema_version",
+                  1,
+                  "total",
+                  total,
+                  "by_operator",
+                  "aten.mm",
+                  1234,
+                  "by_module",
+                  "",
+                  1234,
+                  "c0",
+                  1000,
+                  "ignored_operators",
+                  "aten.t",
+                  "calls",
+                  3,
+                  "reason",
+                  "view",
+                  "diagnostics"));
+    set_total(r, "operator_flops", total);
+    set_total(r, "module_flops", metric("complete", 40, false, "FLOPs"));
+    char *html =
+        ts_render_analysis(r, NULL, "t", "module_flops", "html", &err);
+    CHECK(html != NULL);
+    if (html == NULL) {
+        fprintf(stderr, "%s\n", err.message);
+    }
+    expect_in(html,
+              "<tr><td>aten.mm</td><td class=\"num\">1,234 known "
+              "FLOPs</td></tr>");
+    expect_in(html, "<td class=\"num\">1,000</td>");
+    expect_in(html, "<tr><td>aten.t</td><td class=\"num\">3</td><td>view");
+    expect_in(html, "Covered by inclusive estimates (3)");
+    expect_in(html,
+              "Shared tensors · no new parameter attribution · "
+              "buffers: 2 elements, 8 bytes (shared)");
+    free(html);
+    json_decref(r);
+}
+
 int
 main(void)
 {
+    test_evidence_and_covered();
     test_long_rail();
     test_comparison_removed();
     test_reals_and_depth();
