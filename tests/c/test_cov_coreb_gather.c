@@ -1,0 +1,157 @@
+/* gather.c refusals test_gather.c leaves out: statuses that are not a
+ * list or not statuses, a failed rank's error with missing or foreign
+ * types (ranks named by position when no ranks are given), shapes without
+ * a kind, disagreeing dst, and report lists of no kind or mixed kinds. */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "torchscan/gather.h"
+
+static json_t *
+parse(const char *text)
+{
+    json_error_t error;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &error);
+    if (v == NULL) {
+        fprintf(stderr, "bad fixture %s: %s\n", text, error.text);
+    }
+    return v;
+}
+
+/* ts_gather_check on `statuses` (JSON text) and `ranks` (NULL: none);
+ * the status, the exception type and the message. */
+static int
+check(const char *statuses, const char *ranks, char *type, ts_error *err)
+{
+    json_t *s = parse(statuses);
+    json_t *r = ranks != NULL ? parse(ranks) : NULL;
+    int rc = ts_gather_check(s, r, type, 32, err);
+    json_decref(s);
+    json_decref(r);
+    return rc;
+}
+
+static void
+test_check(void)
+{
+    char type[32];
+    ts_error err;
+    CHECK_EQ_INT(check("{}", NULL, type, &err), TS_EFORMAT);
+    CHECK_EQ_STR(err.message, "statuses must be a non-empty list");
+    CHECK_EQ_STR(type, "ValueError");
+    CHECK_EQ_INT(check("[]", NULL, type, &err), TS_EFORMAT);
+    CHECK_EQ_INT(check("[{\"ok\":{}}, 1]", NULL, type, &err), TS_EFORMAT);
+    CHECK_EQ_STR(err.message,
+                 "the status of rank 1 is not a gather_reports status");
+    CHECK_EQ_INT(check("[{\"ok\":{}}, {\"ok\":3}]", "[4, 7]", type, &err),
+                 TS_EFORMAT);
+    CHECK_EQ_STR(err.message,
+                 "the status of rank 7 is not a gather_reports status");
+    /* a rank's error: its type when TypeError or ValueError, else
+     * RuntimeError; a missing type reads "Error" */
+    CHECK_EQ_INT(
+        check("[{\"ok\":{}}, {\"error\":{}}]", "[0, \"x\"]", type, &err),
+        TS_EINVAL);
+    CHECK_EQ_STR(type, "RuntimeError");
+    CHECK_EQ_STR(err.message, "gather_reports failed on rank 1: Error: ");
+    CHECK_EQ_INT(check("[{\"error\":{\"type\":\"KeyError\",\"message\":"
+                       "\"k\"}}]",
+                       NULL,
+                       type,
+                       &err),
+                 TS_EINVAL);
+    CHECK_EQ_STR(type, "RuntimeError");
+    CHECK_EQ_STR(err.message, "gather_reports failed on rank 0: KeyError: k");
+    CHECK_EQ_INT(check("[{\"error\":{\"type\":\"TypeError\",\"message\":"
+                       "\"t\"}}]",
+                       NULL,
+                       type,
+                       &err),
+                 TS_EINVAL);
+    CHECK_EQ_STR(type, "TypeError");
+    CHECK_EQ_INT(
+        check("[{\"error\":{\"type\":\"ValueError\"}}]", NULL, type, &err),
+        TS_EINVAL);
+    CHECK_EQ_STR(type, "ValueError");
+    CHECK_EQ_STR(err.message, "gather_reports failed on rank 0: ValueError: ");
+    /* shapes without a kind */
+    CHECK_EQ_INT(check("[{\"ok\":{\"kind\":\"AnalysisReport\"},\"dst\":0}, "
+                       "{\"ok\":{},\"dst\":0}]",
+                       NULL,
+                       type,
+                       &err),
+                 TS_EINVAL);
+    CHECK_EQ_STR(err.message,
+                 "gather_reports: the ranks' reports disagree in shape: rank "
+                 "1 passed a ?, rank 0 an AnalysisReport");
+    CHECK_EQ_INT(check("[{\"ok\":{},\"dst\":1}, "
+                       "{\"ok\":{\"kind\":\"FlopReport\"},\"dst\":1}]",
+                       NULL,
+                       type,
+                       &err),
+                 TS_EINVAL);
+    CHECK_EQ_STR(err.message,
+                 "gather_reports: the ranks' reports disagree in shape: rank "
+                 "1 passed a FlopReport, rank 0 a ?");
+    /* dst differs */
+    CHECK_EQ_INT(check("[{\"ok\":{},\"dst\":0}, {\"ok\":{},\"dst\":2}]",
+                       "[0, 1]",
+                       type,
+                       &err),
+                 TS_EINVAL);
+    CHECK_EQ_STR(err.message,
+                 "gather_reports: the ranks disagree on dst: rank 1 passed "
+                 "dst=2, rank 0 dst=0");
+    /* one rank alone always agrees with itself */
+    CHECK_EQ_INT(
+        check("[{\"ok\":{\"kind\":\"FlopReport\"}}]", NULL, type, &err),
+        TS_OK);
+}
+
+static void
+test_reports_kinds(void)
+{
+    ts_error err;
+    json_t *r = parse("[{}]");
+    CHECK(ts_gather_reports(r, NULL, false, &err) == NULL);
+    CHECK_EQ_STR(err.message, "reports must be a non-empty list of reports");
+    json_decref(r);
+    r = parse("[]");
+    CHECK(ts_gather_reports(r, NULL, false, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EINVAL);
+    json_decref(r);
+    r = parse("{\"layers\":[]}");
+    CHECK(ts_gather_reports(r, NULL, false, &err) == NULL);
+    json_decref(r);
+    /* an AnalysisReport, then a FlopReport and a BenchmarkReport */
+    r = parse("[{\"layers\":[]}, {\"by_operator\":{},\"total\":{}}]");
+    json_t *ranks = parse("[3, 9]");
+    CHECK(ts_gather_reports(r, ranks, false, &err) == NULL);
+    json_decref(ranks);
+    CHECK_EQ_STR(err.message,
+                 "gather_reports: the reports disagree in kind (rank 9)");
+    json_decref(r);
+    r = parse("[{\"measurement\":{}}, {\"by_operator\":{}}]");
+    CHECK(ts_gather_reports(r, NULL, false, &err) == NULL);
+    CHECK_EQ_STR(err.message,
+                 "gather_reports: the reports disagree in kind (rank 1)");
+    json_decref(r);
+    /* a report of no kind has no shape */
+    r = parse("{\"by_operator\":{}}");
+    CHECK(ts_gather_shape(r, &err) == NULL);
+    CHECK_EQ_STR(err.message,
+                 "report must be an AnalysisReport (crawl_module), a "
+                 "FlopReport (measure_flops) or a BenchmarkReport "
+                 "(measure_latency, measure_workload)");
+    json_decref(r);
+    CHECK(ts_gather_shape(NULL, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EINVAL);
+}
+
+int
+main(void)
+{
+    test_check();
+    test_reports_kinds();
+    return ts_test_report();
+}
