@@ -42,11 +42,36 @@ test_overflow(void)
     CHECK_EQ_INT(ts_memsim_release(sim, 1), TS_OK);
     CHECK_EQ_INT(ts_memsim_live_bytes(sim, false), 0);
     /* INT64_MAX bytes were allocated in all: 64 more do not fit the
-     * allocated sum even with nothing live, and nothing is kept */
+     * allocated sum even with nothing live; the refusal leaves the sums
+     * as they were (an overflowing sum used to be stored wrapped, and the
+     * next storage was then accepted) */
     CHECK_EQ_INT(ts_memsim_workspace(sim, 64, "cuda:0"), TS_EOVERFLOW);
     CHECK_EQ_INT(ts_memsim_live_bytes(sim, true), 0);
     CHECK_EQ_INT(ts_memsim_observe(sim, 4, 64, "cpu", false), TS_EOVERFLOW);
     CHECK(!ts_memsim_known(sim, 4));
+    json_t *r = ts_memsim_report(sim, false, NULL, NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(r, "allocated_bytes")),
+                 INT64_MAX);
+    CHECK_EQ_INT(json_integer_value(json_object_get(r, "freed_bytes")),
+                 INT64_MAX);
+    json_decref(r);
+    ts_memsim_free(sim);
+
+    /* an existing storage's release counts as freed, not its allocation:
+     * a workspace then allocates but cannot free, and is undone */
+    sim = ts_memsim_new();
+    CHECK_EQ_INT(ts_memsim_observe(sim, 7, INT64_MAX - 10, "cpu", true),
+                 TS_OK);
+    CHECK_EQ_INT(ts_memsim_release(sim, 7), TS_OK);
+    CHECK_EQ_INT(ts_memsim_workspace(sim, 64, "cpu"), TS_EOVERFLOW);
+    CHECK_EQ_INT(ts_memsim_live_bytes(sim, true), 0);
+    r = ts_memsim_report(sim, false, NULL, NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(r, "allocated_bytes")), 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(r, "freed_bytes")),
+                 INT64_MAX - 10);
+    /* the release alone: one event */
+    CHECK_EQ_INT(json_integer_value(json_object_get(r, "events")), 1);
+    json_decref(r);
     ts_memsim_free(sim);
 }
 
