@@ -414,6 +414,85 @@ done:
     return keep_json(report);
 }
 
+/* The session's other paths (test_cov_coreb_session.c checks their
+ * numbers): a matchable composite whose matrix product no signature
+ * recognizes and its child, an owned call, an attention leaf whose call
+ * exposed no tensor (token dependencies and their diagnostic), a handler
+ * estimate, an owner that takes every estimate afterwards and an expanded
+ * boundary. */
+static char *
+e_session_paths(const inputs *in)
+{
+    ts_session *s = ts_session_new(true);
+    ts_opstats *ops = ts_opstats_new();
+    ts_module_desc lin = {0}, mha = {0};
+    ts_module_call call = {0};
+    ts_model_totals totals = {0};
+    json_t *report = NULL, *flops;
+    ts_match_op op;
+    ts_error err;
+    int root, blk, fc, att, lr, la;
+    (void)in;
+    if (s == NULL || ops == NULL) {
+        goto done;
+    }
+    lin.kind = TS_MOD_LINEAR;
+    lin.in_features = lin.out_features = 4;
+    lin.has_weight = true;
+    mha.kind = TS_MOD_MHA;
+    mha.embed_dim = 4;
+    mha.num_heads = 1;
+    root = ts_session_add_module(s, "", "Net", NULL, false);
+    blk = ts_session_add_module(s, "blk", "LibBlock", NULL, false);
+    fc = ts_session_add_module(s, "blk.fc", "Linear", &lin, true);
+    att = ts_session_add_module(s, "att", "MultiheadAttention", &mha, true);
+    if (root < 0 || blk < 0 || fc < 0 || att < 0) {
+        goto done;
+    }
+    ts_session_set_module_matchable(s, blk, true);
+    lr = ts_session_begin_call(s, root, call_args(tensor2(2, 4)), NULL);
+    if (lr < 0
+        || ts_session_begin_call(s, blk, call_args(tensor2(2, 4)), NULL) < 0) {
+        goto done;
+    }
+    memset(&op, 0, sizeof op);
+    op.code = ts_match_op_code("aten.mm");
+    op.counted = true;
+    op.flops = 64;
+    op.nouts = 1;
+    op.outs[0] = (ts_shape){2, {2, 4}, TS_DTYPE_FLOAT, true, 4};
+    call.has_input = call.has_output = true;
+    call.input = call.output = op.outs[0];
+    if (ts_session_record_op(s, &op) != TS_OK
+        || ts_session_begin_owned_call(
+               s, fc, call_args(tensor2(2, 4)), NULL, 1u)
+               < 0
+        || ts_session_end_call(s, fc, tensor2(2, 4), false, &call) < 0
+        || ts_session_end_call(s, blk, tensor2(2, 4), false, &call) < 0) {
+        goto done;
+    }
+    la = ts_session_begin_call(s, att, call_args(tensor2(2, 4)), NULL);
+    if (la < 0
+        || ts_session_set_estimate(
+               s, la, 1, TS_COMPLETE, ts_int(5), false, "handler")
+               != TS_OK
+        || ts_session_end_call(s, att, tensor2(2, 4), false, NULL) < 0
+        || ts_session_own_retroactively(s, lr, 0x38u) != TS_OK
+        || ts_session_mark_expanded_boundary(s, lr) != TS_OK
+        || ts_session_end_call(s, root, tensor2(2, 4), false, NULL) < 0) {
+        goto done;
+    }
+    flops = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    if (flops != NULL) {
+        report = ts_session_report(
+            s, json_object(), json_object(), &totals, flops, "2.13.0", &err);
+    }
+done:
+    ts_opstats_free(ops);
+    ts_session_free(s);
+    return keep_json(report);
+}
+
 /* Bytes saved for backward: 40 layer calls save 300 storages (the table
  * and the layer sums grow past their first sizes), some twice, one
  * parameter excluded, one unmeasured tensor; then the report. */
@@ -836,6 +915,7 @@ main(void)
         {"benchmark page", e_benchmark_page},
         {"benchmark comparison page", e_benchmark_comparison_page},
         {"session report", e_session},
+        {"session paths", e_session_paths},
         {"saved activation bytes", e_saved},
         {"memory simulation", e_memsim},
         {"inspect safetensors", e_inspect_safetensors},
