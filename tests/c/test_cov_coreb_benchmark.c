@@ -219,14 +219,11 @@ test_prepare_and_compare(void)
             json_object_get(json_object_get(cmp, "totals"), "latency"),
             "delta")),
         0.02);
-    json_decref(cmp);
-    json_decref(diffs);
-    /* no diffs */
-    json_t *not_diffs = json_array();
-    CHECK(ts_benchmark_comparison(before, after, not_diffs, true, &err)
+    json_decref(cmp); /* diffs were stolen by the comparison */
+    /* no diffs (a list, stolen too) */
+    CHECK(ts_benchmark_comparison(before, after, json_array(), true, &err)
           == NULL);
     CHECK_EQ_STR(err.message, "comparison needs the diffs of the totals");
-    json_decref(not_diffs);
     json_decref(before);
     json_decref(after);
 }

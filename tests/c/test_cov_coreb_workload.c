@@ -118,8 +118,9 @@ test_achieved_reasons(void)
     json_t *not_list = json_object();
     CHECK_EQ_INT(ts_workload_achieved(totals, 0.0, not_list, &err),
                  TS_EFORMAT);
-    CHECK_EQ_INT(ts_workload_achieved(totals, NAN, json_array(), &err),
-                 TS_EINVAL);
+    json_t *list = json_array();
+    CHECK_EQ_INT(ts_workload_achieved(totals, NAN, list, &err), TS_EINVAL);
+    json_decref(list);
     json_decref(totals);
     json_decref(not_list);
 
