@@ -148,9 +148,64 @@ test_reports_kinds(void)
     CHECK_EQ_INT(err.code, TS_EINVAL);
 }
 
+#define TOTAL(v)                                                  \
+    "{\"status\":\"complete\",\"value\":" v ",\"known_value\":" v \
+    ",\"unit\":\"FLOPs\",\"scope\":\"workload\",\"method\":\"m\"}"
+
+/* A FlopReport's fields are checked before its shape is taken. */
+static void
+test_flop_report_fields(void)
+{
+    static const struct {
+        const char *report, *message;
+    } cases[] = {
+        {"{\"schema_version\":2,\"total\":" TOTAL("1") ",\"by_operator\":{}}",
+         "report: schema_version must be 1"},
+        {"{\"schema_version\":1,\"total\":{},\"by_operator\":{}}", NULL},
+        {"{\"schema_version\":1,\"total\":" TOTAL(
+             "1") ",\"by_operator\":{\"aten.mm\":1.5}}",
+         "report: report.by_operator.aten.mm is not an int"},
+        {"{\"schema_version\":1,\"total\":" TOTAL(
+             "1") ",\"by_operator\":{},\"collectives\":{\"c10d.allreduce_\":"
+                  "{\"calls\":1,\"bytes_moved\":\"8\"}}}",
+         "report: report.collectives.c10d.allreduce_.bytes_moved is not an "
+         "int"},
+        {"{\"schema_version\":1,\"total\":" TOTAL(
+             "1") ",\"by_operator\":{},\"collective_bytes\":{\"status\":1}}",
+         NULL},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ts_error err;
+        json_t *r = parse(cases[k].report);
+        CHECK(ts_gather_shape(r, &err) == NULL);
+        CHECK_EQ_INT(err.code, TS_EFORMAT);
+        if (cases[k].message != NULL) {
+            CHECK_EQ_STR(err.message, cases[k].message);
+        }
+        else {
+            /* the MetricResult check names the member */
+            CHECK(strncmp(err.message, "report: report.", 15) == 0);
+        }
+        json_decref(r);
+    }
+    /* valid, with collectives */
+    ts_error err;
+    json_t *r = parse("{\"schema_version\":1,\"total\":" TOTAL(
+        "8") ",\"by_operator\":{\"aten.mm\":8},\"collectives\":"
+             "{\"c10d.allreduce_\":{\"calls\":1,\"bytes_moved\":"
+             "16}},\"collective_bytes\":" TOTAL("16") "}");
+    json_t *shape = ts_gather_shape(r, &err);
+    CHECK(shape != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(shape, "kind")),
+                 "FlopReport");
+    json_decref(shape);
+    json_decref(r);
+}
+
 int
 main(void)
 {
+    test_flop_report_fields();
     test_check();
     test_reports_kinds();
     return ts_test_report();
