@@ -132,9 +132,16 @@ test_reports_kinds(void)
                  "gather_reports: the reports disagree in kind (rank 9)");
     json_decref(r);
     r = parse("[{\"measurement\":{}}, {\"by_operator\":{}}]");
-    CHECK(ts_gather_reports(r, NULL, false, &err) == NULL);
+    ranks = parse("[\"a\", \"b\"]"); /* not ints: named by position */
+    CHECK(ts_gather_reports(r, ranks, false, &err) == NULL);
     CHECK_EQ_STR(err.message,
                  "gather_reports: the reports disagree in kind (rank 1)");
+    json_decref(ranks);
+    /* no ranks: refused as such (the writer used to fail as if out of
+     * memory) */
+    CHECK(ts_gather_reports(r, NULL, false, &err) == NULL);
+    CHECK_EQ_INT(err.code, TS_EINVAL);
+    CHECK_EQ_STR(err.message, "ranks must be the list of the reports' ranks");
     json_decref(r);
     /* a report of no kind has no shape */
     r = parse("{\"by_operator\":{}}");
@@ -202,9 +209,84 @@ test_flop_report_fields(void)
     json_decref(r);
 }
 
+/* Two FlopReports whose totals are complete and partial, ints and
+ * reals: RankStats statuses, values and sums. */
+static void
+test_flop_stats(void)
+{
+    static const char *const totals[] = {
+        TOTAL("8"),
+        TOTAL("2.5"),
+        "{\"status\":\"partial\",\"value\":null,\"known_value\":3,"
+        "\"unit\":\"FLOPs\",\"scope\":\"workload\",\"method\":\"m\"}",
+        "{\"status\":\"unavailable\",\"value\":null,\"known_value\":"
+        "null,\"unit\":\"FLOPs\",\"scope\":\"workload\",\"method\":\"m\"}"};
+    char text[1024];
+    ts_error err;
+    json_t *ranks = parse("[4, 6]");
+    json_t *g[4][4];
+    for (int a = 0; a < 4; a++) {
+        for (int b = 0; b < 4; b++) {
+            snprintf(text,
+                     sizeof text,
+                     "[{\"schema_version\":1,\"total\":%s,\"by_operator\":"
+                     "{\"aten.mm\":8}},{\"schema_version\":1,\"total\":%s,"
+                     "\"by_operator\":{\"aten.mm\":2}}]",
+                     totals[a],
+                     totals[b]);
+            json_t *r = parse(text);
+            g[a][b] = ts_gather_reports(r, ranks, false, &err);
+            CHECK(g[a][b] != NULL);
+            json_decref(r);
+        }
+    }
+#define TOT(a, b) \
+    json_object_get(json_object_get(g[a][b], "operator_flops"), "total")
+    /* 8 and 2.5: complete, a real sum 10.5, min 2.5 on rank 6 */
+    CHECK_EQ_STR(json_string_value(json_object_get(TOT(0, 1), "status")),
+                 "complete");
+    CHECK_EQ_REAL(json_real_value(json_object_get(TOT(0, 1), "sum")), 10.5);
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(TOT(0, 1), "min"), "rank")),
+                 6);
+    /* 8 and 8: an exact int sum 16 */
+    CHECK(json_is_integer(json_object_get(TOT(0, 0), "sum")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(TOT(0, 0), "sum")), 16);
+    /* 8 and a partial 3: partial, values [8, null], known [8, 3], no sum */
+    CHECK_EQ_STR(json_string_value(json_object_get(TOT(0, 2), "status")),
+                 "partial");
+    CHECK(
+        json_is_null(json_array_get(json_object_get(TOT(0, 2), "values"), 1)));
+    CHECK_EQ_INT(json_integer_value(json_array_get(
+                     json_object_get(TOT(0, 2), "known_values"), 1)),
+                 3);
+    CHECK(json_is_null(json_object_get(TOT(0, 2), "sum")));
+    CHECK(json_is_null(json_object_get(TOT(0, 2), "min")));
+    /* nothing known anywhere: unavailable */
+    CHECK_EQ_STR(json_string_value(json_object_get(TOT(3, 3), "status")),
+                 "unavailable");
+    /* by_operator counts are complete: 8 + 2 */
+    CHECK_EQ_INT(
+        json_integer_value(json_object_get(
+            json_object_get(
+                json_object_get(json_object_get(g[3][3], "operator_flops"),
+                                "by_operator"),
+                "aten.mm"),
+            "sum")),
+        10);
+#undef TOT
+    for (int a = 0; a < 4; a++) {
+        for (int b = 0; b < 4; b++) {
+            json_decref(g[a][b]);
+        }
+    }
+    json_decref(ranks);
+}
+
 int
 main(void)
 {
+    test_flop_stats();
     test_flop_report_fields();
     test_check();
     test_reports_kinds();
