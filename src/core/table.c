@@ -934,7 +934,10 @@ ts_table_limit_depth(const json_t *report, int64_t max_depth, ts_error *err)
     keep = calloc(count > 0 ? count : 1, sizeof *keep);
     view = json_copy((json_t *)report);
     kept = json_array();
-    if (keep == NULL || view == NULL || kept == NULL) {
+    /* jansson's shallow copy skips a member it cannot set: a view short of
+     * members would be a different report, so that is out of memory too */
+    if (keep == NULL || view == NULL || kept == NULL
+        || json_object_size(view) != json_object_size(report)) {
         rc = FAIL(err, TS_ENOMEM, "out of memory");
     }
     else {

@@ -24,7 +24,9 @@
 #include "torchscan/gather.h"
 #include "torchscan/json_text.h"
 #include "torchscan/mem_sim.h"
+#include "torchscan/memory.h"
 #include "torchscan/opstats.h"
+#include "torchscan/profile.h"
 #include "torchscan/render.h"
 #include "torchscan/report_check.h"
 #include "torchscan/session.h"
@@ -681,6 +683,133 @@ e_timing_report(const inputs *in)
         ts_timing_report(0.1, blocks, 5, 10, 2.0, "images", &err));
 }
 
+/* Workload totals from measured ones, then achieved FLOP/s with its
+ * utilization and the diagnostics of what is missing. */
+static char *
+e_workload_totals(const inputs *in)
+{
+    ts_error err;
+    json_t *measured = json_pack(
+        "{s:{s:s, s:f, s:f, s:s, s:s, s:s}, s:{s:s, s:I, s:I, s:s, s:s, "
+        "s:s}}",
+        "latency",
+        "status",
+        "complete",
+        "value",
+        0.5,
+        "known_value",
+        0.5,
+        "unit",
+        "seconds",
+        "scope",
+        "warmed_block_average",
+        "method",
+        "t",
+        "operator_flops",
+        "status",
+        "complete",
+        "value",
+        (json_int_t)12,
+        "known_value",
+        (json_int_t)12,
+        "unit",
+        "FLOPs",
+        "scope",
+        "workload",
+        "method",
+        "c");
+    json_t *diags = json_array(), *totals = NULL, *out = NULL;
+    (void)in;
+    if (measured != NULL && diags != NULL) {
+        totals =
+            ts_workload_totals(measured,
+                               TS_WORKLOAD_LATENCY | TS_WORKLOAD_FLOPS
+                                   | TS_WORKLOAD_MEMORY | TS_WORKLOAD_ACHIEVED,
+                               "samples",
+                               "pytorch_tensor_bytes",
+                               "tracked",
+                               &err);
+    }
+    if (totals != NULL
+        && ts_workload_achieved(totals, 96.0, diags, &err) == TS_OK) {
+        out = json_pack("{s:O, s:O}", "totals", totals, "diagnostics", diags);
+    }
+    json_decref(measured);
+    json_decref(diags);
+    json_decref(totals);
+    return keep_json(out);
+}
+
+/* Profile rows sorted by device time and cut to a limit. */
+static char *
+e_profile_rows(const inputs *in)
+{
+    ts_error err;
+    json_t *shapes = json_pack("[[i, i]]", 2, 3), *out = NULL;
+    ts_profile_row rows[3] = {
+        {"aten::mm", 2, NULL, 0.5, true, 0.25, 64, 0},
+        {"aten::add", 1, NULL, 0.5, true, 0.75, 0, 0},
+        {"aten::relu", 4, NULL, 0.1, false, 0.0, 8, 0},
+    };
+    (void)in;
+    rows[0].input_shapes = shapes;
+    if (shapes != NULL) {
+        out = ts_profile_rows(rows, 3, 2, true, &err);
+    }
+    json_decref(shapes);
+    return keep_json(out);
+}
+
+/* The peak of a trace of 100 allocations and their frees. */
+static char *
+e_memory_peak(const inputs *in)
+{
+    ts_mem_event ev[200];
+    int64_t peak = 0;
+    (void)in;
+    for (int i = 0; i < 100; i++) {
+        ev[i] = (ts_mem_event){i, 8 + i, 0x1000 + 64 * (uint64_t)i, 0};
+        ev[100 + i] =
+            (ts_mem_event){100 + i, -(8 + i), 0x1000 + 64 * (uint64_t)i, 0};
+    }
+    if (ts_memory_peak(ev, 200, &peak) != TS_OK) {
+        return NULL;
+    }
+    return keep_json(json_integer(peak));
+}
+
+/* A depth-limited view of a report and one row's cells. */
+static char *
+e_table_view(const inputs *in)
+{
+    ts_error err;
+    ts_table_text cells[8];
+    int count = 0;
+    const int64_t widths[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    json_t *view = ts_table_limit_depth(in->cnn, 1, &err), *out = NULL;
+    if (view != NULL
+        && ts_table_line(json_array_get(json_object_get(view, "layers"), 1),
+                         widths,
+                         TS_WRAP_MID,
+                         true,
+                         true,
+                         cells,
+                         &count,
+                         &err)
+               == TS_OK) {
+        out = json_pack("{s:O, s:s, s:s}",
+                        "view",
+                        view,
+                        "name",
+                        cells[0].data,
+                        "params",
+                        cells[3].data);
+        ts_table_texts_free(cells, count);
+    }
+    json_decref(view);
+    return keep_json(out);
+}
+
 /* ---- checkpoints ---- */
 
 static const char st_header[] =
@@ -940,6 +1069,10 @@ main(void)
         {"render verdict", e_verdict},
         {"workload summary", e_workload_summary},
         {"timing report", e_timing_report},
+        {"workload totals", e_workload_totals},
+        {"profile rows", e_profile_rows},
+        {"memory peak", e_memory_peak},
+        {"table view", e_table_view},
     };
     if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
         stride = 61;
