@@ -495,6 +495,62 @@ done:
     return keep_json(report);
 }
 
+/* The per-call views the binding asks a session for: operator FLOPs by
+ * path, per phase, and saved bytes per layer call. */
+static char *
+e_session_views(const inputs *in)
+{
+    ts_session *s = ts_session_new(true);
+    json_t *phases = NULL, *saved = NULL, *by_path = NULL, *out = NULL;
+    int mods[3];
+    (void)in;
+    if (s == NULL || ts_session_enable_saved(s) != TS_OK) {
+        goto done;
+    }
+    mods[0] = ts_session_add_module(s, "", "Net", NULL, false);
+    mods[1] = ts_session_add_module(s, "b", "B", NULL, true);
+    mods[2] = ts_session_add_module(s, "a", "A", NULL, true);
+    if (mods[0] < 0 || mods[1] < 0 || mods[2] < 0
+        || ts_session_begin_call(s, mods[0], json_object(), NULL) < 0) {
+        goto done;
+    }
+    for (int k = 1; k < 3; k++) {
+        int layer = ts_session_begin_call(s, mods[k], json_object(), NULL);
+        if (layer < 0) {
+            goto done;
+        }
+        ts_session_add_layer_op(s, layer, 10 * k, true);
+        ts_session_add_phase_op(s, layer, TS_PHASE_BACKWARD, 3 * k, k == 2);
+        if (ts_saved_add(ts_session_saved(s), 0x100u + (uint64_t)k, 8, layer)
+                < 0
+            || ts_session_end_call(s, mods[k], json_object(), false, NULL)
+                   < 0) {
+            goto done;
+        }
+    }
+    if (ts_session_end_call(s, mods[0], json_object(), false, NULL) < 0) {
+        goto done;
+    }
+    phases = ts_session_phase_layers(s);
+    saved = ts_session_saved_layers(s, "forward");
+    by_path = ts_session_op_flops_by_path(s);
+    if (phases != NULL && saved != NULL && by_path != NULL) {
+        out = json_pack("{s:O, s:O, s:O}",
+                        "phases",
+                        phases,
+                        "saved",
+                        saved,
+                        "by_path",
+                        by_path);
+    }
+done:
+    json_decref(phases);
+    json_decref(saved);
+    json_decref(by_path);
+    ts_session_free(s);
+    return keep_json(out);
+}
+
 /* Bytes saved for backward: 40 layer calls save 300 storages (the table
  * and the layer sums grow past their first sizes), some twice, one
  * parameter excluded, one unmeasured tensor; then the report. */
@@ -1045,6 +1101,7 @@ main(void)
         {"benchmark comparison page", e_benchmark_comparison_page},
         {"session report", e_session},
         {"session paths", e_session_paths},
+        {"session views", e_session_views},
         {"saved activation bytes", e_saved},
         {"memory simulation", e_memsim},
         {"inspect safetensors", e_inspect_safetensors},
