@@ -866,6 +866,83 @@ e_table_view(const inputs *in)
     return keep_json(out);
 }
 
+/* A FlopReport with phases, collectives and every kind of diagnostic. */
+static char *
+e_flops_phased(const inputs *in)
+{
+    ts_opstats *ops = ts_opstats_new();
+    json_t *out = NULL, *phases;
+    int mm, fft, cond, ar;
+    (void)in;
+    if (ops == NULL) {
+        return NULL;
+    }
+    mm = ts_opstats_intern(ops, "aten.mm");
+    fft = ts_opstats_intern(ops, "aten.fft_r2c");
+    cond = ts_opstats_intern(ops, "higher_order.cond");
+    ar = ts_opstats_intern(ops, "c10d.allreduce_");
+    if (mm < 0 || fft < 0 || cond < 0 || ar < 0
+        || ts_opstats_record_in(ops,
+                                TS_PHASE_FORWARD,
+                                mm,
+                                TS_OPCALL_COUNTED,
+                                8,
+                                true,
+                                "a reason",
+                                NULL)
+               != TS_OK
+        || ts_opstats_record_in(ops,
+                                TS_PHASE_BACKWARD,
+                                mm,
+                                TS_OPCALL_COUNTED,
+                                16,
+                                false,
+                                NULL,
+                                NULL)
+               != TS_OK
+        || ts_opstats_add_matrix(ops, mm, 24) != TS_OK
+        || ts_opstats_record(
+               ops, fft, TS_OPCALL_UNSUPPORTED, 0, false, "complex", NULL)
+               != TS_OK
+        || ts_opstats_record(
+               ops, cond, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL)
+               != TS_OK
+        || ts_opstats_record_bytes(ops, ar, 64) != TS_OK) {
+        ts_opstats_free(ops);
+        return NULL;
+    }
+    phases = json_pack(
+        "{s:{s:{s:i}, s:[]}}", "forward", "by_module", "", 8, "layers");
+    if (phases != NULL) {
+        out = ts_opstats_report_phased(ops, "2.13.0", "m", NULL, phases);
+    }
+    ts_opstats_free(ops);
+    return keep_json(out);
+}
+
+/* strict mode's message on a partial report, and an escaped text. */
+static char *
+e_incomplete_and_escape(const inputs *in)
+{
+    char *message = NULL, *escaped, *out = NULL;
+    size_t n;
+    if (!ts_report_incomplete(in->partial, &message) || message == NULL) {
+        free(message);
+        return NULL;
+    }
+    escaped = ts_html_escape("<a href='x'>&\"</a>");
+    if (escaped != NULL) {
+        n = strlen(message) + strlen(escaped) + 2;
+        out = malloc(n);
+        if (out != NULL) {
+            snprintf(out, n, "%s|%s", message, escaped);
+        }
+    }
+    free(message);
+    free(escaped);
+    return keep(out);
+}
+
 /* ---- checkpoints ---- */
 
 static const char st_header[] =
@@ -1130,6 +1207,8 @@ main(void)
         {"profile rows", e_profile_rows},
         {"memory peak", e_memory_peak},
         {"table view", e_table_view},
+        {"flops phased", e_flops_phased},
+        {"incomplete and escape", e_incomplete_and_escape},
     };
     if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
         stride = 61;
