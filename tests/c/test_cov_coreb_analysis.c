@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "render_model.h"
 #include "torchscan/render.h"
 
 static json_t *
@@ -399,9 +400,80 @@ test_evidence_and_covered(void)
     json_decref(r);
 }
 
+/* Execution deltas are withheld when the inputs or a recorded context
+ * value differ or are missing (analysis_mode absent reads "full");
+ * storage totals are still compared. */
+static void
+test_withheld_keys(void)
+{
+    json_t *before = new_report("t");
+    json_t *after = new_report("t");
+    rp_page page;
+    ts_error err;
+    add_row(before, "", 0, 0, metric("complete", 4, false, "FLOPs"), 2, 0);
+    add_row(after, "", 0, 0, metric("complete", 6, false, "FLOPs"), 2, 0);
+    set_total(before, "module_flops", metric("complete", 4, false, "FLOPs"));
+    set_total(after, "module_flops", metric("complete", 6, false, "FLOPs"));
+    set_total(before, "parameters", metric("complete", 2, false, "elements"));
+    set_total(after, "parameters", metric("complete", 3, false, "elements"));
+    json_object_del(json_object_get(before, "context"), "torch_version");
+    json_object_set_new(json_object_get(after, "context"),
+                        "devices",
+                        json_pack("[s]", "cuda:0"));
+    json_object_set_new(json_object_get(after, "context"),
+                        "analysis_mode",
+                        json_string("full"));
+    json_array_append_new(
+        json_object_get(json_object_get(after, "inputs"), "args"),
+        tensor(json_pack("[i]", 3)));
+    ts_error_clear(&err);
+    CHECK_EQ_INT(rp_page_build(&page, after, before, &err), TS_OK);
+    /* "full" on one side equals the other's absent mode */
+    CHECK_EQ_INT(json_array_size(page.withheld), 3);
+    CHECK_EQ_STR(json_string_value(json_array_get(page.withheld, 0)),
+                 "inputs");
+    CHECK_EQ_STR(json_string_value(json_array_get(page.withheld, 1)),
+                 "torch_version");
+    CHECK_EQ_STR(json_string_value(json_array_get(page.withheld, 2)),
+                 "devices");
+    json_t *totals = json_object_get(page.comparison, "totals");
+    CHECK_EQ_STR(json_string_value(json_object_get(
+                     json_object_get(totals, "module_flops"), "reason")),
+                 "not comparable: inputs, torch_version, devices");
+    CHECK(json_is_null(
+        json_object_get(json_object_get(totals, "module_flops"), "delta")));
+    /* parameters are storage: 3 - 2 */
+    CHECK_EQ_INT(json_integer_value(json_object_get(
+                     json_object_get(totals, "parameters"), "delta")),
+                 1);
+    /* the root's changed call is withheld too */
+    json_t *changed =
+        json_object_get(json_object_get(page.comparison, "layers"), "changed");
+    CHECK_EQ_STR(
+        json_string_value(json_object_get(
+            json_object_get(
+                json_object_get(json_array_get(changed, 0), "metrics"),
+                "module_flops"),
+            "status")),
+        "unavailable");
+    rp_page_free(&page);
+    /* a structure-mode candidate against a full one */
+    json_object_set_new(json_object_get(after, "context"),
+                        "analysis_mode",
+                        json_string("structure"));
+    CHECK_EQ_INT(rp_page_build(&page, after, before, &err), TS_OK);
+    CHECK_EQ_INT(json_array_size(page.withheld), 4);
+    CHECK_EQ_STR(json_string_value(json_array_get(page.withheld, 3)),
+                 "analysis_mode");
+    rp_page_free(&page);
+    json_decref(before);
+    json_decref(after);
+}
+
 int
 main(void)
 {
+    test_withheld_keys();
     test_evidence_and_covered();
     test_long_rail();
     test_comparison_removed();
