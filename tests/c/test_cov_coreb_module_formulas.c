@@ -103,9 +103,59 @@ test_out_of_range(void)
                  "OverflowError: FLOPs of ? exceed the int64 range");
 }
 
+/* A 2-layer RNN(4, 3) on (5, 2, 4): rows = 40 / 4 = 10. Training adds the
+ * dropout between the layers, counted as nn.Dropout counts it on the
+ * (L - 1) * rows * dirs * H = 30 elements it drops: 2 * 30 for 0 < p < 1,
+ * 30 for p = 1, nothing in eval. A mode past the table or an input size
+ * that does not divide the input is refused. */
+static void
+test_rnn_dropout(void)
+{
+    ts_module_desc d;
+    ts_module_call c;
+    ts_module_estimates eval_e, e;
+    memset(&d, 0, sizeof d);
+    memset(&c, 0, sizeof c);
+    d.kind = TS_MOD_RNN;
+    d.rnn_mode = TS_RNN_TANH;
+    d.input_size = 4;
+    d.hidden_size = 3;
+    d.num_layers = 2;
+    d.has_bias = true;
+    d.p = 0.5;
+    c.type_name = "RNN";
+    c.has_input = c.has_output = true;
+    c.input = (ts_shape){3, {5, 2, 4}, TS_DTYPE_FLOAT, true, 4};
+    c.output = (ts_shape){3, {5, 2, 3}, TS_DTYPE_FLOAT, true, 4};
+    c.has_second = true;
+    c.second = (ts_shape){3, {2, 2, 3}, TS_DTYPE_FLOAT, true, 4};
+    CHECK_EQ_INT(ts_module_estimate(&d, &c, &eval_e), TS_OK);
+    CHECK_EQ_INT(eval_e.flops.kind, TS_EST_COMPLETE);
+    d.training = true;
+    CHECK_EQ_INT(ts_module_estimate(&d, &c, &e), TS_OK);
+    CHECK_EQ_INT(e.flops.value.i - eval_e.flops.value.i, 60);
+    d.p = 1.0;
+    CHECK_EQ_INT(ts_module_estimate(&d, &c, &e), TS_OK);
+    CHECK_EQ_INT(e.flops.value.i - eval_e.flops.value.i, 30);
+    d.p = 0.0;
+    CHECK_EQ_INT(ts_module_estimate(&d, &c, &e), TS_OK);
+    CHECK_EQ_INT(e.flops.value.i, eval_e.flops.value.i);
+    d.rnn_mode = (ts_rnn_mode)99;
+    CHECK_EQ_INT(ts_module_estimate(&d, &c, &e), TS_OK);
+    CHECK_EQ_INT(e.flops.kind, TS_EST_ERROR);
+    CHECK_EQ_STR(e.flops.message,
+                 "ValueError: recurrent module geometry does not match its "
+                 "input");
+    d.rnn_mode = TS_RNN_TANH;
+    d.input_size = 3; /* 40 is no multiple of 3 */
+    CHECK_EQ_INT(ts_module_estimate(&d, &c, &e), TS_OK);
+    CHECK_EQ_INT(e.macs.kind, TS_EST_ERROR);
+}
+
 int
 main(void)
 {
+    test_rnn_dropout();
     test_dispatch();
     test_out_of_range();
     return ts_test_report();
