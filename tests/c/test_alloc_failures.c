@@ -32,6 +32,7 @@
 #include "torchscan/session.h"
 #include "torchscan/stats.h"
 #include "torchscan/table.h"
+#include "torchscan/token_deps.h"
 #include "torchscan/workload.h"
 
 /* ---- the injector ------------------------------------------------------ */
@@ -943,6 +944,50 @@ e_incomplete_and_escape(const inputs *in)
     return keep(out);
 }
 
+/* Token dependencies of MultiheadAttention: self-attention under a causal
+ * mask (prefix relations) and cross-attention with separate key and value
+ * (test_token_deps.c checks the relations), as the report's JSON. */
+static char *
+e_token_deps(const inputs *in)
+{
+    ts_module_desc d;
+    ts_module_call c;
+    ts_token_call tk;
+    ts_token_result r;
+    ts_shape q = {3, {3, 2, 4}, TS_DTYPE_FLOAT, true, 4};
+    ts_shape kv = {3, {5, 2, 4}, TS_DTYPE_FLOAT, true, 4};
+    json_t *a = NULL, *b = NULL, *out = NULL;
+    (void)in;
+    memset(&d, 0, sizeof d);
+    memset(&c, 0, sizeof c);
+    memset(&tk, 0, sizeof tk);
+    d.kind = TS_MOD_MHA;
+    d.embed_dim = d.kdim = d.vdim = 4;
+    d.num_heads = 2;
+    c.has_input = c.has_output = true;
+    c.input = c.output = c.key = c.value = q;
+    c.tokens = &tk;
+    tk.key_is_query = tk.value_is_query = tk.value_is_key = true;
+    tk.attn_mask.present = tk.attn_mask.read = true;
+    tk.attn_mask.shape = (ts_shape){2, {3, 3}, TS_DTYPE_BOOL, true, 1};
+    tk.attn_mask.excludes = tk.attn_mask.causal = true;
+    if (ts_token_dependencies(&d, &c, &r) != TS_OK) {
+        return NULL;
+    }
+    a = ts_token_result_json(&r);
+    memset(&tk, 0, sizeof tk);
+    c.key = c.value = kv;
+    if (a != NULL && ts_token_dependencies(&d, &c, &r) == TS_OK) {
+        b = ts_token_result_json(&r);
+    }
+    if (a != NULL && b != NULL) {
+        out = json_pack("[O, O]", a, b);
+    }
+    json_decref(a);
+    json_decref(b);
+    return keep_json(out);
+}
+
 /* ---- checkpoints ---- */
 
 static const char st_header[] =
@@ -1209,6 +1254,7 @@ main(void)
         {"table view", e_table_view},
         {"flops phased", e_flops_phased},
         {"incomplete and escape", e_incomplete_and_escape},
+        {"token dependencies", e_token_deps},
     };
     if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
         stride = 61;
