@@ -105,8 +105,13 @@ place(ts_json_builder *b, json_t *value)
         }
         return 0;
     }
-    if (b->keys[b->depth - 1] == NULL
-        || json_object_set_new(top, b->keys[b->depth - 1], value)) {
+    if (b->keys[b->depth - 1] == NULL) {
+        /* a member without a key: refused, and not kept */
+        json_decref(value);
+        b->failed = true;
+        return -1;
+    }
+    if (json_object_set_new(top, b->keys[b->depth - 1], value)) {
         b->failed = true;
         return -1;
     }

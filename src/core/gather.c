@@ -1010,6 +1010,12 @@ ts_gather_emit(const json_t *reports,
         return ts_error_set(
             err, TS_EINVAL, "reports must be a non-empty list of reports");
     }
+    if (!json_is_array(ranks)) {
+        /* the context lists them: without them the writer would fail as
+         * if out of memory */
+        return ts_error_set(
+            err, TS_EINVAL, "ranks must be the list of the reports' ranks");
+    }
     for (size_t i = 0; i < n; i++) {
         const char *own = report_kind(json_array_get(reports, i));
         if (own == NULL || strcmp(own, kind) != 0) {

@@ -321,6 +321,9 @@ static int
 add_event(ts_memsim *sim, size_t e, int64_t delta)
 {
     int64_t own = sim->own_live, all = sim->all_live;
+    /* the sums are written back only when all of them fit: an overflow
+     * builtin stores the wrapped value in its result */
+    int64_t allocated = sim->allocated, freed = sim->freed;
     mem_entry *m = &sim->entries[e];
     if (sim->nevents >= UINT32_MAX
         || grow((void **)&sim->events,
@@ -335,10 +338,10 @@ add_event(ts_memsim *sim, size_t e, int64_t delta)
         return TS_EOVERFLOW;
     }
     if (delta > 0 && !m->existing
-        && __builtin_add_overflow(sim->allocated, delta, &sim->allocated)) {
+        && __builtin_add_overflow(allocated, delta, &allocated)) {
         return TS_EOVERFLOW;
     }
-    if (delta < 0 && __builtin_add_overflow(sim->freed, -delta, &sim->freed)) {
+    if (delta < 0 && __builtin_add_overflow(freed, -delta, &freed)) {
         return TS_EOVERFLOW;
     }
     sim->events[sim->nevents].entry = (uint32_t)e;
@@ -348,6 +351,8 @@ add_event(ts_memsim *sim, size_t e, int64_t delta)
     sim->nevents++;
     sim->own_live = own;
     sim->all_live = all;
+    sim->allocated = allocated;
+    sim->freed = freed;
     return TS_OK;
 }
 

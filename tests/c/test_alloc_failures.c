@@ -24,12 +24,15 @@
 #include "torchscan/gather.h"
 #include "torchscan/json_text.h"
 #include "torchscan/mem_sim.h"
+#include "torchscan/memory.h"
 #include "torchscan/opstats.h"
+#include "torchscan/profile.h"
 #include "torchscan/render.h"
 #include "torchscan/report_check.h"
 #include "torchscan/session.h"
 #include "torchscan/stats.h"
 #include "torchscan/table.h"
+#include "torchscan/token_deps.h"
 #include "torchscan/workload.h"
 
 /* ---- the injector ------------------------------------------------------ */
@@ -204,15 +207,6 @@ e_compare(const inputs *in)
 {
     ts_error err;
     return keep_json(ts_compare_reports(in->cnn, in->wide, &err));
-}
-
-/* a view of the rows down to depth 1 (a shallow copy of the report with
- * a new layers list) */
-static char *
-e_limit_depth(const inputs *in)
-{
-    ts_error err;
-    return keep_json(ts_table_limit_depth(in->cnn, 1, &err));
 }
 
 static char *
@@ -441,6 +435,141 @@ done:
     return keep_json(report);
 }
 
+/* The session's other paths (test_cov_coreb_session.c checks their
+ * numbers): a matchable composite whose matrix product no signature
+ * recognizes and its child, an owned call, an attention leaf whose call
+ * exposed no tensor (token dependencies and their diagnostic), a handler
+ * estimate, an owner that takes every estimate afterwards and an expanded
+ * boundary. */
+static char *
+e_session_paths(const inputs *in)
+{
+    ts_session *s = ts_session_new(true);
+    ts_opstats *ops = ts_opstats_new();
+    ts_module_desc lin = {0}, mha = {0};
+    ts_module_call call = {0};
+    ts_model_totals totals = {0};
+    json_t *report = NULL, *flops;
+    ts_match_op op;
+    ts_error err;
+    int root, blk, fc, att, lr, la;
+    (void)in;
+    if (s == NULL || ops == NULL) {
+        goto done;
+    }
+    lin.kind = TS_MOD_LINEAR;
+    lin.in_features = lin.out_features = 4;
+    lin.has_weight = true;
+    mha.kind = TS_MOD_MHA;
+    mha.embed_dim = 4;
+    mha.num_heads = 1;
+    root = ts_session_add_module(s, "", "Net", NULL, false);
+    blk = ts_session_add_module(s, "blk", "LibBlock", NULL, false);
+    fc = ts_session_add_module(s, "blk.fc", "Linear", &lin, true);
+    att = ts_session_add_module(s, "att", "MultiheadAttention", &mha, true);
+    if (root < 0 || blk < 0 || fc < 0 || att < 0) {
+        goto done;
+    }
+    ts_session_set_module_matchable(s, blk, true);
+    lr = ts_session_begin_call(s, root, call_args(tensor2(2, 4)), NULL);
+    if (lr < 0
+        || ts_session_begin_call(s, blk, call_args(tensor2(2, 4)), NULL) < 0) {
+        goto done;
+    }
+    memset(&op, 0, sizeof op);
+    op.code = ts_match_op_code("aten.mm");
+    op.counted = true;
+    op.flops = 64;
+    op.nouts = 1;
+    op.outs[0] = (ts_shape){2, {2, 4}, TS_DTYPE_FLOAT, true, 4};
+    call.has_input = call.has_output = true;
+    call.input = call.output = op.outs[0];
+    if (ts_session_record_op(s, &op) != TS_OK
+        || ts_session_begin_owned_call(
+               s, fc, call_args(tensor2(2, 4)), NULL, 1u)
+               < 0
+        || ts_session_end_call(s, fc, tensor2(2, 4), false, &call) < 0
+        || ts_session_end_call(s, blk, tensor2(2, 4), false, &call) < 0) {
+        goto done;
+    }
+    la = ts_session_begin_call(s, att, call_args(tensor2(2, 4)), NULL);
+    if (la < 0
+        || ts_session_set_estimate(
+               s, la, 1, TS_COMPLETE, ts_int(5), false, "handler")
+               != TS_OK
+        || ts_session_end_call(s, att, tensor2(2, 4), false, NULL) < 0
+        || ts_session_own_retroactively(s, lr, 0x38u) != TS_OK
+        || ts_session_mark_expanded_boundary(s, lr) != TS_OK
+        || ts_session_end_call(s, root, tensor2(2, 4), false, NULL) < 0) {
+        goto done;
+    }
+    flops = ts_opstats_report(ops, "2.13.0", "m", NULL);
+    if (flops != NULL) {
+        report = ts_session_report(
+            s, json_object(), json_object(), &totals, flops, "2.13.0", &err);
+    }
+done:
+    ts_opstats_free(ops);
+    ts_session_free(s);
+    return keep_json(report);
+}
+
+/* The per-call views the binding asks a session for: operator FLOPs by
+ * path, per phase, and saved bytes per layer call. */
+static char *
+e_session_views(const inputs *in)
+{
+    ts_session *s = ts_session_new(true);
+    json_t *phases = NULL, *saved = NULL, *by_path = NULL, *out = NULL;
+    int mods[3];
+    (void)in;
+    if (s == NULL || ts_session_enable_saved(s) != TS_OK) {
+        goto done;
+    }
+    mods[0] = ts_session_add_module(s, "", "Net", NULL, false);
+    mods[1] = ts_session_add_module(s, "b", "B", NULL, true);
+    mods[2] = ts_session_add_module(s, "a", "A", NULL, true);
+    if (mods[0] < 0 || mods[1] < 0 || mods[2] < 0
+        || ts_session_begin_call(s, mods[0], json_object(), NULL) < 0) {
+        goto done;
+    }
+    for (int k = 1; k < 3; k++) {
+        int layer = ts_session_begin_call(s, mods[k], json_object(), NULL);
+        if (layer < 0) {
+            goto done;
+        }
+        ts_session_add_layer_op(s, layer, 10 * k, true);
+        ts_session_add_phase_op(s, layer, TS_PHASE_BACKWARD, 3 * k, k == 2);
+        if (ts_saved_add(ts_session_saved(s), 0x100u + (uint64_t)k, 8, layer)
+                < 0
+            || ts_session_end_call(s, mods[k], json_object(), false, NULL)
+                   < 0) {
+            goto done;
+        }
+    }
+    if (ts_session_end_call(s, mods[0], json_object(), false, NULL) < 0) {
+        goto done;
+    }
+    phases = ts_session_phase_layers(s);
+    saved = ts_session_saved_layers(s, "forward");
+    by_path = ts_session_op_flops_by_path(s);
+    if (phases != NULL && saved != NULL && by_path != NULL) {
+        out = json_pack("{s:O, s:O, s:O}",
+                        "phases",
+                        phases,
+                        "saved",
+                        saved,
+                        "by_path",
+                        by_path);
+    }
+done:
+    json_decref(phases);
+    json_decref(saved);
+    json_decref(by_path);
+    ts_session_free(s);
+    return keep_json(out);
+}
+
 /* Bytes saved for backward: 40 layer calls save 300 storages (the table
  * and the layer sums grow past their first sizes), some twice, one
  * parameter excluded, one unmeasured tensor; then the report. */
@@ -627,6 +756,254 @@ e_timing_report(const inputs *in)
     (void)in;
     return keep_json(
         ts_timing_report(0.1, blocks, 5, 10, 2.0, "images", &err));
+}
+
+/* Workload totals from measured ones, then achieved FLOP/s with its
+ * utilization and the diagnostics of what is missing. */
+static char *
+e_workload_totals(const inputs *in)
+{
+    ts_error err;
+    json_t *measured = json_pack(
+        "{s:{s:s, s:f, s:f, s:s, s:s, s:s}, s:{s:s, s:I, s:I, s:s, s:s, "
+        "s:s}}",
+        "latency",
+        "status",
+        "complete",
+        "value",
+        0.5,
+        "known_value",
+        0.5,
+        "unit",
+        "seconds",
+        "scope",
+        "warmed_block_average",
+        "method",
+        "t",
+        "operator_flops",
+        "status",
+        "complete",
+        "value",
+        (json_int_t)12,
+        "known_value",
+        (json_int_t)12,
+        "unit",
+        "FLOPs",
+        "scope",
+        "workload",
+        "method",
+        "c");
+    json_t *diags = json_array(), *totals = NULL, *out = NULL;
+    (void)in;
+    if (measured != NULL && diags != NULL) {
+        totals =
+            ts_workload_totals(measured,
+                               TS_WORKLOAD_LATENCY | TS_WORKLOAD_FLOPS
+                                   | TS_WORKLOAD_MEMORY | TS_WORKLOAD_ACHIEVED,
+                               "samples",
+                               "pytorch_tensor_bytes",
+                               "tracked",
+                               &err);
+    }
+    if (totals != NULL
+        && ts_workload_achieved(totals, 96.0, diags, &err) == TS_OK) {
+        out = json_pack("{s:O, s:O}", "totals", totals, "diagnostics", diags);
+    }
+    json_decref(measured);
+    json_decref(diags);
+    json_decref(totals);
+    return keep_json(out);
+}
+
+/* Profile rows sorted by device time and cut to a limit. */
+static char *
+e_profile_rows(const inputs *in)
+{
+    ts_error err;
+    json_t *shapes = json_pack("[[i, i]]", 2, 3), *out = NULL;
+    ts_profile_row rows[3] = {
+        {"aten::mm", 2, NULL, 0.5, true, 0.25, 64, 0},
+        {"aten::add", 1, NULL, 0.5, true, 0.75, 0, 0},
+        {"aten::relu", 4, NULL, 0.1, false, 0.0, 8, 0},
+    };
+    (void)in;
+    rows[0].input_shapes = shapes;
+    if (shapes != NULL) {
+        out = ts_profile_rows(rows, 3, 2, true, &err);
+    }
+    json_decref(shapes);
+    return keep_json(out);
+}
+
+/* The peak of a trace of 100 allocations and their frees. */
+static char *
+e_memory_peak(const inputs *in)
+{
+    ts_mem_event ev[200];
+    int64_t peak = 0;
+    (void)in;
+    for (int i = 0; i < 100; i++) {
+        ev[i] = (ts_mem_event){i, 8 + i, 0x1000 + 64 * (uint64_t)i, 0};
+        ev[100 + i] =
+            (ts_mem_event){100 + i, -(8 + i), 0x1000 + 64 * (uint64_t)i, 0};
+    }
+    if (ts_memory_peak(ev, 200, &peak) != TS_OK) {
+        return NULL;
+    }
+    return keep_json(json_integer(peak));
+}
+
+/* A depth-limited view of a report and one row's cells. */
+static char *
+e_table_view(const inputs *in)
+{
+    ts_error err;
+    ts_table_text cells[8];
+    int count = 0;
+    const int64_t widths[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    json_t *view = ts_table_limit_depth(in->cnn, 1, &err), *out = NULL;
+    if (view != NULL
+        && ts_table_line(json_array_get(json_object_get(view, "layers"), 1),
+                         widths,
+                         TS_WRAP_MID,
+                         true,
+                         true,
+                         cells,
+                         &count,
+                         &err)
+               == TS_OK) {
+        out = json_pack("{s:O, s:s, s:s}",
+                        "view",
+                        view,
+                        "name",
+                        cells[0].data,
+                        "params",
+                        cells[3].data);
+        ts_table_texts_free(cells, count);
+    }
+    json_decref(view);
+    return keep_json(out);
+}
+
+/* A FlopReport with phases, collectives and every kind of diagnostic. */
+static char *
+e_flops_phased(const inputs *in)
+{
+    ts_opstats *ops = ts_opstats_new();
+    json_t *out = NULL, *phases;
+    int mm, fft, cond, ar;
+    (void)in;
+    if (ops == NULL) {
+        return NULL;
+    }
+    mm = ts_opstats_intern(ops, "aten.mm");
+    fft = ts_opstats_intern(ops, "aten.fft_r2c");
+    cond = ts_opstats_intern(ops, "higher_order.cond");
+    ar = ts_opstats_intern(ops, "c10d.allreduce_");
+    if (mm < 0 || fft < 0 || cond < 0 || ar < 0
+        || ts_opstats_record_in(ops,
+                                TS_PHASE_FORWARD,
+                                mm,
+                                TS_OPCALL_COUNTED,
+                                8,
+                                true,
+                                "a reason",
+                                NULL)
+               != TS_OK
+        || ts_opstats_record_in(ops,
+                                TS_PHASE_BACKWARD,
+                                mm,
+                                TS_OPCALL_COUNTED,
+                                16,
+                                false,
+                                NULL,
+                                NULL)
+               != TS_OK
+        || ts_opstats_add_matrix(ops, mm, 24) != TS_OK
+        || ts_opstats_record(
+               ops, fft, TS_OPCALL_UNSUPPORTED, 0, false, "complex", NULL)
+               != TS_OK
+        || ts_opstats_record(
+               ops, cond, TS_OPCALL_UNCOUNTED, 0, false, NULL, NULL)
+               != TS_OK
+        || ts_opstats_record_bytes(ops, ar, 64) != TS_OK) {
+        ts_opstats_free(ops);
+        return NULL;
+    }
+    phases = json_pack(
+        "{s:{s:{s:i}, s:[]}}", "forward", "by_module", "", 8, "layers");
+    if (phases != NULL) {
+        out = ts_opstats_report_phased(ops, "2.13.0", "m", NULL, phases);
+    }
+    ts_opstats_free(ops);
+    return keep_json(out);
+}
+
+/* strict mode's message on a partial report, and an escaped text. */
+static char *
+e_incomplete_and_escape(const inputs *in)
+{
+    char *message = NULL, *escaped, *out = NULL;
+    size_t n;
+    if (!ts_report_incomplete(in->partial, &message) || message == NULL) {
+        free(message);
+        return NULL;
+    }
+    escaped = ts_html_escape("<a href='x'>&\"</a>");
+    if (escaped != NULL) {
+        n = strlen(message) + strlen(escaped) + 2;
+        out = malloc(n);
+        if (out != NULL) {
+            snprintf(out, n, "%s|%s", message, escaped);
+        }
+    }
+    free(message);
+    free(escaped);
+    return keep(out);
+}
+
+/* Token dependencies of MultiheadAttention: self-attention under a causal
+ * mask (prefix relations) and cross-attention with separate key and value
+ * (test_token_deps.c checks the relations), as the report's JSON. */
+static char *
+e_token_deps(const inputs *in)
+{
+    ts_module_desc d;
+    ts_module_call c;
+    ts_token_call tk;
+    ts_token_result r;
+    ts_shape q = {3, {3, 2, 4}, TS_DTYPE_FLOAT, true, 4};
+    ts_shape kv = {3, {5, 2, 4}, TS_DTYPE_FLOAT, true, 4};
+    json_t *a = NULL, *b = NULL, *out = NULL;
+    (void)in;
+    memset(&d, 0, sizeof d);
+    memset(&c, 0, sizeof c);
+    memset(&tk, 0, sizeof tk);
+    d.kind = TS_MOD_MHA;
+    d.embed_dim = d.kdim = d.vdim = 4;
+    d.num_heads = 2;
+    c.has_input = c.has_output = true;
+    c.input = c.output = c.key = c.value = q;
+    c.tokens = &tk;
+    tk.key_is_query = tk.value_is_query = tk.value_is_key = true;
+    tk.attn_mask.present = tk.attn_mask.read = true;
+    tk.attn_mask.shape = (ts_shape){2, {3, 3}, TS_DTYPE_BOOL, true, 1};
+    tk.attn_mask.excludes = tk.attn_mask.causal = true;
+    if (ts_token_dependencies(&d, &c, &r) != TS_OK) {
+        return NULL;
+    }
+    a = ts_token_result_json(&r);
+    memset(&tk, 0, sizeof tk);
+    c.key = c.value = kv;
+    if (a != NULL && ts_token_dependencies(&d, &c, &r) == TS_OK) {
+        b = ts_token_result_json(&r);
+    }
+    if (a != NULL && b != NULL) {
+        out = json_pack("[O, O]", a, b);
+    }
+    json_decref(a);
+    json_decref(b);
+    return keep_json(out);
 }
 
 /* ---- checkpoints ---- */
@@ -852,7 +1229,6 @@ main(void)
         {"analysis_report_check", e_check},
         {"format_summary", e_table},
         {"compare_reports", e_compare},
-        {"limit_depth", e_limit_depth},
         {"compare_benchmarks", e_benchmark_compare},
         {"render_analysis html", e_render_html},
         {"render_analysis before=", e_render_compare},
@@ -864,6 +1240,8 @@ main(void)
         {"benchmark page", e_benchmark_page},
         {"benchmark comparison page", e_benchmark_comparison_page},
         {"session report", e_session},
+        {"session paths", e_session_paths},
+        {"session views", e_session_views},
         {"saved activation bytes", e_saved},
         {"memory simulation", e_memsim},
         {"inspect safetensors", e_inspect_safetensors},
@@ -888,6 +1266,13 @@ main(void)
         {"render verdict", e_verdict},
         {"workload summary", e_workload_summary},
         {"timing report", e_timing_report},
+        {"workload totals", e_workload_totals},
+        {"profile rows", e_profile_rows},
+        {"memory peak", e_memory_peak},
+        {"table view", e_table_view},
+        {"flops phased", e_flops_phased},
+        {"incomplete and escape", e_incomplete_and_escape},
+        {"token dependencies", e_token_deps},
     };
     if (getenv("TORCHSCAN_TEST_VALGRIND") != NULL) {
         stride = 61;
