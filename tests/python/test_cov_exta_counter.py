@@ -1,0 +1,179 @@
+"""The operator counter (src/ext/counter.c, src/ext/op_resolve.c) on the paths the usual workloads do not take:
+its ``__torch_dispatch__`` called with missing or misnamed arguments, the metadata queries it declines, its
+memory-simulation entry points out of order, torch.cond called with plain bool/int predicates, a Parameter, an
+ambiguous or meta predicate, sums that no longer fit, and tensor subclasses.
+
+Counts are hand arithmetic (an (m, k) @ (k, n) product is 2*m*k*n FLOPs; sin is one FLOP per element) or
+torch.utils.flop_counter.FlopCounterMode's on the products it covers."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from torchscan import measure_flops
+from torchscan.flops import _OperatorCounter
+
+aten = torch.ops.aten
+cond = torch.ops.higher_order.cond
+
+
+def test_dispatch_called_by_hand_checks_its_arguments_and_counts_by_keyword():
+    counter = _OperatorCounter()
+    x = torch.ones(2, 3)
+    with pytest.raises(TypeError, match=r"__torch_dispatch__\(func, types, args, kwargs\)"):
+        counter.__torch_dispatch__(aten.mm.default)
+    with pytest.raises(TypeError, match="dispatch args must be a tuple"):
+        counter.__torch_dispatch__(aten.mm.default, (), [x, x.t()])
+    with pytest.raises(TypeError, match="dispatch args must be a tuple"):
+        counter.__torch_dispatch__(aten.mm.default, (), kwargs={})
+    # args and kwargs may be passed by name; kwargs that are not a dict are no keyword arguments
+    by_name = counter.__torch_dispatch__(aten.mm.default, (), args=(x, x.t()), kwargs=None)
+    not_a_dict = counter.__torch_dispatch__(aten.mm.default, (), (x, x.t()), "not a dict")
+    torch.testing.assert_close(by_name, x @ x.t())
+    torch.testing.assert_close(not_a_dict, x @ x.t())
+    # a metadata query is declined (PyTorch then answers it without the mode) and not recorded
+    assert counter.__torch_dispatch__(aten.size.default, (), (x,), {}) is NotImplemented
+    report = counter.report()
+    # two (2, 3) @ (3, 2) products: 2 * (2*2*3*2) = 48, as FlopCounterMode counts them
+    with FlopCounterMode(display=False) as reference:
+        x @ x.t()
+        x @ x.t()
+    assert reference.get_total_flops() == 48
+    assert report["by_operator"] == {"aten.mm": 48}
+    assert report["total"]["status"] == "complete" and report["total"]["value"] == 48
+    assert report["ignored_operators"] == {} and report["diagnostics"] == []
+
+
+def test_configure_takes_a_dict_or_none_and_the_formula_counts_only_while_configured():
+    counter = _OperatorCounter()
+    x = torch.ones(2, 3)
+    with pytest.raises(TypeError, match="custom_mapping must be a dict"):
+        counter._configure([(aten.sin, len)])
+    counter._configure({aten.sin: lambda *shapes, **kw: 7})
+    torch.testing.assert_close(counter.__torch_dispatch__(aten.sin.default, (), (x,), None), torch.sin(x))
+    counter._configure(None)
+    counter.__torch_dispatch__(aten.sin.default, (), (x,), None)
+    # 7 by the caller's formula, then 6 by ours (one per element of a (2, 3) tensor)
+    assert counter.report()["by_operator"] == {"aten.sin": 13}
+
+
+class _Unjsonable:
+    pass
+
+
+class _NoTruth:
+    def __bool__(self):
+        raise ZeroDivisionError("no truth value")
+
+
+def test_report_and_memory_entry_points_refuse_bad_arguments_and_the_wrong_order():
+    counter = _OperatorCounter()
+    with pytest.raises(TypeError, match="_report"):
+        counter._report(torch.__version__)
+    with pytest.raises(ValueError, match="by_module"):
+        counter._report(torch.__version__, "m", _Unjsonable())
+    with pytest.raises(ValueError, match="by_phase"):
+        counter._report(torch.__version__, "m", None, _Unjsonable())
+    for call in (lambda: counter._memory_name(torch.nn.Linear(2, 2), 0), lambda: counter._memory_report(False)):
+        with pytest.raises(RuntimeError, match="not simulating memory"):
+            call()
+    with pytest.raises(TypeError, match="_memory_name"):
+        counter._memory_name(torch.nn.Linear(2, 2))
+    assert counter._storage_freed(None) is None  # a late weak-reference callback: nothing to do
+    counter._simulate_memory()
+    with pytest.raises(RuntimeError, match="already simulating memory"):
+        counter._simulate_memory()
+    with pytest.raises(ZeroDivisionError, match="no truth value"):
+        counter._memory_report(_NoTruth())
+    nothing = counter._memory_report(False)
+    assert nothing["allocated_bytes"] == 0 and nothing["peak_bytes"] == 0 and nothing["events"] == 0
+    counter._memory_end()
+    with pytest.raises(RuntimeError, match="not simulating memory"):
+        counter._memory_report(True)
+
+
+def test_an_optimizer_post_hook_without_its_pre_hook_opens_no_phase():
+    counter = _OperatorCounter()
+    x = torch.ones(2, 3)
+    assert counter._optimizer_step_post(None, (), {}) is None
+    counter.__torch_dispatch__(aten.mm.default, (), (x, x.t()), {})
+    counter._optimizer_step_pre(None, (), {})
+    counter.__torch_dispatch__(aten.mm.default, (), (x, x.t()), {})
+    counter._optimizer_step_post(None, (), {})
+    phases = counter.report()["phases"]
+    assert phases["forward"]["total"]["value"] == 24
+    assert phases["optimizer"]["total"]["value"] == 24
+
+
+def _cond_operands():
+    return torch.ones(4, 8), torch.full((8, 8), 0.5)
+
+
+def _two_products(x, w):
+    return (x @ w) @ w
+
+
+def _one_product(x, w):
+    return x @ w
+
+
+@pytest.mark.parametrize(
+    ("predicate", "products"),
+    [(True, 2), (False, 1), (1, 2), (0, 1), (torch.nn.Parameter(torch.tensor(True), requires_grad=False), 2)],
+    ids=["true", "false", "one", "zero", "parameter"],
+)
+def test_cond_called_directly_with_a_concrete_predicate_counts_the_branch_it_runs(predicate, products):
+    x, w = _cond_operands()
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # operands as a list: the branch still gets them as positional arguments
+        report = measure_flops(lambda: out.setdefault("y", cond(predicate, _two_products, _one_product, [x, w])))
+    expected = _two_products(x, w) if products == 2 else _one_product(x, w)
+    torch.testing.assert_close(out["y"], expected)
+    # each (4, 8) @ (8, 8) product: 2*4*8*8 = 512
+    assert report["by_operator"] == {"aten.mm": 512 * products}
+    assert report["total"]["status"] == "complete" and report["diagnostics"] == []
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_cond_predicates_without_one_truth_value_raise_as_they_do_without_the_counter():
+    x, w = _cond_operands()
+    for predicate, match in (
+        (torch.tensor([True, False]), "more than one value is ambiguous"),
+        (torch.tensor(True, device="meta"), "meta tensors"),
+    ):
+        with pytest.raises(RuntimeError, match=match):
+            cond(predicate, _two_products, _one_product, (x, w))
+        with pytest.raises(RuntimeError, match=match):
+            measure_flops(lambda p=predicate: cond(p, _two_products, _one_product, (x, w)))
+        assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_a_sum_past_int64_keeps_what_fits_and_says_so_for_a_callers_formula():
+    x = torch.ones(2, 3)
+    report = measure_flops(lambda: [torch.sin(x) for _ in range(3)], custom_mapping={aten.sin: lambda *a, **k: 2**62})
+    # 2**62 fits; the second and third calls would make the sum 2**63 and are noted, not counted
+    assert report["by_operator"] == {"aten.sin": 2**62}
+    assert report["total"]["status"] == "partial" and report["total"]["known_value"] == 2**62
+    (diag,) = report["diagnostics"]
+    assert diag["code"] == "unsupported_operator_formula" and diag["operator"] == "aten.sin"
+    assert "64-bit" in diag["message"]
+
+
+def test_operators_on_a_tensor_subclass_are_counted_on_its_shapes():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    a = TwoTensor(torch.ones(2, 3), torch.ones(2, 3))
+    b = TwoTensor(torch.ones(3, 4), torch.ones(3, 4))
+    with FlopCounterMode(display=False) as reference:
+        a @ b
+    report = measure_flops(lambda: a @ b)
+    # (2, 3) @ (3, 4): 2*2*3*4 = 48
+    assert reference.get_total_flops() == 48
+    assert report["by_operator"] == {"aten.mm": 48}
+    assert report["total"]["status"] == "complete"
