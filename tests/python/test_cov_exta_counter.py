@@ -177,3 +177,37 @@ def test_operators_on_a_tensor_subclass_are_counted_on_its_shapes():
     assert reference.get_total_flops() == 48
     assert report["by_operator"] == {"aten.mm": 48}
     assert report["total"]["status"] == "complete"
+
+
+class _UnreadableNumel(torch.Tensor):
+    """A tensor subclass whose element count cannot be read through its method."""
+
+    def numel(self):
+        raise RuntimeError("no element count")
+
+
+def test_a_tensor_list_of_unknown_size_is_refused_not_counted_as_a_complete_zero():
+    s = torch.ones(2, 3)
+    deep = torch.ones([1] * 12 + [2])  # 13 dimensions: more than a shape holds
+    # the reference: a single tensor of 13 dimensions is refused with this message
+    single = measure_flops(lambda: torch.add(deep, deep))
+    (refusal,) = single["diagnostics"]
+    assert "no concrete shape" in refusal["message"]
+    # the first tensor of the list without a concrete shape: refused the same way (was a complete 0)
+    report = measure_flops(lambda: torch._foreach_add([deep, s], [deep, s]))
+    assert report["total"]["status"] == "partial" and report["total"]["known_value"] == 0
+    (diag,) = report["diagnostics"]
+    assert diag["code"] == "unsupported_operator_formula" and diag["operator"] == "aten._foreach_add"
+    assert diag["message"] == refusal["message"]
+    # a later tensor of 13 dimensions only adds its count: 6 + 2 = 8, one addition per element
+    later = measure_flops(lambda: torch._foreach_add([s, deep], [s, deep]))
+    assert later["by_operator"] == {"aten._foreach_add": 8} and later["total"]["status"] == "complete"
+    # a later tensor whose count cannot be read: the list has no known size (was a complete 0)
+    odd = s.clone().as_subclass(_UnreadableNumel)
+    report = measure_flops(lambda: torch._foreach_add([s, odd], [s, odd]))
+    assert report["total"]["status"] == "partial" and report["by_operator"] == {}
+    (diag,) = report["diagnostics"]
+    assert diag["message"] == "The formula needs argument 0 as a list of tensors with concrete shapes."
+    # as the first tensor its shape is read directly: 6 + 6 = 12
+    first = measure_flops(lambda: torch._foreach_add([odd, s], [odd, s]))
+    assert first["by_operator"] == {"aten._foreach_add": 12} and first["total"]["status"] == "complete"
