@@ -211,3 +211,88 @@ def test_a_tensor_list_of_unknown_size_is_refused_not_counted_as_a_complete_zero
     # as the first tensor its shape is read directly: 6 + 6 = 12
     first = measure_flops(lambda: torch._foreach_add([odd, s], [odd, s]))
     assert first["by_operator"] == {"aten._foreach_add": 12} and first["total"]["status"] == "complete"
+
+
+class _TextNumel(torch.Tensor):
+    """A tensor subclass whose numel() answers something that is not a number."""
+
+    def numel(self):
+        return "many"
+
+
+def test_a_later_tensor_whose_count_is_not_a_number_makes_the_list_size_unknown():
+    s = torch.ones(2, 3)
+    odd = s.clone().as_subclass(_TextNumel)
+    report = measure_flops(lambda: torch._foreach_mul([s, odd], [s, odd]))
+    assert report["total"]["status"] == "partial" and report["by_operator"] == {}
+    (diag,) = report["diagnostics"]
+    assert diag["operator"] == "aten._foreach_mul"
+    assert diag["message"] == "The formula needs argument 0 as a list of tensors with concrete shapes."
+
+
+def test_index_lists_with_none_entries_are_read_past_the_none():
+    x = torch.zeros(3, 4)
+    index = torch.tensor([0, 2])
+    out = {}
+    # x[:, index] += 1 as one accumulating index_put_: one addition per value written, 3 * 2 = 6
+    report = measure_flops(
+        lambda: out.setdefault("y", aten.index_put_.default(x, [None, index], torch.ones(3, 2), True))
+    )
+    expected = torch.zeros(3, 4)
+    expected[:, index] += 1
+    torch.testing.assert_close(out["y"], expected)
+    assert report["by_operator"] == {"aten.index_put_": 6}
+    assert report["total"]["status"] == "complete"
+
+
+def test_python_scalars_beyond_int64_and_complex_scalars():
+    x = torch.ones(2, 3)
+    out = {}
+    # a float tensor times an int beyond int64 (a Scalar PyTorch keeps as uint64): one multiply per element, 6
+    big = measure_flops(lambda: out.setdefault("big", x * (2**64 - 1)))
+    torch.testing.assert_close(out["big"], torch.full((2, 3), float(2**64 - 1)))
+    assert big["by_operator"] == {"aten.mul": 6} and big["total"]["status"] == "complete"
+    # a complex Python scalar: the supplemental formulas count real arithmetic only
+    complex_scalar = measure_flops(lambda: x * 2j)
+    assert complex_scalar["total"]["status"] == "partial" and complex_scalar["by_operator"] == {}
+    (diag,) = complex_scalar["diagnostics"]
+    assert diag["operator"] == "aten.mul" and diag["code"] == "unsupported_operator_formula"
+    assert diag["message"] == "Supplemental FLOP formulas cover real arithmetic only."
+
+
+def test_dispatch_with_types_that_are_not_a_tuple_counts_like_plain_tensors():
+    counter = _OperatorCounter()
+    x = torch.ones(2, 3)
+    torch.testing.assert_close(counter.__torch_dispatch__(aten.mm.default, [torch.Tensor], (x, x.t()), {}), x @ x.t())
+    assert counter.report()["by_operator"] == {"aten.mm": 24}  # 2*2*3*2
+
+
+def _weight_norm_rows(mapping):
+    from torchscan import crawl_module
+
+    torch.manual_seed(0)
+    model = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3))
+    report = crawl_module(model, args=(torch.ones(2, 4),), custom_mapping=mapping)
+    return {row["path"]: row["metrics"] for row in report["layers"]}, report
+
+
+def test_a_callers_formula_inside_a_matched_library_block_changes_its_operator_flops_only():
+    # _WeightNorm (torch.nn.utils.parametrizations) is matched by the operators it runs: one
+    # _weight_norm_interface of v (3, 4) and g (3, 1) over dim 0: per row 4 squares + 3 adds + 1 sqrt (24),
+    # g / norm (3), times v (12): 39 FLOPs; the Linear's addmm is 2 * 2 * 4 * 3 = 48
+    rows, report = _weight_norm_rows(None)
+    block = rows["parametrizations.weight.0"]
+    assert block["module_flops"]["value"] == 39 and block["operator_flops"]["value"] == 39
+    assert report["totals"]["operator_flops"]["value"] == 48 + 39
+    # the caller's formula counts the operator, the match keeps the table's own count
+    rows, report = _weight_norm_rows({aten._weight_norm_interface: lambda *shapes, **kw: 1000})
+    block = rows["parametrizations.weight.0"]
+    assert block["operator_flops"] == {**block["operator_flops"], "status": "complete", "value": 1000}
+    assert block["module_flops"] == {**block["module_flops"], "status": "complete", "value": 39}
+    assert report["totals"]["operator_flops"]["value"] == 48 + 1000
+    # a caller's formula that fails: the operator is a diagnostic, the match still has the table's count
+    rows, report = _weight_norm_rows({aten._weight_norm_interface: lambda *shapes, **kw: 0.5})
+    block = rows["parametrizations.weight.0"]
+    assert block["operator_flops"]["status"] == "partial"
+    assert block["module_flops"] == {**block["module_flops"], "status": "complete", "value": 39}
+    assert any(d.get("operator") == "aten._weight_norm_interface" for d in report["diagnostics"])
