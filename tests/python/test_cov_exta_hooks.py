@@ -213,7 +213,7 @@ class _NoReturnToTraining(_PropertyFlag):
     @_PropertyFlag.training.setter
     def training(self, value):
         if value and "_flag" in self.__dict__:
-            raise ValueError("cannot go back to training")
+            raise ValueError(f"{self.__dict__.get('tag', 'this module')} cannot go back to training")
         self.__dict__["_flag"] = value
 
 
@@ -292,4 +292,67 @@ def test_overlapping_calls_are_refused_naming_the_thread_and_the_submodule():
     assert f"(in thread {threading.get_ident()})" in str(found["error"])
     # nothing claimed afterwards; the ReLU is one comparison per element: 2 * 4 = 8
     assert inner()["by_module"] == {"": 0, "0": LINEAR_FLOPS, "1": 8}
+    assert_nothing_left(model)
+
+
+def test_a_stale_wrapper_the_caller_put_back_is_dropped_by_the_next_crawl():
+    torch.manual_seed(0)
+    lin = nn.Linear(4, 4)
+    x = _x()
+    kept = {}
+    measure_flops(lambda: kept.setdefault("forward", lin.forward) and lin(x), modules=lin)
+    # the caller restores what it saw during the first call: the first crawl's wrapper, now inert
+    lin.forward = kept["forward"]
+    assert type(vars(lin)["forward"]).__module__.startswith("torchscan")
+    report = measure_flops(lambda: lin(x), modules=lin)
+    assert report["by_module"] == {"": LINEAR_FLOPS}
+    # the second crawl put back what was there, less the wrappers of crawls that ended: the class's forward
+    assert "forward" not in vars(lin)
+    torch.testing.assert_close(lin(x), x @ lin.weight.T + lin.bias)
+    assert_nothing_left(lin)
+
+
+class _NoDelete(dict):
+    def __delitem__(self, key):
+        raise PermissionError("hooks are permanent here")
+
+
+def test_a_hook_table_that_refuses_deletion_raises_after_the_other_hooks_are_removed():
+    lin = _hooked_linear()
+    lin._forward_pre_hooks = _NoDelete()
+    x = _x()
+    with pytest.raises(PermissionError, match="hooks are permanent here"):
+        measure_flops(lambda: lin(x), modules=lin)
+    # the other tables are cleaned; the hook that could not be deleted stays, inert
+    assert len(lin._forward_hooks_always_called) == 0 and len(lin._forward_hooks_with_kwargs) == 0
+    assert len(lin._forward_hooks) == 1  # the caller's own
+    (left,) = lin._forward_pre_hooks.values()
+    assert left(lin, (x,), {}) is None
+    # the module is not left claimed, and the inert hook adds nothing to a later call
+    lin._forward_pre_hooks = collections.OrderedDict()
+    assert measure_flops(lambda: lin(x), modules=lin)["by_module"] == {"": LINEAR_FLOPS}
+    lin._forward_hooks.clear()
+    assert_nothing_left(lin)
+
+
+class _ClassLevelFlag(nn.Linear):
+    training = True  # a plain class attribute (no descriptor): the instance dict's entry wins
+
+
+def test_a_class_level_training_flag_is_restored_in_the_instance_dict():
+    model = _ClassLevelFlag(4, 4)
+    report = crawl_module(model, args=(_x(),))
+    assert report["totals"]["operator_flops"]["value"] == LINEAR_FLOPS
+    assert vars(model)["training"] is True and model.training is True
+    assert_nothing_left(model)
+
+
+def test_of_several_flags_that_cannot_be_restored_the_first_error_is_raised():
+    first, second = _NoReturnToTraining(4, 4), _NoReturnToTraining(4, 4)
+    first.tag, second.tag = "first", "second"
+    model = nn.Sequential(first, second)
+    with pytest.raises(ValueError, match="^first cannot go back to training$"):
+        crawl_module(model, args=(_x(),))
+    # both stay in eval (their setters refuse), the Sequential's own flag is restored
+    assert first.training is False and second.training is False and model.training is True
     assert_nothing_left(model)
