@@ -296,3 +296,23 @@ def test_a_callers_formula_inside_a_matched_library_block_changes_its_operator_f
     assert block["operator_flops"]["status"] == "partial"
     assert block["module_flops"] == {**block["module_flops"], "status": "complete", "value": 39}
     assert any(d.get("operator") == "aten._weight_norm_interface" for d in report["diagnostics"])
+
+
+def test_rrelu_with_a_generator_argument_is_refused_in_training_and_counted_in_evaluation():
+    x = torch.ones(2, 3)
+    generator = torch.Generator().manual_seed(0)
+    out = {}
+    training = measure_flops(
+        lambda: out.setdefault(
+            "y", aten.rrelu_with_noise.default(x, torch.zeros_like(x), 0.1, 0.3, True, generator)
+        )
+    )
+    torch.testing.assert_close(out["y"], x)  # positive inputs pass unchanged
+    assert training["total"]["status"] == "partial" and training["by_operator"] == {}
+    (diag,) = training["diagnostics"]
+    assert diag["operator"] == "aten.rrelu_with_noise"
+    assert diag["message"] == "RReLU FLOPs cover evaluation calls only."
+    evaluation = measure_flops(lambda: torch.nn.functional.rrelu(x, 0.1, 0.3, training=False))
+    # docs/operator-flops.md: 4*N in evaluation, N = 6 elements
+    assert evaluation["by_operator"] == {"aten.rrelu_with_noise": 24}
+    assert evaluation["total"]["status"] == "complete" and evaluation["diagnostics"] == []
