@@ -52,3 +52,19 @@ def test_a_storage_reporting_a_negative_size_is_refused():
         crawl_module(model, args=(_tensor_with_storage(-8, 99),), saved_activations=True)
     assert_nothing_left(model)
     assert torch.is_grad_enabled()
+
+
+class _StorageMemoryError(torch.Tensor):
+    def untyped_storage(self):
+        raise MemoryError("no memory left for the storage object")
+
+
+def test_a_memory_error_reading_a_saved_storage_propagates_instead_of_a_lower_bound():
+    # any other Exception makes the tensor unmeasured (test_saved_activations); a failed allocation says nothing
+    # about the tensor and is raised, as estimate_memory raises it
+    model = _Square()
+    x = torch.rand(2, 4).as_subclass(_StorageMemoryError).requires_grad_()
+    with pytest.raises(MemoryError, match="no memory left for the storage object"):
+        crawl_module(model, args=(x,), saved_activations=True)
+    assert_nothing_left(model)
+    assert torch.is_grad_enabled()
