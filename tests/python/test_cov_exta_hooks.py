@@ -356,3 +356,25 @@ def test_of_several_flags_that_cannot_be_restored_the_first_error_is_raised():
     # both stay in eval (their setters refuse), the Sequential's own flag is restored
     assert first.training is False and second.training is False and model.training is True
     assert_nothing_left(model)
+
+
+def test_handle_ids_that_are_not_ints_get_the_public_registration(monkeypatch):
+    # the hooks are inserted straight into the module's tables with ids reserved from RemovableHandle.next_id;
+    # a PyTorch whose next_id is not an int gets register_forward_(pre_)hook instead
+    from torch.utils.hooks import RemovableHandle
+
+    monkeypatch.setattr(RemovableHandle, "next_id", float(RemovableHandle.next_id))
+    lin = _hooked_linear()
+    x = _x()
+    seen = {}
+
+    def workload():
+        seen["ids"] = [type(key) for key in lin._forward_pre_hooks]
+        return lin(x)
+
+    report = measure_flops(workload, modules=lin)
+    assert seen["ids"] == [float]  # registered through the public API, under its float id
+    assert report["by_module"] == {"": LINEAR_FLOPS}
+    assert len(lin._forward_pre_hooks) == 0 and len(lin._forward_hooks_always_called) == 0
+    lin._forward_hooks.clear()
+    assert_nothing_left(lin)
