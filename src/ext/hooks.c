@@ -358,14 +358,21 @@ remove_hooks(module_entry *e, PyObject **first)
     Py_CLEAR(e->hook_ids[1]);
 }
 
-/* Removes the hooks of the public-API fallback (install_public). */
+/* Removes the hooks of the public-API fallback (install_public). A
+ * RemovableHandle.remove() that fails part-way (the hook deleted, its
+ * with_kwargs or always_call entry not) is called once more: it deletes
+ * only what is still there. The first error is kept. */
 static void
 remove_handles(tsx_crawl *c, PyObject **first)
 {
     Py_ssize_t n = PyList_GET_SIZE(c->handles);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *r = PyObject_CallMethodNoArgs(PyList_GET_ITEM(c->handles, i),
-                                                c->st->s_remove);
+        PyObject *handle = PyList_GET_ITEM(c->handles, i);
+        PyObject *r = PyObject_CallMethodNoArgs(handle, c->st->s_remove);
+        if (r == NULL) {
+            keep_first(first);
+            r = PyObject_CallMethodNoArgs(handle, c->st->s_remove);
+        }
         Py_XDECREF(r);
         keep_first(first);
     }

@@ -378,3 +378,29 @@ def test_handle_ids_that_are_not_ints_get_the_public_registration(monkeypatch):
     assert len(lin._forward_pre_hooks) == 0 and len(lin._forward_hooks_always_called) == 0
     lin._forward_hooks.clear()
     assert_nothing_left(lin)
+
+
+class _DeleteFailsOnce(collections.UserDict):
+    def __init__(self):
+        super().__init__()
+        self.failures = 1
+
+    def __delitem__(self, key):
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("transient failure")
+        super().__delitem__(key)
+
+
+def test_a_handle_removal_that_fails_part_way_is_completed_and_its_error_raised():
+    lin = _hooked_linear()
+    lin._forward_hooks_always_called = _DeleteFailsOnce()  # not a dict: the public registration, with handles
+    x = _x()
+    with pytest.raises(RuntimeError, match="transient failure"):
+        measure_flops(lambda: lin(x), modules=lin)
+    # RemovableHandle.remove() deleted the hook, then failed on its always_call entry: removed on the second call
+    assert len(lin._forward_hooks_always_called) == 0 and len(lin._forward_hooks_with_kwargs) == 0
+    assert len(lin._forward_hooks) == 1  # the caller's own
+    assert measure_flops(lambda: lin(x), modules=lin)["by_module"] == {"": LINEAR_FLOPS}
+    lin._forward_hooks.clear()
+    assert_nothing_left(lin)
