@@ -358,14 +358,21 @@ remove_hooks(module_entry *e, PyObject **first)
     Py_CLEAR(e->hook_ids[1]);
 }
 
-/* Removes the hooks of the public-API fallback (install_public). */
+/* Removes the hooks of the public-API fallback (install_public). A
+ * RemovableHandle.remove() that fails part-way (the hook deleted, its
+ * with_kwargs or always_call entry not) is called once more: it deletes
+ * only what is still there. The first error is kept. */
 static void
 remove_handles(tsx_crawl *c, PyObject **first)
 {
     Py_ssize_t n = PyList_GET_SIZE(c->handles);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *r = PyObject_CallMethodNoArgs(PyList_GET_ITEM(c->handles, i),
-                                                c->st->s_remove);
+        PyObject *handle = PyList_GET_ITEM(c->handles, i);
+        PyObject *r = PyObject_CallMethodNoArgs(handle, c->st->s_remove);
+        if (r == NULL) {
+            keep_first(first);
+            r = PyObject_CallMethodNoArgs(handle, c->st->s_remove);
+        }
         Py_XDECREF(r);
         keep_first(first);
     }
@@ -609,6 +616,46 @@ install_fast(tsx_crawl *c)
     return 0;
 }
 
+/* Deletes the entries of `hook` from a module's tables after its
+ * registration failed part-way: register_forward_(pre_)hook may have
+ * inserted it before it failed (the with_kwargs or always_call entry, the
+ * handle), or the handle may have been lost when keeping it failed. Best
+ * effort, with the registration's error kept: a hook left behind is inert
+ * once the crawl is uninstalled. */
+static void
+unregister_partial(tsx_crawl *c, PyObject *module, PyObject *hook, int post)
+{
+    static const char *const extra[2][2] = {
+        {"_forward_pre_hooks_with_kwargs", NULL},
+        {"_forward_hooks_with_kwargs", "_forward_hooks_always_called"}};
+    PyObject *exc = tsx_fetch();
+    PyObject *table =
+        tsx_getattr(c->st, module, hook_dict_names[post ? 2 : 0]);
+    PyObject *items = table ? PyMapping_Items(table) : NULL;
+    for (Py_ssize_t i = 0; items != NULL && i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        PyObject *key = PyTuple_GET_ITEM(item, 0);
+        if (PyTuple_GET_ITEM(item, 1) != hook) {
+            continue;
+        }
+        (void)PyObject_DelItem(table, key);
+        for (int k = 0; k < 2 && extra[post][k] != NULL; k++) {
+            PyObject *d = tsx_getattr(c->st, module, extra[post][k]);
+            if (d != NULL) {
+                (void)PyObject_DelItem(d, key);
+                Py_DECREF(d);
+            }
+        }
+        PyErr_Clear();
+    }
+    PyErr_Clear();
+    Py_XDECREF(items);
+    Py_XDECREF(table);
+    if (exc != NULL) {
+        tsx_restore(exc);
+    }
+}
+
 static int
 install_public(tsx_crawl *c)
 {
@@ -632,6 +679,9 @@ install_public(tsx_crawl *c)
             PyObject *args = meth ? PyTuple_Pack(1, hook) : NULL;
             PyObject *handle = args ? PyObject_Call(meth, args, kw) : NULL;
             rc = handle ? PyList_Append(c->handles, handle) : -1;
+            if (rc < 0 && hook != NULL) {
+                unregister_partial(c, c->modules[i].module, hook, post);
+            }
             Py_XDECREF(hook);
             Py_XDECREF(meth);
             Py_XDECREF(args);

@@ -340,7 +340,11 @@ other_tensor_numel(tsx_state *st, PyObject *t)
 
 /* A list of tensors (None entries skipped): the first described in full
  * (dtype, layout); the others of an optimizer's parameter list only need
- * their element count. */
+ * their element count. A list whose total is unknown (a first tensor
+ * without a concrete shape, an element count that cannot be read or does
+ * not fit) stays a list of tensors, with numel_sum -1: the formulas then
+ * refuse it (as they refuse such a tensor) instead of taking it for a
+ * non-tensor argument and counting a complete zero. */
 static int
 classify_tensors(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
 {
@@ -362,13 +366,12 @@ classify_tensors(tsx_state *st, PyObject **items, Py_ssize_t n, ts_op_arg *a)
                 numel = -1;
             }
         }
-        else {
+        else if (a->numel_sum >= 0) {
             numel = other_tensor_numel(st, items[i]);
         }
-        if (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum)) {
+        if (a->numel_sum >= 0
+            && (numel < 0 || !ts_add(a->numel_sum, numel, &a->numel_sum))) {
             a->numel_sum = -1;
-            a->kind = TS_ARG_OTHER;
-            break;
         }
     }
     return 0;

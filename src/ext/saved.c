@@ -6,11 +6,14 @@
 #include "counter.h"
 
 /* Whether the exception set is an Exception (a measurement failure) rather
- * than an interrupt. */
+ * than an interrupt, or a failed allocation (MemoryError: the storage was
+ * not read, which says nothing of the tensor; it propagates, as in
+ * memsim.c). */
 static bool
 is_exception(void)
 {
-    return PyErr_ExceptionMatches(PyExc_Exception);
+    return PyErr_ExceptionMatches(PyExc_Exception)
+           && !PyErr_ExceptionMatches(PyExc_MemoryError);
 }
 
 /* obj.name() with an interned name: a new reference, or NULL with an
