@@ -1,0 +1,63 @@
+"""module_call.c: the parts of a call the formulas read beyond the first input and output (extb).
+
+MultiheadAttention's key and value may come by keyword; its returned weights (averaged over heads) and a key
+padding mask each add B·H·T·S FLOPs; a call without key and value has no input. A recurrent module's state
+is read from its output: LSTM's (h_n, c_n) pair adds 2·numel(c_n) DMAs only when c_n is a tensor
+(docs/module-formulas.md: DMAs P + Σ rows·(in + R) + 2·numel(h_n) + [LSTM] 2·numel(c_n)).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from torchscan import crawl_module
+from torchscan.modules import module_dmas, module_flops
+
+
+def rand(*shape):
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def _flops(report):
+    return report["layers"][0]["metrics"]["module_flops"]["value"]
+
+
+def test_attention_keyword_arguments_masks_and_weights():
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2).eval()
+    q, k = rand(3, 1, 4), rand(5, 1, 4)
+    positional = _flops(crawl_module(mha, args=(q, k, k)))
+    assert _flops(crawl_module(mha, args=(q,), kwargs={"key": k, "value": k})) == positional
+    # B 1, H 2, T 3, S 5: the head-averaged weights cost B*H*T*S = 30 FLOPs
+    no_weights = _flops(crawl_module(mha, args=(q, k, k), kwargs={"need_weights": False}))
+    assert positional - no_weights == 30
+    # a key padding mask: one masked fill per score, B*H*T*S = 30
+    kpm = torch.zeros(1, 5, dtype=torch.bool)
+    assert _flops(crawl_module(mha, args=(q, k, k), kwargs={"key_padding_mask": kpm})) - positional == 30
+    # the module formulas outside a crawl read the same: an output without weights is the need_weights=False call
+    with torch.no_grad():
+        out = mha(q, k, k)
+    assert module_flops(mha, (q, k, k), out) == positional
+    assert module_flops(mha, (q, k, k), out[0]) == no_weights
+    with pytest.raises(ValueError, match="the module call exposes no input tensor"):
+        module_flops(mha, (q,), out)
+
+
+def test_an_lstm_state_read_from_its_output():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4).eval()
+    x = rand(5, 1, 3)
+    with torch.no_grad():
+        out, (h, c) = lstm(x)
+    # P = 4*4*(3+4) + 2*16 = 144; rows 5 * (in 3 + R 4) = 35; 2*numel(h_n) = 8; 2*numel(c_n) = 8
+    assert module_dmas(lstm, (x,), (out, (h, c))) == 195
+    flops = module_flops(lstm, (x,), (out, (h, c)))
+    # a state pair whose cell is not a tensor: the same FLOPs, no c_n traffic
+    assert module_flops(lstm, (x,), (out, (h, 7))) == flops
+    assert module_dmas(lstm, (x,), (out, (h, 7))) == 195 - 8
+    # no state at all (or a one-element tuple): nothing to read the state from
+    for bad in (out, (out, (h,))):
+        with pytest.raises(ValueError, match="the module call exposes no second tensor"):
+            module_flops(lstm, (x,), bad)
