@@ -114,3 +114,47 @@ def test_module_estimates_argument_types():
         module_dmas(module, x, 4)
     # ReLU on N 8: FLOPs N, DMAs N + O = 16
     assert (module_flops(module, (x,), torch.relu(x)), module_dmas(module, x, torch.relu(x))) == (8, 16)
+
+
+class _NumelRefused(nn.Parameter):
+    def numel(self):
+        raise RuntimeError("numel refused")
+
+
+class _NumelInterrupts(nn.Parameter):
+    def numel(self):
+        raise KeyboardInterrupt
+
+
+def test_parameters_that_cannot_be_counted_read_as_lazy():
+    # Linear(4, 3) on (2, 4): DMAs N + P + O = 8 + 15 + 6 = 29. A weight whose numel() raises makes the
+    # module's parameters uncountable: counted as a lazy module's, P = 0 (8 + 6 = 14); FLOPs do not read P
+    module, x = nn.Linear(4, 3), rand(2, 4)
+    out = module(x)
+    assert (module_flops(module, (x,), out), module_dmas(module, x, out)) == (48, 29)
+    module.weight = _NumelRefused(module.weight.detach())
+    assert (module_flops(module, (x,), out), module_dmas(module, x, out)) == (48, 14)
+    # an interrupt is not the module's failure: it propagates
+    module.weight = _NumelInterrupts(module.weight.detach())
+    with pytest.raises(KeyboardInterrupt):
+        module_dmas(module, x, out)
+
+
+def test_a_stack_whose_layers_are_one_module():
+    # TransformerEncoderLayer(4, 2, 8): MHA 48 + 12 + 16 + 4, linear1 32 + 8, linear2 32 + 4, norms 16 = 172.
+    # Two distinct layers: 344 parameters; the same layer twice: 172, while the work stays two layer calls
+    # (2 * 1224 FLOPs, docs/module-formulas.md's worked example)
+    from torchscan import crawl_module
+
+    torch.manual_seed(0)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), 2, enable_nested_tensor=False)
+    encoder.eval()
+    x = rand(3, 1, 4)
+    two = crawl_module(encoder, args=(x,))
+    encoder.layers[1] = encoder.layers[0]
+    tied = crawl_module(encoder, args=(x,))
+    assert (two["totals"]["parameters"]["value"], tied["totals"]["parameters"]["value"]) == (344, 172)
+    for report in (two, tied):
+        metrics = report["layers"][0]["metrics"]
+        assert metrics["module_flops"]["value"] == 2 * 1224
+    assert tied["layers"][0]["metrics"]["dmas"]["value"] == two["layers"][0]["metrics"]["dmas"]["value"]
