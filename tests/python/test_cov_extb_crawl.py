@@ -97,3 +97,18 @@ def test_a_transformer_root_with_handlers_for_other_types_stays_atomic():
     # one atomic row with the pinned 2694 FLOPs (test_module_families)
     assert [layer["path"] for layer in report["layers"]] == [""]
     assert _metrics(report)["module_flops"]["value"] == 2694
+
+
+def test_crawl_object_argument_checks():
+    from torchscan import _engine
+
+    crawl = _engine.Crawl(nn.ReLU())
+    with pytest.raises(TypeError, match=r"install\(\) takes at least 1 argument \(0 given\)"):
+        crawl.install()
+    with pytest.raises(TypeError, match=r"install\(\) takes at most 2 arguments \(3 given\)"):
+        crawl.install(None, True, 2)
+    with pytest.raises(TypeError, match="bad argument type"):
+        crawl.saved_layers(3)
+    assert crawl.saved_layers("forward") is None  # a crawl made without saved=True
+    with pytest.raises(TypeError, match=r"Crawl\(\) missing required argument 'module' \(pos 1\)"):
+        _engine.Crawl()
