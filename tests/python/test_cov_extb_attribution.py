@@ -83,3 +83,41 @@ def test_a_scripted_model_counts_its_parameters():
     report = crawl_module(scripted, args=(torch.ones(1, 2),))
     assert report["totals"]["parameters"]["value"] == 9
     assert report["totals"]["parameter_bytes"]["value"] == 36
+
+
+def test_a_meta_model_lists_its_device():
+    # Linear(4, 3) on the meta device: 15 parameters, device "meta" (read from the tensor, not assumed cpu)
+    report = crawl_module(nn.Linear(4, 3, device="meta"), args=(torch.empty(2, 4, device="meta"),))
+    assert report["context"]["devices"] == ["meta"]
+    assert report["context"]["dtypes"] == ["torch.float32"]
+    assert report["totals"]["parameters"]["value"] == 15
+
+
+def test_none_children_are_skipped():
+    # MultiheadAttention(4, 2): in_proj 3*4*4 + 12, out_proj 16 + 4 = 80 parameters, held by its own row
+    mha = nn.MultiheadAttention(4, 2)
+    mha.register_module("extra", None)
+    x = torch.rand(3, 1, 4)
+    report = crawl_module(mha, args=(x, x, x))
+    assert report["totals"]["parameters"]["value"] == 80
+    assert report["layers"][0]["parameters"] == {"trainable": 80, "frozen": 0, "bytes": 320, "shared": False}
+
+
+class _Unused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used = nn.Linear(4, 3)
+        self.unused = nn.Linear(2, 2)
+        self.unused.weight = NumelRefused(torch.zeros(2, 2))
+        self.register_module("gap", None)
+
+    def forward(self, x):
+        return self.used(x)
+
+
+def test_a_tensor_of_a_module_never_called_is_read_for_the_totals():
+    # the model totals read every module's tensors (not only the called ones): its error is the crawl's
+    model = _Unused()
+    with pytest.raises(RuntimeError, match="numel refused"):
+        crawl_module(model, args=(torch.ones(1, 4),))
+    assert_nothing_left(model)
