@@ -179,6 +179,9 @@ UNREADABLE = [
     (nn.Dropout, (0.5,), "p", "half", (2, 4)),  # not a real number
     (nn.Softmax, (1,), "dim", "last", (2, 4)),  # an int or None is read
     (nn.LayerNorm, (4,), "normalized_shape", 4, (2, 4)),  # no length
+    (nn.LayerNorm, (4,), "normalized_shape", ("four",), (2, 4)),  # a length, an item that is not an int
+    (nn.LayerNorm, (4,), "normalized_shape", (2**40, 2**40), (2, 4)),  # a row count past int64
+    (nn.ConstantPad1d, (2, 0.5), "padding", ("a", 1), (1, 2, 4)),
 ]
 
 

@@ -256,3 +256,69 @@ def test_a_patched_forward_is_refused():
         _root(report)["metrics"]["module_flops"]["status"] != "complete"
     )
     assert _root(native)["metrics"]["module_flops"]["status"] == "complete"
+
+
+def test_a_sublayer_with_a_patched_forward_passes_its_refusal_on():
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0).eval()
+    layer.dropout1.forward = lambda x: x  # an instance forward: not the native Dropout's
+    errors = module_errors(crawl_module(layer, args=(_src(),)))
+    assert errors and all(
+        d["message"] == "NotImplementedError: its forward is not the native class's, which the formula describes"
+        for d in errors
+    )
+
+
+def test_a_stack_without_layers_outside_a_crawl():
+    # an empty stack cannot run, but its formulas can be asked for: they refuse it
+    from torchscan.modules import module_flops
+
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 1, enable_nested_tensor=False).eval()
+    x = _src()
+    with torch.no_grad():
+        out = encoder(x)
+    encoder.layers = nn.ModuleList()
+    with pytest.raises(NotImplementedError, match="Transformer estimates need at least one layer"):
+        module_flops(encoder, (x,), out)
+
+
+def test_an_activation_module_refused_by_its_own_reader():
+    # an nn.GELU whose approximate is unknown to the family (read at build; the forward sees "none")
+    gelu = _odd_class(nn.GELU, "approximate", "sigmoid")()
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=gelu).eval()
+    layer.register_forward_pre_hook(lambda mod, args: ODD.update(on=False))
+    ODD["on"] = True
+    try:
+        errors = module_errors(crawl_module(layer, args=(_src(),)))
+    finally:
+        ODD["on"] = False
+    assert errors and all("ReLU or exact GELU" in d["message"] for d in errors)
+
+
+class _TwoCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.calls = 0
+
+        def first_call_mixed(mod, args):
+            # the first call runs the second layer's dropout1 in training (p = 0: same values), the second not
+            self.calls += 1
+            mod.layers[1].dropout1.train(self.calls == 1)
+
+        self.enc.register_forward_pre_hook(first_call_mixed)
+
+    def forward(self, x):
+        return self.enc(self.enc(x))
+
+
+def test_a_modes_refusal_is_read_afresh_at_the_next_call():
+    model = _TwoCalls().eval()
+    report = crawl_module(model, args=(_src(),))
+    rows = {layer["call_index"]: layer for layer in report["layers"] if layer["path"] == "enc"}
+    first, second = rows[0]["metrics"], rows[1]["metrics"]
+    assert first["module_flops"]["status"] == "unavailable"
+    module_messages = [d["message"] for d in module_errors(report) if d["path"] == "enc"]
+    assert len(module_messages) == 3 and all("same modes" in m for m in module_messages)  # the first call's only
+    # the second call's layers are alike again: two layers of 1224 FLOPs (the documented worked example)
+    assert (second["module_flops"]["status"], second["module_flops"]["value"]) == ("complete", 2 * 1224)
