@@ -41,6 +41,19 @@ def _encoder_layer():
     return layer, (torch.rand(3, 1, 4),)
 
 
+class _FlagAttention(nn.MultiheadAttention):
+    training = _FlagDropout.training
+
+
+def _encoder_layer_attention():
+    layer = _layer()
+    torch.manual_seed(0)
+    attention = _FlagAttention(4, 2)
+    attention.load_state_dict(layer.self_attn.state_dict())
+    layer.self_attn = attention
+    return layer, (torch.rand(3, 1, 4),)
+
+
 def _decoder_layer():
     layer = _layer(decoder=True)
     layer.dropout3 = _FlagDropout(0.0)
@@ -74,8 +87,24 @@ def _relu():
 
 @pytest.mark.parametrize(
     "make",
-    [_encoder_layer, _decoder_layer, _encoder_stack, _transformer("encoder"), _transformer("decoder"), _relu],
-    ids=["encoder layer", "decoder layer", "encoder stack", "transformer encoder", "transformer decoder", "relu"],
+    [
+        _encoder_layer,
+        _encoder_layer_attention,
+        _decoder_layer,
+        _encoder_stack,
+        _transformer("encoder"),
+        _transformer("decoder"),
+        _relu,
+    ],
+    ids=[
+        "encoder layer",
+        "encoder attention",
+        "decoder layer",
+        "encoder stack",
+        "transformer encoder",
+        "transformer decoder",
+        "relu",
+    ],
 )
 def test_a_mode_that_cannot_be_read_propagates(make):
     model, args = make()
