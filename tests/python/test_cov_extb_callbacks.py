@@ -100,7 +100,9 @@ def test_an_interrupt_while_reading_the_answer_propagates(answer):
     model = nn.Linear(3, 3)
     with pytest.raises(KeyboardInterrupt):
         measure_flops(
-            lambda: model(torch.ones(1, 3)), modules=model, custom_mapping={torch.ops.aten.addmm: lambda *a, **k: answer}
+            lambda: model(torch.ones(1, 3)),
+            modules=model,
+            custom_mapping={torch.ops.aten.addmm: lambda *a, **k: answer},
         )
     assert_nothing_left(model)
 

@@ -111,5 +111,6 @@ def test_an_estimate_whose_module_is_none():
 
     estimate.__module__ = None
     report = _crawl(estimate)
-    assert _identity(report) == "custom_module_handler:<unknown>.test_an_estimate_whose_module_is_none.<locals>.estimate"
+    expected = "custom_module_handler:<unknown>.test_an_estimate_whose_module_is_none.<locals>.estimate"
+    assert _identity(report) == expected
     assert report["layers"][1]["metrics"]["module_flops"]["value"] == 9

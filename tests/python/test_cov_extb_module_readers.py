@@ -197,9 +197,9 @@ def test_a_failing_hyperparameter_leaves_the_module_without_a_formula(family, na
     args = _args(family)
     if ctor is None:  # a stack of one layer, built by the class itself
         layer = nn.TransformerEncoderLayer if cls is nn.TransformerEncoder else nn.TransformerDecoderLayer
-        ctor, kwargs = (layer(4, 2, 8, dropout=0.0), 1), ({"norm": nn.LayerNorm(4)} if cls is nn.TransformerEncoder else {})
+        ctor, kwargs = (layer(4, 2, 8, dropout=0.0), 1), {}
         if cls is nn.TransformerEncoder:
-            kwargs["enable_nested_tensor"] = False
+            kwargs = {"norm": nn.LayerNorm(4), "enable_nested_tensor": False}
     failing = _failing_class(cls, name)
     torch.manual_seed(0)
     native = cls(*ctor, **kwargs)
