@@ -147,3 +147,21 @@ def test_bad_values_are_the_crawls_type_error(value, message):
     with pytest.raises(TypeError, match=message):
         crawl_module(model, args=(value,) if isinstance(value, torch.Tensor) else (torch.ones(1), value))
     assert_nothing_left(model)
+
+
+@pytest.mark.parametrize("name", ["is_nested", "shape", "dtype", "is_cpu", "requires_grad", "layout", "device"])
+def test_a_tensor_attribute_that_raises_is_the_crawls_error(name):
+    # a tensor subclass whose metadata cannot be read: its own error propagates, nothing is left behind. The
+    # device is read only off the CPU (is_cpu answers for a CPU tensor): a meta tensor here
+    def unreadable(self):
+        raise RuntimeError(f"{name} unreadable")
+
+    cls = type("Unreadable", (torch.Tensor,), {name: property(unreadable)})
+    value = torch.ones(2, device="meta" if name == "device" else "cpu").as_subclass(cls)
+    model = First()
+    with pytest.raises(RuntimeError, match=f"^{name} unreadable$"):
+        crawl_module(model, args=(value,))
+    assert_nothing_left(model)
+    if name == "device":  # on the CPU the device is not read at all
+        inp, _ = _call(torch.ones(2).as_subclass(cls))
+        assert inp["args"] == [_tensor((2,))]
