@@ -61,3 +61,23 @@ def test_an_lstm_state_read_from_its_output():
     for bad in (out, (out, (h,))):
         with pytest.raises(ValueError, match="the module call exposes no second tensor"):
             module_flops(lstm, (x,), bad)
+
+
+def test_attention_called_by_keyword_only():
+    # query, key and value all by keyword: the same call as positional (FLOPs and the shared-token relation)
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2).eval()
+    x = rand(3, 1, 4)
+    positional = crawl_module(mha, args=(x, x, x))["layers"][0]
+    keywords = crawl_module(mha, kwargs={"query": x, "key": x, "value": x})["layers"][0]
+    assert keywords["metrics"]["module_flops"]["value"] == positional["metrics"]["module_flops"]["value"]
+    for row in (positional, keywords):
+        [source] = row["token_dependencies"]["sources"]
+        assert (source["arguments"], source["relation"]) == (["query", "key", "value"], {"kind": "all"})
+    # a causal mask given by keyword with is_causal: each position sees a prefix; the mask adds one fill per
+    # score (B*H*T*S = 1*2*3*3 = 18)
+    causal = torch.full((3, 3), float("-inf")).triu(1)
+    masked = crawl_module(mha, args=(x,), kwargs={"key": x, "value": x, "is_causal": True, "attn_mask": causal})
+    row = masked["layers"][0]
+    assert row["token_dependencies"]["sources"][0]["relation"] == {"kind": "prefix"}
+    assert row["metrics"]["module_flops"]["value"] - positional["metrics"]["module_flops"]["value"] == 18
