@@ -81,3 +81,19 @@ def test_attention_called_by_keyword_only():
     row = masked["layers"][0]
     assert row["token_dependencies"]["sources"][0]["relation"] == {"kind": "prefix"}
     assert row["metrics"]["module_flops"]["value"] - positional["metrics"]["module_flops"]["value"] == 18
+
+
+def test_embedding_bag_offsets_and_weights_by_position_or_keyword():
+    # EmbeddingBag(10, 3, sum) on N = 5 indices in 2 bags: D 3, O 6.
+    # FLOPs N*D - O = 9, MACs 9, DMAs N + offsets 2 + N*D + O = 28; per_sample_weights add N*D = 15 FLOPs,
+    # make the MACs the weighted sums N*D = 15, and add N = 5 DMAs
+    bag = nn.EmbeddingBag(10, 3, mode="sum")
+    idx, offsets, weights = torch.tensor([1, 2, 3, 4, 5]), torch.tensor([0, 2]), rand(5)
+
+    def counts(args, kwargs):
+        metrics = crawl_module(bag, args=args, kwargs=kwargs)["layers"][0]["metrics"]
+        return tuple(metrics[k]["value"] for k in ("module_flops", "macs", "dmas"))
+
+    assert counts((idx, offsets), {}) == counts((idx,), {"offsets": offsets}) == (9, 9, 28)
+    assert counts((idx, offsets, weights), {}) == (24, 15, 33)
+    assert counts((idx,), {"offsets": offsets, "per_sample_weights": weights}) == (24, 15, 33)
