@@ -165,3 +165,37 @@ def test_a_tensor_attribute_that_raises_is_the_crawls_error(name):
     if name == "device":  # on the CPU the device is not read at all
         inp, _ = _call(torch.ones(2).as_subclass(cls))
         assert inp["args"] == [_tensor((2,))]
+
+
+@pytest.mark.parametrize("where", ["list", "tuple", "dict", "mapping", "keyword", "output"])
+def test_an_unreadable_tensor_inside_a_container_is_the_crawls_error(where):
+    def unreadable(self):
+        raise RuntimeError("shape unreadable")
+
+    bad = torch.ones(2).as_subclass(type("Unreadable", (torch.Tensor,), {"shape": property(unreadable)}))
+    good = torch.ones(1)
+    args, kwargs, model = (good,), {}, First()
+    if where == "list":
+        args = (good, [good, bad])
+    elif where == "tuple":
+        args = (good, (1, (bad,)))
+    elif where == "dict":
+        args = (good, {"x": bad})
+    elif where == "mapping":
+        args = (good, _Map({"x": bad}))
+    elif where == "keyword":
+        kwargs = {"extra": bad}
+    else:
+        model = _Returns([good, bad])  # the row's output holds it
+    with pytest.raises(RuntimeError, match="^shape unreadable$"):
+        crawl_module(model, args=args, kwargs=kwargs)
+    assert_nothing_left(model)
+
+
+class _Returns(nn.Module):
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def forward(self, *args, **kwargs):
+        return self.value
