@@ -112,3 +112,36 @@ def test_crawl_object_argument_checks():
     assert crawl.saved_layers("forward") is None  # a crawl made without saved=True
     with pytest.raises(TypeError, match=r"Crawl\(\) missing required argument 'module' \(pos 1\)"):
         _engine.Crawl()
+
+
+class _LibraryBlock(nn.Module):
+    __module__ = "torch.ao.quantization.extra"
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x) * 2
+
+
+def test_a_callers_handler_on_library_classes():
+    import torch.ao.quantization  # noqa: F401
+
+    leaf = _doubling("torch.ao.quantization.extra")
+    five = ModuleHandler(lambda call: {"module_flops": 5})
+    handlers = {leaf: five, _LibraryBlock: five}
+    # a leaf: the handler's answer wins; what it omits (MACs) the signature answers (x * 2: none)
+    report = crawl_module(leaf(), args=(torch.ones(2, 3),), custom_modules=handlers)
+    metrics = _metrics(report)
+    assert (metrics["module_flops"]["value"], metrics["module_flops"]["method"].split(":")[0]) == (
+        5,
+        "custom_module_handler",
+    )
+    assert (metrics["macs"]["value"], metrics["macs"]["method"]) == (0, "torchscan_module_formula:signature_pointwise")
+    # a composite: the handler's 5 for its own work, the rest from its children: Linear(3, 3) on (2, 3) is
+    # 2*2*3*3 = 36 FLOPs, 18 MACs; 41 FLOPs in all
+    report = crawl_module(_LibraryBlock(), args=(torch.ones(2, 3),), custom_modules=handlers)
+    assert "macs" not in _metrics(report)
+    assert (_metrics(report, "lin")["module_flops"]["value"], _metrics(report, "lin")["macs"]["value"]) == (36, 18)
+    assert (report["totals"]["module_flops"]["value"], report["totals"]["macs"]["value"]) == (41, 18)
