@@ -229,3 +229,24 @@ def test_a_module_with_its_own_lookup_reads_like_the_native_one(cls):
     module = cls(4, 3)
     metrics = _root_metrics(crawl_module(module, args=(_rand(2, 4),)))
     assert (metrics["module_flops"]["value"], metrics["macs"]["value"]) == (48, 24)
+
+
+@pytest.mark.parametrize("op", ["sin", "cat"])
+def test_an_argument_whose_shape_raises_propagates(op):
+    # a tensor subclass whose shape cannot be read, as an operator's argument (alone or in a list): the
+    # formula never runs and the error propagates, with no dispatch mode left on the stack
+    def unreadable(self):
+        raise RuntimeError("shape unreadable")
+
+    bad = torch.ones(3).as_subclass(type("Unreadable", (torch.Tensor,), {"shape": property(unreadable)}))
+    seen = []
+
+    def formula(*args, **kwargs):
+        seen.append(args)
+        return 3
+
+    workload = (lambda: torch.sin(bad)) if op == "sin" else (lambda: torch.cat([bad, bad]))
+    with pytest.raises(RuntimeError, match="^shape unreadable$"):
+        measure_flops(workload, custom_mapping={getattr(torch.ops.aten, op): formula})
+    assert seen == []
+    assert torch._C._len_torch_dispatch_stack() == 0
