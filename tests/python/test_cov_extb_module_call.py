@@ -41,8 +41,9 @@ def test_attention_keyword_arguments_masks_and_weights():
         out = mha(q, k, k)
     assert module_flops(mha, (q, k, k), out) == positional
     assert module_flops(mha, (q, k, k), out[0]) == no_weights
-    with pytest.raises(ValueError, match="the module call exposes no input tensor"):
-        module_flops(mha, (q,), out)
+    for call in ((q,), (q, 5, k), (q, k, "v")):  # no key, or a key or value that is not a tensor
+        with pytest.raises(ValueError, match="the module call exposes no input tensor"):
+            module_flops(mha, call, out)
 
 
 def test_an_lstm_state_read_from_its_output():
