@@ -322,3 +322,15 @@ def test_a_modes_refusal_is_read_afresh_at_the_next_call():
     assert len(module_messages) == 3 and all("same modes" in m for m in module_messages)  # the first call's only
     # the second call's layers are alike again: two layers of 1224 FLOPs (the documented worked example)
     assert (second["module_flops"]["status"], second["module_flops"]["value"]) == ("complete", 2 * 1224)
+
+
+def test_a_scripted_sublayer_is_not_native():
+    # a ScriptModule keeps its tensors and children in mappings of its own: its parameters still count
+    # (172 for TransformerEncoderLayer(4, 2, 8)), but it is not the native Linear the formula describes
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0).eval()
+    layer.linear1 = torch.jit.script(layer.linear1)
+    report = crawl_module(layer, args=(_src(),))
+    assert report["totals"]["parameters"]["value"] == 172
+    errors = module_errors(report)
+    assert errors and all("need native sub-layers" in d["message"] for d in errors)
