@@ -107,9 +107,6 @@ def test_crawl_object_argument_checks():
         crawl.install()
     with pytest.raises(TypeError, match=r"install\(\) takes at most 2 arguments \(3 given\)"):
         crawl.install(None, True, 2)
-    with pytest.raises(TypeError, match="bad argument type"):
-        crawl.saved_layers(3)
-    assert crawl.saved_layers("forward") is None  # a crawl made without saved=True
     with pytest.raises(TypeError, match=r"Crawl\(\) missing required argument 'module' \(pos 1\)"):
         _engine.Crawl()
 
