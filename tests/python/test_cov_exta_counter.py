@@ -78,7 +78,7 @@ def test_report_and_memory_entry_points_refuse_bad_arguments_and_the_wrong_order
         counter._report(torch.__version__, "m", _Unjsonable())
     with pytest.raises(ValueError, match="by_phase"):
         counter._report(torch.__version__, "m", None, _Unjsonable())
-    for call in (lambda: counter._memory_name(torch.nn.Linear(2, 2), 0), lambda: counter._memory_report(False)):
+    for call in (lambda: counter._memory_name(torch.nn.Linear(2, 2), 0), lambda: counter._memory_report(False, "as_run", torch.__version__)):
         with pytest.raises(RuntimeError, match="not simulating memory"):
             call()
     with pytest.raises(TypeError, match="_memory_name"):
@@ -88,12 +88,13 @@ def test_report_and_memory_entry_points_refuse_bad_arguments_and_the_wrong_order
     with pytest.raises(RuntimeError, match="already simulating memory"):
         counter._simulate_memory()
     with pytest.raises(ZeroDivisionError, match="no truth value"):
-        counter._memory_report(_NoTruth())
-    nothing = counter._memory_report(False)
-    assert nothing["allocated_bytes"] == 0 and nothing["peak_bytes"] == 0 and nothing["events"] == 0
+        counter._memory_report(_NoTruth(), "as_run", torch.__version__)
+    nothing = counter._memory_report(False, "as_run", torch.__version__)
+    assert nothing["allocated_bytes"] == 0 and nothing["events"] == 0
+    assert nothing["totals"]["peak_bytes"]["status"] == "unavailable"  # nothing ran: no peak, not a peak of 0
     counter._memory_end()
     with pytest.raises(RuntimeError, match="not simulating memory"):
-        counter._memory_report(True)
+        counter._memory_report(True, "as_run", torch.__version__)
 
 
 def test_an_optimizer_post_hook_without_its_pre_hook_opens_no_phase():
