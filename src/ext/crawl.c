@@ -98,16 +98,24 @@ static const char *const libraries[] = {
 #define N_LIBRARIES (sizeof libraries / sizeof libraries[0])
 
 /* Which libraries sys.modules holds (bits of `libraries`): once per crawl,
- * a few dictionary lookups. */
-static unsigned
+ * a few dictionary lookups. 0 or more, or -1 with an exception (a failed
+ * lookup is not a library that is absent). */
+static long
 imported_libraries(void)
 {
     PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
-    unsigned found = 0;
-    for (size_t i = 0; i < N_LIBRARIES; i++) {
-        PyObject *m = PyDict_GetItemString(modules, libraries[i]);
+    long found = 0;
+    for (size_t i = 0; i < N_LIBRARIES && found >= 0; i++) {
+        PyObject *key = PyUnicode_FromString(libraries[i]), *m = NULL;
+        if (key != NULL) {
+            m = PyDict_GetItemWithError(modules, key); /* borrowed */
+            Py_DECREF(key);
+        }
         if (m != NULL) {
-            found |= 1u << i;
+            found |= 1L << i;
+        }
+        else if (PyErr_Occurred()) {
+            found = -1;
         }
     }
     return found;
@@ -115,21 +123,22 @@ imported_libraries(void)
 
 /* Whether `type` itself is defined in one of the imported libraries (its
  * __module__ is "<library>." something). A subclass defined elsewhere is
- * not: its forward may do other work. 1 or 0 (a class whose __module__
- * cannot be read is no library's). */
+ * not: its forward may do other work. 1 or 0 (a class without a
+ * __module__, or one that is not text UTF-8 can hold, is no library's), -1
+ * with an exception on other errors (out of memory, a raising metaclass
+ * property). */
 static int
 library_class(tsx_state *st, PyTypeObject *type, unsigned imported)
 {
     PyObject *module;
     const char *name;
-    int found = 0;
+    int found = 0, has;
     if (imported == 0) {
         return 0;
     }
-    module = tsx_getattr(st, (PyObject *)type, "__module__");
-    if (module == NULL) {
-        PyErr_Clear(); /* a class without a module: not a library's */
-        return 0;
+    has = tsx_optional_attr(st, (PyObject *)type, "__module__", &module);
+    if (has <= 0) {
+        return has;
     }
     name = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : NULL;
     for (size_t i = 0; name != NULL && i < N_LIBRARIES && !found; i++) {
@@ -137,8 +146,13 @@ library_class(tsx_state *st, PyTypeObject *type, unsigned imported)
         found = (imported & (1u << i)) && strncmp(name, libraries[i], len) == 0
                 && (name[len] == '.' || name[len] == '\0');
     }
-    if (name == NULL) {
-        PyErr_Clear();
+    if (name == NULL && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear(); /* a lone surrogate: no library's name */
+        }
+        else {
+            found = -1;
+        }
     }
     Py_DECREF(module);
     return found;
@@ -150,6 +164,7 @@ static int
 resolve_type(tsx_crawl *c, crawl_build *b, PyObject *module, type_memo *out)
 {
     PyObject *handler = NULL;
+    int library;
     for (size_t i = 0; i < b->ntypes; i++) {
         if (b->types[i].type == Py_TYPE(module)) {
             *out = b->types[i];
@@ -158,7 +173,11 @@ resolve_type(tsx_crawl *c, crawl_build *b, PyObject *module, type_memo *out)
     }
     out->type = Py_TYPE(module);
     out->native = tsx_native_of(c->st, module, &out->native_type);
-    out->library = c->full && library_class(c->st, out->type, b->libraries);
+    library = c->full ? library_class(c->st, out->type, b->libraries) : 0;
+    if (library < 0) {
+        return -1;
+    }
+    out->library = library != 0;
     if (c->handlers != NULL) {
         if (tsx_handler_match(c->handlers, Py_TYPE(module), &handler) < 0) {
             return -1;
@@ -362,6 +381,7 @@ crawl_init(tsx_crawl *c,
 {
     crawl_build b;
     PyObject *empty;
+    long imported;
     int rc = -1;
     memset(&b, 0, sizeof b);
     c->st = st;
@@ -372,7 +392,11 @@ crawl_init(tsx_crawl *c,
     c->reader.is_patched_forward = tsx_is_patched_forward;
     b.reader = c->reader;
     b.reader.memo = &b.descs;
-    b.libraries = full && match ? imported_libraries() : 0;
+    imported = full && match ? imported_libraries() : 0;
+    if (imported < 0) {
+        return -1;
+    }
+    b.libraries = (unsigned)imported;
     if (handlers != Py_None) {
         if (!PyDict_Check(handlers) || module_call == Py_None) {
             tsx_fail(PyExc_TypeError,

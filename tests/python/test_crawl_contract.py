@@ -182,6 +182,34 @@ def test_a_model_type_name_utf8_cannot_encode_is_refused_before_the_forward():
     assert_nothing_left(model)
 
 
+def _module_attribute_raising(error: BaseException) -> type:
+    """A CountingModule class whose metaclass makes reading the class's __module__ raise ``error``."""
+
+    class Meta(type):
+        @property
+        def __module__(cls):  # type: ignore[override]
+            raise error
+
+    return Meta("Raising", (CountingModule,), {})
+
+
+def test_a_class_module_that_cannot_be_read_is_the_crawls_error_before_the_forward():
+    """Whether a class is a model library's (to trust its forward) reads its __module__: an error there, out of
+    memory included, is raised before the forward, with nothing left; it was taken as 'no library'."""
+    import torch.ao.quantization  # noqa: F401 - one of the libraries whose classes the crawl recognises
+
+    model = nn.Sequential(_module_attribute_raising(MemoryError())())
+    with pytest.raises(MemoryError):
+        crawl_module(model, args=(torch.ones(1, 4),))
+    assert model[0].calls == 0
+    assert_nothing_left(model)
+    # a class without a __module__ at all is simply no library's class: the crawl goes on
+    model = nn.Sequential(_module_attribute_raising(AttributeError("__module__"))())
+    report = crawl_module(model, args=(torch.ones(1, 4),))
+    assert model[0].calls == 1 and [layer["path"] for layer in report["layers"]] == ["", "0", "0.lin"]
+    assert_nothing_left(model)
+
+
 def test_caller_args_are_forwarded_unchanged():
     model = Recorder()
     x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)  # float64 into a float32 model: no cast allowed
