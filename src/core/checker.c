@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "checker.h"
+#include "torchscan/json_text.h"
 
 int
 chk_fail(checker *c, const char *fmt, ...)
@@ -66,9 +67,12 @@ chk_describe(const json_t *value, char *buf, size_t size)
             snprintf(
                 buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
             return buf;
-        case JSON_REAL:
-            snprintf(buf, size, "%.17g", json_real_value(value));
+        case JSON_REAL: { /* as Python writes it: 1.0, not 1 */
+            char text[TS_JSON_REAL_SIZE];
+            ts_format_json_real(json_real_value(value), text);
+            snprintf(buf, size, "%s", text);
             return buf;
+        }
         case JSON_TRUE:
             return "True";
         case JSON_FALSE:

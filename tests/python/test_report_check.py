@@ -76,6 +76,7 @@ HOSTILE = {
     "schema-version-true": (lambda r: r.__setitem__("schema_version", True), "schema_version"),
     "schema-version-str": (lambda r: r.__setitem__("schema_version", "1"), "schema_version"),
     "depth-negative": (lambda r: r["layers"][2].__setitem__("depth", -3), "layers[2].depth: expected a non-negative int, got -3"),
+    "depth-real": (lambda r: r["layers"][2].__setitem__("depth", 2.0), "layers[2].depth: expected a non-negative int, got 2.0"),
     "empty-path-component": (lambda r: r["layers"][1].__setitem__("path", "bad..path"), "layers[1].path"),
     "devices-not-str": (lambda r: r["context"].__setitem__("devices", [1]), "context.devices[0]"),
     "inputs-not-object": (lambda r: r.__setitem__("inputs", []), "inputs: expected an object"),
