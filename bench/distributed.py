@@ -5,7 +5,8 @@ models (a 4-row MLP, and a 256-layer MLP whose 385-row report is about half a me
 with a barrier before each call:
 
 - ``gather_reports(report)``: the store handshake (every rank posts its report's shape, computed in C, and
-  reads the others'), ``gather_object`` to rank 0, and on rank 0 the GatheredReport built in C;
+  reads the others'), every report as JSON text through the same store to rank 0, and on rank 0 the
+  GatheredReport built in C;
 - ``all_gather_object(out, report)``: the same reports to every rank, nothing checked, nothing computed.
 
 It prints, per world size and report, the median wall time per call on rank 0 of each (in ms), their ratio, and

@@ -1,7 +1,9 @@
 """Every rank's report, gathered on one rank of a torch.distributed process group (``gather_reports``).
 
-TorchScan moves the reports over torch.distributed itself (its store and ``gather_object``); it builds no
-transport of its own. The checks and the statistics are C (``_engine.gather_shape``, ``gather_check``,
+TorchScan moves the reports through the process group's own key-value store (the one init_process_group made),
+as JSON text; it builds no transport of its own, and no collective of the backend carries them (a gloo worker
+thread that still holds a gathered tensor when the interpreter exits aborts it; the store's client runs on the
+calling thread). The checks and the statistics are C (``_engine.gather_shape``, ``gather_check``,
 ``gather_reports``).
 """
 
@@ -17,8 +19,9 @@ from . import _engine
 
 __all__ = ["GatheredReport", "gather_reports"]
 
-# The store keys of one call: <prefix>/<call number>/<rank in the group>. Every rank of a group numbers its calls
-# the same way, so the keys of one call are the same on every rank. Counted per group and per store: a group made
+# The store keys of one call: <prefix>/<call number>/<rank in the group> for the handshake and
+# <prefix>/<call number>/report/<rank in the group> for the reports. Every rank of a group numbers its calls the
+# same way, so the keys of one call are the same on every rank. Counted per group and per store: a group made
 # again (a new store) starts again from 0 on every rank.
 _PREFIX = "torchscan.gather_reports"
 _CALLS: dict[tuple[str, int], int] = {}
@@ -70,8 +73,9 @@ def _store(dist: Any, group: Any) -> Any:
     return c10d._world.pg_map[group][1]
 
 
-def _status(report: object, dst: object, ranks: list[int], timeout: object) -> dict[str, Any]:
-    """What this rank posts before the reports travel: its report's shape and dst, or why it cannot take part."""
+def _status(report: object, dst: object, ranks: list[int], timeout: object) -> tuple[dict[str, Any], str | None]:
+    """What this rank posts before the reports travel (its report's shape and dst, or why it cannot take part),
+    and its report as JSON text (None when it cannot take part)."""
     try:
         if timeout is not None:
             _seconds(timeout)
@@ -79,9 +83,29 @@ def _status(report: object, dst: object, ranks: list[int], timeout: object) -> d
             raise TypeError(f"dst must be an int (a global rank), got {type(dst).__name__}.")
         if dst not in ranks:
             raise ValueError(f"dst must be the global rank of a member of the group, one of {ranks}; got {dst}.")
-        return {"dst": dst, "ok": _engine.gather_shape(report)}
+        shape = _engine.gather_shape(report)
+        return {"dst": dst, "ok": shape}, json.dumps(report)
     except Exception as error:  # noqa: BLE001 - every rank raises it after the handshake
-        return {"error": {"type": type(error).__name__, "message": str(error)}}
+        return {"error": {"type": type(error).__name__, "message": str(error)}}, None
+
+
+def _wait(store: Any, keys: list[str], ranks: list[int], wait: timedelta, what: str) -> None:
+    """Waits for ``keys`` (one per rank of ``ranks``); TimeoutError naming the ranks whose key never came."""
+    try:
+        store.wait(keys, wait)
+    except Exception:
+        missing = [rank for rank, key in zip(ranks, keys) if not store.check([key])]
+        if not missing:
+            raise
+        raise TimeoutError(
+            f"gather_reports: rank(s) {', '.join(map(str, missing))} of the group did not {what} "
+            f"within {wait.total_seconds():g} s (timeout)."
+        ) from None
+
+
+def _get(store: Any, keys: list[str]) -> list[bytes]:
+    multi_get = getattr(store, "multi_get", None)
+    return list(multi_get(keys)) if multi_get is not None else [store.get(key) for key in keys]
 
 
 def gather_reports(
@@ -99,8 +123,8 @@ def gather_reports(
     First the ranks meet through the group's store and check, before any
     report travels, that every rank gave a valid report of the same shape
     (the same model's layer calls, the same inputs' metadata, the same
-    metrics) and the same ``dst``; then the reports go to ``dst`` with
-    ``torch.distributed.gather_object``. On ``dst`` the engine computes,
+    metrics) and the same ``dst``; then the reports go to ``dst`` as JSON
+    text through the group's store. On ``dst`` the engine computes,
     for every metric (totals, operator FLOPs per operator, collectives'
     bytes, each layer call's metrics), the per-rank values, the min, the
     median (the lower middle value for an even count), the max, the rank
@@ -129,7 +153,8 @@ def gather_reports(
             disagree; the message names the first such rank.
         TimeoutError: on every rank that called it, when some rank did not
             call ``gather_reports`` within the timeout; the message names
-            the missing ranks.
+            the missing ranks (on ``dst`` also when a rank that agreed
+            never posted its report).
     """
     import torch.distributed as dist
 
@@ -144,7 +169,7 @@ def gather_reports(
         raise RuntimeError("gather_reports: this rank is not a member of `group`.")
     ranks = dist.get_process_group_ranks(pg)
     store = _store(dist, pg)
-    status = _status(report, dst, ranks, timeout)
+    status, text = _status(report, dst, ranks, timeout)
     wait = _seconds(timeout) if timeout is not None and "ok" in status else _group_timeout(dist, pg, store)
 
     try:
@@ -156,35 +181,33 @@ def gather_reports(
     _CALLS[counter] = call + 1
     keys = [f"{_PREFIX}/{call}/{position}" for position in range(len(ranks))]
     store.set(keys[me], json.dumps(status))
-    try:
-        store.wait(keys, wait)
-    except Exception:
-        missing = [rank for rank, key in zip(ranks, keys) if not store.check([key])]
-        if not missing:
-            raise
-        raise TimeoutError(
-            f"gather_reports: rank(s) {', '.join(map(str, missing))} of the group did not call gather_reports "
-            f"within {wait.total_seconds():g} s (timeout)."
-        ) from None
+    _wait(store, keys, ranks, wait, "call gather_reports")
     if call > 0:
         # every rank has finished the previous call (it posted this call's key after it): its key is spent
         try:
             store.delete_key(f"{_PREFIX}/{call - 1}/{me}")
         except Exception:  # noqa: BLE001 - a store without delete_key keeps a few bytes per call
             pass
-    multi_get = getattr(store, "multi_get", None)
-    statuses = list(multi_get(keys)) if multi_get is not None else [store.get(key) for key in keys]
-    verdict = _engine.gather_check(statuses, ranks)
+    verdict = _engine.gather_check(_get(store, keys), ranks)
     if verdict is not None:
         kind, message = verdict
         raise {"TypeError": TypeError, "ValueError": ValueError}.get(kind, RuntimeError)(message)
 
-    receiver = dist.get_rank() == dst
-    gathered: list[Any] | None = [None] * len(ranks) if receiver else None
-    dist.gather_object(report, gathered, dst=dst, group=pg)
-    if not receiver:
+    # every rank agreed: each posts its report's text, and dst reads the others' and takes them off the store
+    reports = [f"{_PREFIX}/{call}/report/{position}" for position in range(len(ranks))]
+    if dist.get_rank() != dst:
+        store.set(reports[me], text)
         return None
+    others = [position for position in range(len(ranks)) if position != me]
+    _wait(store, [reports[p] for p in others], [ranks[p] for p in others], wait, "post its report")
+    gathered: list[Any] = [report] * len(ranks)
+    for position, posted in zip(others, _get(store, [reports[p] for p in others])):
+        gathered[position] = json.loads(posted)
+        try:
+            store.delete_key(reports[position])
+        except Exception:  # noqa: BLE001 - a store without delete_key keeps the text
+            pass
     result: GatheredReport = _engine.gather_reports(gathered, ranks)
-    # the reports as received: the engine read them, and they are attached as they are, not copied
+    # the reports as received (dst's own as given): the engine read them, and they are attached, not copied
     return {"schema_version": result.pop("schema_version"), "context": result.pop("context"), "reports": gathered,
             **result}
