@@ -435,7 +435,7 @@ done:
     return keep_json(report);
 }
 
-/* The session's other paths (test_cov_coreb_session.c checks their
+/* The session's other paths (test_session_edges.c checks their
  * numbers): a matchable composite whose matrix product no signature
  * recognizes and its child, an owned call, an attention leaf whose call
  * exposed no tensor (token dependencies and their diagnostic), a handler

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "cov_corea_build.h"
+#include "checkpoint_build.h"
 #include "torchscan/checkpoint.h"
 
 static json_t *

@@ -1,4 +1,4 @@
-/* Byte builders shared by the test_cov_corea_* checkpoint tests: a
+/* Byte builders shared by the test_checkpoint_* checkpoint tests: a
  * growable buffer, a pickle assembler, a zip writer (STORED entries,
  * optional Zip64 records and extra fields, bytes prepended), a GGUF writer
  * and the pickles several tests read. Static inline: each test uses a

@@ -29,7 +29,7 @@ test_gives_up(void)
     long pid = 0;
     double elapsed;
     snprintf(
-        pidfile, sizeof pidfile, "/tmp/ts_cov_corea_rss_%ld", (long)getpid());
+        pidfile, sizeof pidfile, "/tmp/ts_rss_signals_%ld", (long)getpid());
     snprintf(script,
              sizeof script,
              "setsid sh -c 'echo $$ > %s; exec sleep 20' </dev/null "

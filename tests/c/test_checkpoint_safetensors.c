@@ -527,7 +527,7 @@ main(void)
     test_header_errors();
     test_empty_and_gaps();
     test_huge_index();
-    snprintf(dir, sizeof dir, "/tmp/ts_cov_corea_st_XXXXXX");
+    snprintf(dir, sizeof dir, "/tmp/ts_checkpoint_safetensors_XXXXXX");
     if (mkdtemp(dir) != NULL) {
         test_index();
         test_file_layer();

@@ -1,5 +1,5 @@
 /* Allocation-failure injection (as tests/c/test_alloc_failures.c) on the
- * checkpoint inputs built by cov_corea_build.h, which reach code the seed
+ * checkpoint inputs built by checkpoint_build.h, which reach code the seed
  * files do not: every pickle opcode and rebuild call, a legacy file, GGUF
  * arrays and strings, an index read from memory, safetensors metadata,
  * module-level matching, the text table of a hand-made report and the
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "cov_corea_build.h"
+#include "checkpoint_build.h"
 #include "torchscan/checkpoint.h"
 #include "torchscan/json_text.h"
 
@@ -572,7 +572,8 @@ main(void)
         CHECK(in.deep != NULL);
         free(deep.d);
     }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_cov_corea_alloc_XXXXXX");
+    snprintf(
+        tmpdir, sizeof tmpdir, "/tmp/ts_checkpoint_alloc_failures_XXXXXX");
     CHECK(mkdtemp(tmpdir) != NULL && getcwd(cwd, sizeof cwd) != NULL);
     write_files(&in);
     CHECK(chdir(tmpdir) == 0);

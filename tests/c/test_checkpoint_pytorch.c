@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "cov_corea_build.h"
+#include "checkpoint_build.h"
 #include "ckpt_internal.h"
 #include "torchscan/checkpoint.h"
 
@@ -1692,7 +1692,7 @@ test_inspect_file(void)
 {
     ts_error err;
     json_t *r;
-    char dir[] = "/tmp/ts_cov_corea_XXXXXX";
+    char dir[] = "/tmp/ts_checkpoint_XXXXXX";
     char cwd[4096];
     FILE *f;
     bytes pk = {0}, z = {0};
